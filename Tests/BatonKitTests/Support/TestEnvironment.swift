@@ -1,0 +1,34 @@
+import Foundation
+
+/// Where things are when tests run: the repository, the built `baton`
+/// binary, and the simulated-radio venv made by Tests/Scripts/setup.sh.
+enum TestEnvironment {
+  /// The repository's top folder.
+  static let repository: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+
+  /// The venv's python (override with BATON_PYTHON).
+  static var python: String {
+    ProcessInfo.processInfo.environment["BATON_PYTHON"]
+      ?? repository.appendingPathComponent(".venv/bin/python3").path
+  }
+
+  /// The `baton` executable built by `swift build` (override with BATON_BIN).
+  static var batonBinary: String {
+    if let path = ProcessInfo.processInfo.environment["BATON_BIN"] { return path }
+    for configuration in ["debug", "release"] {
+      let path = repository.appendingPathComponent(".build/\(configuration)/baton").path
+      if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return repository.appendingPathComponent(".build/debug/baton").path
+  }
+
+  /// A new empty temporary folder, removed by the caller when done.
+  static func temporaryDirectory(_ label: String = "baton-test") throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+      .appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+  }
+}

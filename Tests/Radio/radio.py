@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""A simulated BLE radio for baton's tests: N bumble controllers on one LocalLink.
+
+Each controller speaks HCI with H4 framing on its own TCP port on 127.0.0.1,
+chosen by the kernel (no port races). Once all are listening, one line is
+printed on stdout:
+
+    READY <port1> <port2> ...
+
+Then it runs until SIGTERM/SIGINT or until stdin is closed (so a test that
+dies takes its radio with it). Options:
+    --controllers N     how many controllers (default 2)
+    --no-extended-advertising   clear the LE Extended Advertising feature bit,
+                        so scanners get legacy (0x02) advertising reports
+    --log-level LEVEL   bumble's log level (default WARNING)
+"""
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+
+from bumble import hci
+from bumble.controller import Controller
+from bumble.link import LocalLink
+from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--controllers", type=int, default=2)
+    parser.add_argument("--no-extended-advertising", action="store_true")
+    parser.add_argument("--log-level", default="WARNING")
+    args = parser.parse_args()
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+
+    link = LocalLink()
+    transports = []
+    ports = []
+    for index in range(args.controllers):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        ports.append(sock.getsockname()[1])
+        transport = await open_tcp_server_transport_with_socket(sock)
+        controller = Controller(
+            f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
+        )
+        if args.no_extended_advertising:
+            controller.le_features &= ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
+        transports.append(transport)
+
+    print("READY " + " ".join(str(p) for p in ports), flush=True)
+
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+
+    def stdin_closed() -> None:
+        if not os.read(sys.stdin.fileno(), 4096):
+            loop.remove_reader(sys.stdin.fileno())
+            if not stop.done():
+                stop.set_result(None)
+
+    if not sys.stdin.isatty():
+        loop.add_reader(sys.stdin.fileno(), stdin_closed)
+
+    await stop
+    # Nothing to flush or save: leave at once (closing bumble's transports
+    # politely can take seconds when a client is still connected).
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

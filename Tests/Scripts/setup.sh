@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what baton's build, tests and demo need on a fresh Debian 12 machine
+# with the Swift toolchain: the C libraries' -dev packages, the tools the tests
+# drive (editors, btmon, mandoc), and a Python venv holding the simulated radio
+# (bumble). Quick and quiet when everything is already there.
+#
+#   Tests/Scripts/setup.sh            everything
+#   Tests/Scripts/setup.sh --build    only what building needs
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+
+build_packages=(libbluetooth-dev libsodium-dev libinih-dev libsqlite3-dev libsystemd-dev pkg-config)
+test_packages=(mandoc bluez vim nano emacs-nox tmux strace)
+
+packages=("${build_packages[@]}")
+[ "${1:-}" = "--build" ] || packages+=("${test_packages[@]}")
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+[ "${1:-}" = "--build" ] && exit 0
+
+venv="$top/.venv"
+req="$top/Tests/Radio/requirements.txt"
+if [ ! -x "$venv/bin/python3" ] || ! cmp -s "$req" "$venv/.requirements"; then
+  echo "setup: creating the simulated-radio venv in $venv" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  cp "$req" "$venv/.requirements"
+fi
