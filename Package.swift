@@ -36,6 +36,13 @@ let package = Package(
       dependencies: ["BatonKit"],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),
+    // Benchmarks that print figures (Tests/Scripts/bench-*.sh run them).
+    .executableTarget(
+      name: "baton-bench",
+      dependencies: ["BatonKit"],
+      path: "Sources/BatonBench",
+      swiftSettings: [.swiftLanguageMode(.v6)]
+    ),
     .testTarget(
       name: "BatonKitTests",
       dependencies: ["BatonKit"],

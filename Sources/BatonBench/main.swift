@@ -1,0 +1,22 @@
+// baton-bench: benchmarks that print figures (run through Tests/Scripts/bench-*.sh).
+//   baton-bench notes [options]     index build time, save-to-update latency
+//   baton-bench l2cap [options]     L2CAP transfer time and HCI overhead
+//   baton-bench handoff [options]   save-to-peer-file latency between two agents
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+  switch arguments.first {
+  case "notes": try await NotesBenchmark.run(Array(arguments.dropFirst()))
+  case "l2cap": try await L2CAPBenchmark.run(Array(arguments.dropFirst()))
+  case "handoff": try await HandoffBenchmark.run(Array(arguments.dropFirst()))
+  default:
+    print("usage: baton-bench notes|l2cap|handoff [options]")
+    exit(2)
+  }
+} catch {
+  print("baton-bench: \(error)")
+  exit(1)
+}
