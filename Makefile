@@ -27,5 +27,8 @@ test: setup
 	$(SWIFT) build
 	$(SWIFT) test
 
+demo:
+	Tests/Scripts/demo.sh
+
 clean:
 	rm -rf .build
