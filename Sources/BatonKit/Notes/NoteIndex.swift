@@ -51,33 +51,60 @@ final class NoteIndex: Sendable {
     }
   }
 
+  /// A file read but not yet applied to the index.
+  enum Inspection {
+    case unchanged
+    case invalid(path: String, reason: String, NoteFile.Signature)
+    case note(path: String, bytes: [UInt8], hash: ContentHash)
+  }
+
   /// Reads the file at `relativePath` and brings the index up to date.
   /// Returns the save to report: nil when the bytes are already indexed, are
   /// our own write-back, or the file is not a valid note (warned once per
   /// version) or gone.
   func examine(_ relativePath: String) -> NoteSave? {
+    commit(inspect(relativePath))
+  }
+
+  /// Reads the file at `relativePath` without touching the index.
+  func inspect(_ relativePath: String) -> Inspection {
     let path = NoteFile.join(root, relativePath)
     // A version already skipped is not read again until it changes.
     if let skippedVersion = state.withLock({ $0.skipped[relativePath] }),
       NoteFile.signature(path) == skippedVersion
     {
-      return nil
+      return .unchanged
     }
     switch NoteFile.read(path, maximum: maximumNoteSize) {
     case .absent:
-      return nil
+      return .unchanged
     case .invalid(let reason, let signature):
+      return .invalid(path: relativePath, reason: reason, signature)
+    case .note(let bytes, _):
+      return .note(path: relativePath, bytes: bytes, hash: ContentHash(of: bytes))
+    }
+  }
+
+  /// Applies an inspection to the index; returns the save to report.
+  func commit(_ inspection: Inspection) -> NoteSave? {
+    switch inspection {
+    case .unchanged:
+      return nil
+    case .invalid(let relativePath, let reason, let signature):
       let (alreadyWarned, wasIndexed) = state.withLock { s in
         let warned = s.skipped[relativePath] == signature
         s.skipped[relativePath] = signature
         let indexed = s.entries.removeValue(forKey: relativePath) != nil
         return (warned, indexed)
       }
-      if !alreadyWarned { log.warning("skipping \(path): \(reason); it is retried once it changes") }
+      if !alreadyWarned {
+        log.warning(
+          "skipping \(NoteFile.join(root, relativePath)): \(reason); it is retried once it"
+            + " changes")
+      }
       if wasIndexed { log.debug("dropped \(relativePath) from the index") }
       return nil
-    case .note(let bytes, _):
-      let hash = ContentHash(of: bytes)
+    case .note(let relativePath, let bytes, let hash):
       let isNew = state.withLock { s -> Bool in
         s.skipped[relativePath] = nil
         if s.echoes[relativePath] == hash {

@@ -52,6 +52,10 @@ final class NotesWatcher: @unchecked Sendable {
   private var directories: [Inotify.Watch: String] = [:]
   private var pendingSaves: [String: UInt64] = [:]
   private var pendingRemovals: [String: UInt64] = [:]
+  /// Notes with events since the last drain (their reads may be torn).
+  private var touched: Set<String> = []
+  private var overflowed = false
+  private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
   /// Tests hold the reader back to provoke IN_Q_OVERFLOW.
   let paused = Atomic<Bool>(false)
 
@@ -88,7 +92,6 @@ final class NotesWatcher: @unchecked Sendable {
   // MARK: The loop
 
   private func loop() {
-    var buffer = [UInt8](repeating: 0, count: 256 * 1024)
     var fds = [
       pollfd(fd: inotify.descriptor.rawValue, events: Int16(POLLIN), revents: 0),
       pollfd(fd: wakeRead.rawValue, events: Int16(POLLIN), revents: 0),
@@ -104,20 +107,19 @@ final class NotesWatcher: @unchecked Sendable {
         let now = NotesWatcher.now()
         timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
       }
-      if paused.load(ordering: .acquiring) { timeout = 5 }
+      let isPaused = paused.load(ordering: .acquiring)
+      // While paused, poll only the wake-up pipe (a negative fd is skipped).
+      fds[0].fd = isPaused ? -1 : inotify.descriptor.rawValue
+      if isPaused { timeout = 5 }
       fds[0].revents = 0
       fds[1].revents = 0
       let ready = poll(&fds, 2, timeout)
       if ready < 0 && errno != EINTR { log.error("poll on the inotify descriptor: \(Errno.current)") }
       if fds[1].revents != 0 { return }
-      if fds[0].revents != 0 && !paused.load(ordering: .acquiring) {
-        // Drain everything queued before acting, so one batch coalesces.
-        while true {
-          guard let events = try? inotify.readEvents(into: &buffer), !events.isEmpty else { break }
-          for event in events { handle(event) }
-        }
-      }
-      if !paused.load(ordering: .acquiring) { processDue() }
+      if isPaused { continue }
+      // Drain everything queued before acting, so one batch coalesces.
+      if fds[0].revents != 0 { drain() }
+      processDue()
     }
   }
 
@@ -127,9 +129,18 @@ final class NotesWatcher: @unchecked Sendable {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
   }
 
+  /// Reads and handles every event queued now (non-blocking).
+  private func drain() {
+    while true {
+      guard let events = try? inotify.readEvents(into: &buffer), !events.isEmpty else { return }
+      for event in events { handle(event) }
+    }
+  }
+
   private func handle(_ event: Inotify.Event) {
     if event.mask.contains(.queueOverflow) {
       log.warning("inotify queue overflowed; rescanning \(index.root)")
+      overflowed = true
       rescan()
       return
     }
@@ -162,6 +173,7 @@ final class NotesWatcher: @unchecked Sendable {
       return
     }
     guard names.isNote(event.name) else { return }
+    touched.insert(path)
     if event.mask.contains(.closeWrite) || event.mask.contains(.movedTo) {
       pendingSaves[path] = NotesWatcher.now() + tuning.settleNanoseconds
     } else if event.mask.contains(.modify) {
@@ -172,11 +184,26 @@ final class NotesWatcher: @unchecked Sendable {
     }
   }
 
+  /// Reads the notes whose settle delay is over, then drains the queue
+  /// once more: a note written again meanwhile (a truncate after the close
+  /// we acted on) may have been read torn, so its read is dropped and it
+  /// waits for its next close. Then confirms removals.
   private func processDue() {
     let now = NotesWatcher.now()
-    for (path, due) in pendingSaves.sorted(by: { $0.value < $1.value }) where due <= now {
-      pendingSaves[path] = nil
-      if let save = index.examine(path) { continuation?.yield(.saved(save)) }
+    let due = pendingSaves.filter { $0.value <= now }.sorted { $0.value < $1.value }.map(\.key)
+    if !due.isEmpty {
+      touched.removeAll()
+      overflowed = false
+      var inspections: [(String, NoteIndex.Inspection)] = []
+      for path in due {
+        pendingSaves[path] = nil
+        inspections.append((path, index.inspect(path)))
+      }
+      drain()
+      for (path, inspection) in inspections where !overflowed && !touched.contains(path) {
+        if let save = index.commit(inspection) { continuation?.yield(.saved(save)) }
+      }
+      touched.removeAll()
     }
     for (path, due) in pendingRemovals.sorted(by: { $0.key < $1.key }) where due <= now {
       if pendingSaves[path] != nil { continue }
