@@ -26,8 +26,6 @@ final class NoteIndex: Sendable {
     state.withLock { Array($0.entries.values) }.sorted { $0.relativePath < $1.relativePath }
   }
 
-  var paths: Set<String> { state.withLock { Set($0.entries.keys) } }
-
   func entry(_ relativePath: String) -> NoteIndexEntry? {
     state.withLock { $0.entries[relativePath] }
   }

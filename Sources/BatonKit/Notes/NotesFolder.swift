@@ -125,6 +125,9 @@ public final class NotesFolder: NoteFolderAccess {
       }
       let (stream, continuation) = AsyncStream.makeStream(
         of: NotesEvent.self, bufferingPolicy: .unbounded)
+      // A consumer that drops the stream stops the watch.
+      let id = ObjectIdentifier(watcher)
+      continuation.onTermination = { [weak self] _ in self?.stop(only: id) }
       watcher.run(continuation)
       state = Running(wakeWrite: wakeWrite, watcher: watcher)
       log.info("watching \(root): \(index.entries.count) notes matching \(names.pattern)")
@@ -133,9 +136,13 @@ public final class NotesFolder: NoteFolderAccess {
   }
 
   /// Stops the watch; the stream finishes. Safe to call more than once.
-  public func stop() {
+  public func stop() { stop(only: nil) }
+
+  /// Stops the watch; with `only`, just when that watcher is the one running.
+  private func stop(only watcher: ObjectIdentifier?) {
     running.withLock { state in
       guard let current = state else { return }
+      if let watcher, ObjectIdentifier(current.watcher) != watcher { return }
       try? current.wakeWrite.writeAll([1])
       current.wakeWrite.closeIgnoringErrors()
       state = nil

@@ -245,7 +245,13 @@ final class NotesWatcher: @unchecked Sendable {
       case .directory where NoteNames.isWatchedDirectory(name):
         try watchTree(child, report: report)
       case .file where names.isNote(name):
-        if let save = index.examine(child), report { continuation?.yield(.saved(save)) }
+        if report {
+          // A new folder's file may still be being written: read it through
+          // the settle-and-drain path, which drops a torn read.
+          pendingSaves[child] = NotesWatcher.now() + tuning.settleNanoseconds
+        } else {
+          _ = index.examine(child)
+        }
       default:
         break
       }

@@ -304,4 +304,22 @@ import Testing
     #expect(events.isEmpty)
     #expect(fixture.folder.indexEntries().isEmpty)
   }
+
+  @Test func stopFinishesTheStreamAndItCanStartAgain() async throws {
+    let dir = try TestEnvironment.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let folder = try NotesFolder(root: dir.path)
+    let first = try folder.start()
+    folder.stop()
+    folder.stop()
+    var count = 0
+    for await _ in first { count += 1 }
+    #expect(count == 0)
+    let second = try folder.start()
+    defer { folder.stop() }
+    try Data("# again\n".utf8).write(to: dir.appendingPathComponent("a.md"))
+    var iterator = second.makeAsyncIterator()
+    let event = await iterator.next()
+    #expect(event == .saved(NoteSave(relativePath: "a.md", bytes: Array("# again\n".utf8))))
+  }
 }
