@@ -67,7 +67,8 @@ enum NotesBenchmark {
     while true {
       n += 1
       let expected = (try? folder.readNote(note)).map { ContentHash(of: $0) }
-      _ = try folder.writeNote(note, bytes: version(n, size: size), replacing: expected, peer: "loop")
+      _ = try folder.writeNote(
+        note, bytes: version(n, size: size), replacing: expected, peer: "loop")
       if !announced {
         // Unbuffered: the crash test waits for this line before its timer.
         let line = Array("READY\n".utf8)

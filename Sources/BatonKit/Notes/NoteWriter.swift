@@ -51,7 +51,9 @@ struct NoteWriter: Sendable {
       let previous = index.entry(relativePath)
       index.recordWriteBack(relativePath, bytes: bytes, hash: hash)
       do {
-        try retryingOnInterrupt { renameat(directory.rawValue, temporary, directory.rawValue, name) }
+        try retryingOnInterrupt {
+          renameat(directory.rawValue, temporary, directory.rawValue, name)
+        }
       } catch {
         index.cancelWriteBack(relativePath, previous: previous)
         throw NotesError.writing("rename into", relativePath, error)

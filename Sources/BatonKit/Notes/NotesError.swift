@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// What went wrong in the notes layer: on which path, and what the user can do.
 public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
   /// The folder to watch does not exist.
@@ -85,7 +89,3 @@ public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
     return out + "\""
   }
 }
-
-#if canImport(Glibc)
-  import Glibc
-#endif

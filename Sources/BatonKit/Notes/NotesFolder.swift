@@ -164,7 +164,13 @@ public final class NotesFolder: NoteFolderAccess {
     try writer.read(relativePath)
   }
 
-  /// Writes an incoming note atomically (see `NoteFolderAccess`). Throws
+  /// Writes an incoming note atomically (see `NoteFolderAccess`): a dotfile
+  /// temp in the note's folder (created if missing), fsync, rename, fsync of
+  /// the folder. A file holding other bytes than `expected` (or any file
+  /// when `expected` is nil) is kept and the note goes to a conflict copy
+  /// `<name>.conflict-<peer>-<UTC yyyymmddTHHMMSSZ>.md`; a file that is gone
+  /// although `expected` was given is simply written (nothing local is
+  /// lost). The write is not reported as a local save. Throws
   /// `NotesError`: `.invalidPath`/`.symlinkInPath` for refused paths,
   /// `.diskFull`/`.readOnly` (retryable: keep the note and try again later).
   public func writeNote(

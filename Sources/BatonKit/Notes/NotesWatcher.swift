@@ -114,7 +114,9 @@ final class NotesWatcher: @unchecked Sendable {
       fds[0].revents = 0
       fds[1].revents = 0
       let ready = poll(&fds, 2, timeout)
-      if ready < 0 && errno != EINTR { log.error("poll on the inotify descriptor: \(Errno.current)") }
+      if ready < 0 && errno != EINTR {
+        log.error("poll on the inotify descriptor: \(Errno.current)")
+      }
       if fds[1].revents != 0 { return }
       if isPaused { continue }
       // Drain everything queued before acting, so one batch coalesces.

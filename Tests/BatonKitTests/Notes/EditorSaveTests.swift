@@ -45,7 +45,10 @@ import Testing
     await fixture.recorder.wait { !$0.isEmpty }
     let events = await fixture.recorder.settled(quiet: 0.4)
     #expect(events == [.saved(NoteSave(relativePath: target, bytes: final))])
-    #expect(fixture.folder.indexEntries().contains { $0.relativePath == target && $0.hash == ContentHash(of: final) })
+    #expect(
+      fixture.folder.indexEntries().contains {
+        $0.relativePath == target && $0.hash == ContentHash(of: final)
+      })
 
     let seen = fixture.observedPaths
     for dropping in EditorSaveTests.droppings(editor) {
@@ -133,7 +136,8 @@ import Testing
     var environment = ProcessInfo.processInfo.environment
     environment["TERM"] = "xterm"
     func tmux(_ arguments: [String]) throws -> Int32 {
-      try run("/usr/bin/tmux", ["-L", socket, "-f", "/dev/null"] + arguments, environment: environment)
+      try run(
+        "/usr/bin/tmux", ["-L", socket, "-f", "/dev/null"] + arguments, environment: environment)
     }
     defer { _ = try? tmux(["kill-server"]) }
     #expect(

@@ -142,7 +142,8 @@ import Testing
     defer { try? FileManager.default.removeItem(at: dir) }
     let folder = try NotesFolder(root: dir.path, maximumNoteSize: 100)
     #expect(throws: NotesError.tooLarge(path: "big.md", size: 101, maximum: 100)) {
-      try folder.writeNote("big.md", bytes: [UInt8](repeating: 65, count: 101), replacing: nil, peer: "p")
+      try folder.writeNote(
+        "big.md", bytes: [UInt8](repeating: 65, count: 101), replacing: nil, peer: "p")
     }
     #expect(throws: NotesError.self) {
       try folder.writeNote("bad.md", bytes: [0xFF, 0xFE], replacing: nil, peer: "p")

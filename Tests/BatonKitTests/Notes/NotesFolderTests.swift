@@ -167,7 +167,10 @@ import Testing
     }
     let finals = Dictionary(
       uniqueKeysWithValues: (0..<count).map { i in
-        ("b\(i % 10)/n\(i).md", i % 2 == 0 ? noteBytes("final \(i)", size: 300) : noteBytes("first \(i)"))
+        (
+          "b\(i % 10)/n\(i).md",
+          i % 2 == 0 ? noteBytes("final \(i)", size: 300) : noteBytes("first \(i)")
+        )
       })
     await fixture.recorder.wait(timeout: 20) { events in
       let last = Dictionary(
