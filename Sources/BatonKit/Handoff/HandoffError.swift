@@ -7,7 +7,7 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   /// The channel closed before the session finished.
   case channelClosed(peer: String)
   /// The peer sent nothing for the session timeout.
-  case timeout(peer: String, seconds: Int)
+  case timeout(peer: String, seconds: Double)
   /// The channel's messages are too small for the protocol.
   case channelTooSmall(size: Int)
   /// The peer's name is not on the allow-list.
@@ -24,7 +24,7 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
     case .channelClosed(let peer):
       "connection to \(peer) closed before the session finished; the next session will retry"
     case .timeout(let peer, let seconds):
-      "peer \(peer) sent nothing for \(seconds) s; session abandoned, the next one will retry"
+      "peer \(peer) sent nothing for \((seconds * 10).rounded() / 10) s; session abandoned, the next one will retry"
     case .channelTooSmall(let size):
       "channel carries only \(size)-byte messages; handoff needs at least \(HandoffLimits.minimumMessageSize)"
     case .peerNotAllowed(let name):

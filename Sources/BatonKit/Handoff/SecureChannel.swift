@@ -224,6 +224,6 @@ func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer
   }
   switch first {
   case .message(let message): return message
-  case .timedOut: throw HandoffError.timeout(peer: peer, seconds: Int(timeout.components.seconds))
+  case .timedOut: throw HandoffError.timeout(peer: peer, seconds: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
   }
 }
