@@ -55,42 +55,88 @@ struct SecureChannel {
     let m3: [UInt8]
     let peer: PeerIdentity
     if initiator {
-      m1 = [hello, Beacon.protocolVersion] + HandoffCrypto.random(32)
+      m1 = makeHello(challenge: HandoffCrypto.random(32))
       try await channel.send(m1)
       m2 = try await next()
-      guard let id = openIdentity(m2, headerBytes: 58, type: challengeResponse, ad: labelResponder + m1, key: keys.auth)
-      else { throw await fail("its challenge response does not verify") }
+      guard let id = openChallengeResponse(m2, hello: m1, keys: keys) else {
+        throw await fail("its challenge response does not verify")
+      }
       peer = id
-      let nonce = HandoffCrypto.random(24)
-      let head = [response] + nonce
-      m3 = head + HandoffCrypto.seal(identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
+      m3 = makeResponse(hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), me: me, keys: keys)
       try await channel.send(m3)
     } else {
       m1 = try await next()
       guard m1.count == 34, m1[0] == hello else { throw await fail("malformed hello") }
       guard m1[1] == Beacon.protocolVersion else { throw await fail("protocol version \(m1[1])") }
-      let nonce = HandoffCrypto.random(24)
-      let head = [challengeResponse, Beacon.protocolVersion] + HandoffCrypto.random(32) + nonce
-      m2 = head + HandoffCrypto.seal(identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+      m2 = makeChallengeResponse(
+        hello: m1, challenge: HandoffCrypto.random(32), nonce: HandoffCrypto.random(24), me: me,
+        keys: keys)
       try await channel.send(m2)
       m3 = try await next()
-      guard let id = openIdentity(m3, headerBytes: 25, type: response, ad: labelInitiator + m1 + m2, key: keys.auth)
-      else { throw await fail("its response does not verify") }
+      guard let id = openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) else {
+        throw await fail("its response does not verify")
+      }
       peer = id
     }
     guard peer.device != me.device else { throw await fail("it claims our own device id") }
     let (initiatorID, responderID) = initiator ? (me.device, peer.device) : (peer.device, me.device)
-    var w = ByteWriter()
-    w.raw(labelSession + m1 + m2 + m3)
-    w.u64(initiatorID.rawValue)
-    w.u64(responderID.rawValue)
-    let okm = HandoffCrypto.hash(w.bytes, key: keys.payload, length: 64)
-    let toResponder = Array(okm[0..<32])
-    let toInitiator = Array(okm[32..<64])
+    let (toResponder, toInitiator) = sessionKeys(
+      hello: m1, challengeResponse: m2, response: m3, initiator: initiatorID,
+      responder: responderID, keys: keys)
     return SecureChannel(
       channel: channel, peer: peer, peerLabel: "\(peer.name) (\(peerLabel))",
       sendKey: initiator ? toResponder : toInitiator,
       receiveKey: initiator ? toInitiator : toResponder, timeout: timeout, maxNoteSize: maxNoteSize)
+  }
+
+  /// M1: `0x01, version, challenge[32]`.
+  static func makeHello(challenge: [UInt8]) -> [UInt8] {
+    [hello, Beacon.protocolVersion] + challenge
+  }
+
+  /// M2: `0x02, version, challenge[32], nonce[24], seal(identity)` with AD
+  /// `"baton-auth-R" || M1 || the first 58 bytes of M2`.
+  static func makeChallengeResponse(
+    hello m1: [UInt8], challenge: [UInt8], nonce: [UInt8], me: PeerIdentity, keys: HandoffKeys
+  ) -> [UInt8] {
+    let head = [challengeResponse, Beacon.protocolVersion] + challenge + nonce
+    return head
+      + HandoffCrypto.seal(identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+  }
+
+  static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys) -> PeerIdentity? {
+    openIdentity(m2, headerBytes: 58, type: challengeResponse, ad: labelResponder + m1, key: keys.auth)
+  }
+
+  /// M3: `0x03, nonce[24], seal(identity)` with AD `"baton-auth-I" || M1 || M2 || M3[0..<25]`.
+  static func makeResponse(
+    hello m1: [UInt8], challengeResponse m2: [UInt8], nonce: [UInt8], me: PeerIdentity,
+    keys: HandoffKeys
+  ) -> [UInt8] {
+    let head = [response] + nonce
+    return head
+      + HandoffCrypto.seal(identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
+  }
+
+  static func openResponse(
+    _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], keys: HandoffKeys
+  ) -> PeerIdentity? {
+    openIdentity(m3, headerBytes: 25, type: response, ad: labelInitiator + m1 + m2, key: keys.auth)
+  }
+
+  /// The two session keys: BLAKE2b-512 keyed with the payload key over
+  /// `"baton-session-1" || M1 || M2 || M3 || u64 initiator || u64 responder`;
+  /// the first 32 bytes key initiator-to-responder frames, the last 32 the reverse.
+  static func sessionKeys(
+    hello m1: [UInt8], challengeResponse m2: [UInt8], response m3: [UInt8], initiator: DeviceID,
+    responder: DeviceID, keys: HandoffKeys
+  ) -> (toResponder: [UInt8], toInitiator: [UInt8]) {
+    var w = ByteWriter()
+    w.raw(labelSession + m1 + m2 + m3)
+    w.u64(initiator.rawValue)
+    w.u64(responder.rawValue)
+    let okm = HandoffCrypto.hash(w.bytes, key: keys.payload, length: 64)
+    return (Array(okm[0..<32]), Array(okm[32..<64]))
   }
 
   /// `u64 device, string name`.
