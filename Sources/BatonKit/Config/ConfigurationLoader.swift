@@ -138,7 +138,7 @@ public struct ConfigurationLoader: Sendable {
       }
     }
 
-    if configuration.folders.isEmpty && overrides.notes == nil {
+    if configuration.folders.isEmpty && overrides.notes == nil && problems.isEmpty {
       problems.append(
         ConfigurationProblem(
           file: file,

@@ -72,7 +72,7 @@ public struct IniFile: Sendable, Equatable {
 /// The reader's and handler's shared state; used only during the
 /// synchronous `ini_parse_stream` call.
 private final class ParseState {
-  let lines: [Substring]
+  let lines: [[UInt8]]
   var lineNumber = 0
   var entries: [IniFile.Entry] = []
   var sections: [IniFile.Section] = []
@@ -80,7 +80,9 @@ private final class ParseState {
   private var previousKey: String?
 
   init(text: String) {
-    lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    // Split bytes, not Characters: "\r\n" is a single Character.
+    lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+      .map { Array($0) }
     // A final newline leaves an empty last element that is not a line.
     var count = lines.count
     if text.hasSuffix("\n") || text.isEmpty { count -= 1 }
@@ -91,7 +93,7 @@ private final class ParseState {
 
   func nextLine(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<CChar>? {
     guard lineNumber < linesToRead else { return nil }
-    var line = Array(lines[lineNumber].utf8)
+    var line = lines[lineNumber]
     lineNumber += 1
     if line.last == UInt8(ascii: "\r") { line.removeLast() }
     if line.count > min(size - 2, IniFile.maximumLineLength) {
@@ -120,8 +122,8 @@ private final class ParseState {
   }
 
   func add(section: String, key: String, value: String) {
-    let raw = lineNumber > 0 ? lines[lineNumber - 1] : ""
-    let indented = raw.first == " " || raw.first == "\t"
+    let raw = lineNumber > 0 ? lines[lineNumber - 1] : []
+    let indented = raw.first == UInt8(ascii: " ") || raw.first == UInt8(ascii: "\t")
     // libinih treats an indented line after a key as more of that key's
     // value (and passes the same key again), even if it reads "k = v".
     let continuation = indented && previousKey == key
