@@ -25,8 +25,13 @@ public enum ConfigurationValues {
 
   /// A controller spec (`hciN`, `tcp:HOST:PORT`, `serial:/dev/ttyX[:BAUD]`).
   public static func controller(_ text: String) throws(Invalid) -> ControllerSpec {
-    guard let spec = ControllerSpec(parsing: text) else {
-      throw Invalid("'\(text)' is not a controller; expected \(ControllerSpec.expectedForms)")
+    let spec: ControllerSpec
+    do {
+      spec = try ControllerSpec(text)
+    } catch {
+      guard case .badSpec(_, let reason) = error else { throw Invalid("\(error)") }
+      throw Invalid(
+        "'\(text)' is not a controller (\(reason)); expected \(ControllerSpec.expectedForms)")
     }
     return spec
   }

@@ -31,7 +31,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     w.u64(origin.rawValue)
   }
 
-  static func decode(from r: inout ByteReader) throws(WireError) -> HandoffIndexEntry {
+  static func decode(from r: inout WireReader) throws(WireError) -> HandoffIndexEntry {
     let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
     let path = try r.string(max: HandoffLimits.maxPathBytes)
     guard let hash = ContentHash(bytes: try r.raw(32)) else { throw WireError("hash") }
@@ -110,7 +110,7 @@ public struct ActivityPayload: Sendable, Equatable {
     w.blob(content)
   }
 
-  static func decode(from r: inout ByteReader, maxContent: Int) throws(WireError) -> ActivityPayload
+  static func decode(from r: inout WireReader, maxContent: Int) throws(WireError) -> ActivityPayload
   {
     let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
     let title = try r.string(max: 1024)
@@ -233,7 +233,7 @@ enum HandoffMessage: Equatable {
     -> HandoffMessage
   {
     guard let kind = Kind(rawValue: rawKind) else { throw WireError("unknown message kind \(rawKind)") }
-    var r = ByteReader(body)
+    var r = WireReader(body)
     let message: HandoffMessage
     switch kind {
     case .getActivity: message = .getActivity

@@ -158,7 +158,7 @@ struct SecureChannel {
     let nonce = Array(m[(headerBytes - 24)..<headerBytes])
     guard let plain = HandoffCrypto.open(Array(m[headerBytes...]), ad: ad + head, nonce: nonce, key: key)
     else { return nil }
-    var r = ByteReader(plain)
+    var r = WireReader(plain)
     guard let device = try? r.u64(), let name = try? r.string(max: HandoffLimits.maxNameBytes),
       r.isAtEnd, device != 0
     else { return nil }

@@ -92,7 +92,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
   }
 
   /// Decodes the canonical form; rejects unsorted or duplicate devices and zero counters.
-  static func decode(from reader: inout ByteReader) throws(WireError) -> VersionVector {
+  static func decode(from reader: inout WireReader) throws(WireError) -> VersionVector {
     let count = Int(try reader.u16())
     guard count <= 4096 else { throw WireError("version vector with \(count) devices") }
     var counters: [DeviceID: UInt64] = [:]
@@ -111,7 +111,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
   }
 
   static func decode(_ bytes: [UInt8]) throws(WireError) -> VersionVector {
-    var reader = ByteReader(bytes)
+    var reader = WireReader(bytes)
     let vector = try decode(from: &reader)
     try reader.expectEnd()
     return vector

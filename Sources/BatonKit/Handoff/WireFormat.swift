@@ -28,7 +28,7 @@ struct ByteWriter {
 }
 
 /// Reads what `ByteWriter` wrote; every read checks bounds and throws `WireError`.
-struct ByteReader {
+struct WireReader {
   private let bytes: [UInt8]
   private(set) var offset = 0
 

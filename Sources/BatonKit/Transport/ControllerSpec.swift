@@ -49,6 +49,22 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// The default: the first kernel adapter.
+  public static let defaultSpec = ControllerSpec.kernel(index: 0)
+
+  /// What the user may write, for error messages.
+  public static let expectedForms = "hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"
+
+  /// A sentence for `baton check`.
+  public var explanation: String {
+    switch self {
+    case .kernel(let index):
+      "kernel adapter hci\(index) through the HCI user channel (needs CAP_NET_ADMIN)"
+    case .tcp(let host, let port): "HCI/H4 over TCP to \(host) port \(port)"
+    case .serial(let path, let baud): "HCI/H4 over the serial line \(path) at \(baud) baud"
+    }
+  }
+
   public var description: String {
     switch self {
     case .kernel(let index): "hci\(index)"
