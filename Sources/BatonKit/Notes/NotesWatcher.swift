@@ -203,7 +203,7 @@ final class NotesWatcher: @unchecked Sendable {
       }
       drain()
       for (path, inspection) in inspections where !overflowed && !touched.contains(path) {
-        if let save = index.commit(inspection) { continuation?.yield(.saved(save)) }
+        if let event = index.commit(inspection) { continuation?.yield(event) }
       }
       touched.removeAll()
     }
@@ -278,7 +278,7 @@ final class NotesWatcher: @unchecked Sendable {
     let old = directories
     directories.removeAll()
     var present = Set<String>()
-    var saves: [NoteSave] = []
+    var changes: [NotesEvent] = []
     func walk(_ relativeDirectory: String) {
       let path = NoteFile.join(index.root, relativeDirectory)
       let watch: Inotify.Watch
@@ -300,18 +300,18 @@ final class NotesWatcher: @unchecked Sendable {
         case .directory where NoteNames.isWatchedDirectory(name): walk(child)
         case .file where names.isNote(name):
           present.insert(child)
-          if let save = index.examine(child) { saves.append(save) }
+          if let event = index.examine(child) { changes.append(event) }
         default: break
         }
       }
     }
     walk("")
     for (watch, _) in old where directories[watch] == nil { inotify.removeWatch(watch) }
-    for save in saves { continuation?.yield(.saved(save)) }
+    for event in changes { continuation?.yield(event) }
     for path in index.dropAll(except: present) {
       continuation?.yield(.removed(relativePath: path))
     }
-    log.info("rescan found \(saves.count) changed notes, \(present.count) in all")
+    log.info("rescan found \(changes.count) changed notes, \(present.count) in all")
   }
 
   /// The number of folders a full watch of `root` needs.

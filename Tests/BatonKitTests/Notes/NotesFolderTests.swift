@@ -73,6 +73,12 @@ import Testing
     try fixture.write("bad.md", Array("# fixed\n".utf8))
     let events = await fixture.recorder.wait { !$0.isEmpty }
     #expect(events == [.saved(NoteSave(relativePath: "bad.md", bytes: Array("# fixed\n".utf8)))])
+    // A note that turns invalid leaves the index (a removal), warned again.
+    try fixture.write("bad.md", [0x23, 0x0A, 0xFF])
+    await fixture.recorder.wait { $0.count > 1 }
+    #expect(fixture.recorder.removals == ["bad.md"])
+    #expect(fixture.folder.indexEntries().isEmpty)
+    #expect(CapturedLog.lines(containing: path).count == 2)
   }
 
   @Test func newSubfoldersAreWatchedAndScannedAtOnce() async throws {
