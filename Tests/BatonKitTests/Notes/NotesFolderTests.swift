@@ -62,13 +62,15 @@ import Testing
     defer { fixture.close() }
     let path = fixture.path("bad.md")
     try fixture.write("bad.md", [0x23, 0x20, 0xC3, 0x28, 0x0A])
-    try await Task.sleep(nanoseconds: 200_000_000)
+    for _ in 0..<500 where NotesLogCapture.lines(containing: path).isEmpty {
+      try await Task.sleep(nanoseconds: 10_000_000)
+    }
     #expect(NotesLogCapture.lines(containing: path).count == 1)
     // Opened for writing and closed without a change: IN_CLOSE_WRITE, same
     // size and mtime: no second warning, no read.
     let fd = open(path, O_WRONLY)
     close(fd)
-    try await Task.sleep(nanoseconds: 200_000_000)
+    try await Task.sleep(nanoseconds: 300_000_000)
     #expect(NotesLogCapture.lines(containing: path).count == 1)
     try fixture.write("bad.md", Array("# fixed\n".utf8))
     let events = await fixture.recorder.wait { !$0.isEmpty }
