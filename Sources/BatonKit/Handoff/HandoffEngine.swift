@@ -24,7 +24,8 @@ public actor HandoffEngine {
   /// the same beacon again while we are unchanged needs no connection.
   var completed: Set<DigestPair> = []
   /// Beacon contents we connected for, per address, and when.
-  var attempts: [String: (content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant)] = [:]
+  var attempts: [String: (content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant)] =
+    [:]
   /// Addresses that failed the handshake for a given beacon content.
   var failedBeacons: Set<String> = []
   /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
@@ -44,7 +45,8 @@ public actor HandoffEngine {
     policy: HandoffPolicy = HandoffPolicy()
   ) {
     keys = HandoffKeys(groupKey: key)
-    let name = String(decoding: Array(deviceName.utf8.prefix(HandoffLimits.maxNameBytes)), as: UTF8.self)
+    let name = String(
+      decoding: Array(deviceName.utf8.prefix(HandoffLimits.maxNameBytes)), as: UTF8.self)
     me = PeerIdentity(device: store.deviceID, name: name)
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]
@@ -118,7 +120,8 @@ public actor HandoffEngine {
     let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
     let note = StoredNote(
       entry: HandoffIndexEntry(
-        activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device))
+        activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
+    )
     index[key] = note
     persist { try store.save(note) }
     logger.debug("local version of \(type):\(path) is now \(version)")
@@ -131,15 +134,18 @@ public actor HandoffEngine {
   public func localSave(_ save: NoteSave, activityType: String) {
     ensureScanned()
     guard folders[activityType] != nil else {
-      logger.warning("save of \(save.relativePath) has undeclared activity type \(activityType); ignored")
+      logger.warning(
+        "save of \(save.relativePath) has undeclared activity type \(activityType); ignored")
       return
     }
     guard save.bytes.count <= policy.maxNoteSize else {
       logger.warning(
-        "\(save.relativePath) is \(save.bytes.count) bytes, over the \(policy.maxNoteSize)-byte limit; not sent")
+        "\(save.relativePath) is \(save.bytes.count) bytes, over the \(policy.maxNoteSize)-byte limit; not sent"
+      )
       return
     }
-    let changed = recordLocal(activityType, save.relativePath, hash: save.hash, size: save.bytes.count)
+    let changed = recordLocal(
+      activityType, save.relativePath, hash: save.hash, size: save.bytes.count)
     let note = index[Self.key(activityType, save.relativePath)]
     if changed || note?.entry.origin == me.device {
       current = (activityType, save.relativePath)
@@ -186,13 +192,18 @@ public actor HandoffEngine {
     else { return false }
     let mine = HandoffIndexEntry.digest(offered)
     guard content.indexDigest != mine else { return false }
-    guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else { return false }
+    guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
+      return false
+    }
     guard !failedBeacons.contains(address + "|\(content)") else { return false }
     let now = ContinuousClock.now
     if let last = attempts[address], last.content == content, last.mine == mine,
       now - last.time < policy.retryInterval
     {
       return false
+    }
+    if attempts.count > 512 {
+      attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
     }
     attempts[address] = (content, mine, now)
     return true

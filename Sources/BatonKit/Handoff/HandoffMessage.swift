@@ -59,7 +59,8 @@ public struct HandoffIndexEntry: Hashable, Sendable {
   static func digest<S: Sequence>(_ entries: S) -> UInt32 where S.Element == HandoffIndexEntry {
     let sorted = entries.sorted {
       ($0.activityType.utf8.lexicographicallyPrecedes($1.activityType.utf8))
-        || ($0.activityType == $1.activityType && $0.path.utf8.lexicographicallyPrecedes($1.path.utf8))
+        || ($0.activityType == $1.activityType
+          && $0.path.utf8.lexicographicallyPrecedes($1.path.utf8))
     }
     var w = ByteWriter()
     for e in sorted {
@@ -232,7 +233,9 @@ enum HandoffMessage: Equatable {
   static func decode(kind rawKind: UInt8, body: [UInt8], maxNoteSize: Int) throws(WireError)
     -> HandoffMessage
   {
-    guard let kind = Kind(rawValue: rawKind) else { throw WireError("unknown message kind \(rawKind)") }
+    guard let kind = Kind(rawValue: rawKind) else {
+      throw WireError("unknown message kind \(rawKind)")
+    }
     var r = ByteReader(body)
     let message: HandoffMessage
     switch kind {

@@ -21,6 +21,7 @@ extension HandoffEngine {
     } catch let error as HandoffError {
       await channel.close()
       if case .authenticationFailed = error, let attempt = attempts[peerAddress] {
+        if failedBeacons.count > 1024 { failedBeacons.removeAll() }
         failedBeacons.insert(peerAddress + "|\(attempt.content)")
       }
       fail(activityType: "-", peer: peerAddress, reason: error.description)
@@ -38,7 +39,9 @@ extension HandoffEngine {
       fail(activityType: "-", peer: secure.peerLabel, reason: error.description)
       throw error
     }
-    persist { try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date())) }
+    persist {
+      try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date()))
+    }
     logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
     var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
     do {
@@ -57,11 +60,13 @@ extension HandoffEngine {
     count(HandoffCounter.sessions)
     logger.info(
       "session with \(secure.peerLabel): received \(summary.received.count), sent \(summary.sent.count)"
-        + (summary.conflictCopies.isEmpty ? "" : ", \(summary.conflictCopies.count) conflict copies"))
+        + (summary.conflictCopies.isEmpty
+          ? "" : ", \(summary.conflictCopies.count) conflict copies"))
     return summary
   }
 
-  private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws {
+  private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
+  {
     try await ch.send(.getActivity)
     guard case .activity(let activity, let title) = try await ch.receive() else {
       throw violation(ch, "expected ACTIVITY")
@@ -84,7 +89,7 @@ extension HandoffEngine {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        completed.insert(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -94,7 +99,8 @@ extension HandoffEngine {
     }
   }
 
-  private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws {
+  private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
+  {
     while true {
       switch try await ch.receive() {
       case .getActivity:
@@ -113,7 +119,7 @@ extension HandoffEngine {
         try await pull(wanted, &ch, &summary)
         let mine = HandoffIndexEntry.digest(offered)
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-        completed.insert(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
+        settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
         return
@@ -123,6 +129,12 @@ extension HandoffEngine {
         throw violation(ch, "unexpected message")
       }
     }
+  }
+
+  /// Remembers a settled (peer digest, own digest) pair; the memory is bounded.
+  private func settle(_ pair: DigestPair) {
+    if completed.count > 1024 { completed.removeAll() }
+    completed.insert(pair)
   }
 
   private func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
@@ -146,12 +158,15 @@ extension HandoffEngine {
         continue
       }
       guard e.size <= policy.maxNoteSize else {
-        decline(e, from: peer, reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
+        decline(
+          e, from: peer,
+          reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
         summary.declined += 1
         continue
       }
       guard Self.isSafePath(e.path) else {
-        fail(activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
+        fail(
+          activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
         summary.failed += 1
         continue
       }
@@ -240,7 +255,8 @@ extension HandoffEngine {
     let type = p.activityType
     guard let folder = folders[type] else {
       decline(
-        HandoffIndexEntry(activityType: type, path: p.path, hash: p.hash, size: p.content.count,
+        HandoffIndexEntry(
+          activityType: type, path: p.path, hash: p.hash, size: p.content.count,
           version: p.version, origin: p.origin), from: peer, reason: "undeclared activity type")
       summary.declined += 1
       return
@@ -294,10 +310,12 @@ extension HandoffEngine {
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
       // The incoming bytes went to `path`; the local file stays. Its version
       // absorbs the incoming one, so the resolution dominates both everywhere.
-      var note = index[key] ?? StoredNote(
-        entry: HandoffIndexEntry(
-          activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
-          origin: me.device))
+      var note =
+        index[key]
+        ?? StoredNote(
+          entry: HandoffIndexEntry(
+            activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
+            origin: me.device))
       note.entry.version = merged
       note.deleted = false
       index[key] = note

@@ -78,12 +78,18 @@ import Testing
 
   @Test func canonicalEncodingRoundTrips() throws {
     let v = VersionVector([b: 7, a: 3])
-    #expect(v.encoded == [2, 0] + [1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0] + [2, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0])
+    #expect(
+      v.encoded == [2, 0] + [1, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0] + [
+        2, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0,
+      ])
     #expect(try VersionVector.decode(v.encoded) == v)
   }
 
   @Test func malformedEncodingsAreRejected() {
-    let unsorted: [UInt8] = [2, 0] + [2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0] + [1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]
+    let unsorted: [UInt8] =
+      [2, 0] + [2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0] + [
+        1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+      ]
     let zero: [UInt8] = [1, 0] + [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
     let short: [UInt8] = [1, 0, 1, 2]
     for bytes in [unsorted, zero, short, [5, 0]] {
@@ -108,7 +114,8 @@ import Testing
       .done(activityHash: 7, indexDigest: 8), .error(code: 1, text: "no"),
     ]
     for m in messages {
-      #expect(try HandoffMessage.decode(kind: m.kind.rawValue, body: m.body, maxNoteSize: 1000) == m)
+      #expect(
+        try HandoffMessage.decode(kind: m.kind.rawValue, body: m.body, maxNoteSize: 1000) == m)
     }
   }
 
@@ -119,11 +126,16 @@ import Testing
         try HandoffMessage.decode(kind: 4, body: Array(body.prefix(cut)), maxNoteSize: 1000)
       }
     }
-    #expect(throws: WireError.self) { try HandoffMessage.decode(kind: 99, body: [], maxNoteSize: 1) }
-    #expect(throws: WireError.self) { try HandoffMessage.decode(kind: 1, body: [0], maxNoteSize: 1) }
+    #expect(throws: WireError.self) {
+      try HandoffMessage.decode(kind: 99, body: [], maxNoteSize: 1)
+    }
+    #expect(throws: WireError.self) {
+      try HandoffMessage.decode(kind: 1, body: [0], maxNoteSize: 1)
+    }
     // A note larger than the receiver's limit.
     let big = ActivityPayload(
-      activityType: "t", title: "", path: "p", version: VersionVector(), origin: DeviceID(rawValue: 1),
+      activityType: "t", title: "", path: "p", version: VersionVector(),
+      origin: DeviceID(rawValue: 1),
       originName: "", hash: ContentHash(of: [UInt8](repeating: 0, count: 100)),
       content: [UInt8](repeating: 0, count: 100))
     #expect(throws: WireError.self) {
@@ -132,7 +144,9 @@ import Testing
   }
 
   @Test func titles() {
-    #expect(ActivityPayload.title(of: Array("\n\n## Shopping list  \n- eggs".utf8), path: "x.md") == "Shopping list")
+    #expect(
+      ActivityPayload.title(of: Array("\n\n## Shopping list  \n- eggs".utf8), path: "x.md")
+        == "Shopping list")
     #expect(ActivityPayload.title(of: [], path: "dir/y.md") == "y.md")
   }
 

@@ -38,7 +38,9 @@ import Testing
     _ = await runSession(b, a)
     let before = await b.engine.beaconContent()
     // The folder watcher reports the write-back as a save: same bytes, no new version.
-    await b.engine.localSave(NoteSave(relativePath: "n.md", bytes: Array("one".utf8)), activityType: HandoffTestAgent.notesType)
+    await b.engine.localSave(
+      NoteSave(relativePath: "n.md", bytes: Array("one".utf8)),
+      activityType: HandoffTestAgent.notesType)
     #expect(await b.engine.beaconContent() == before)
     let (r1, _) = await runSession(a, b)
     #expect(r1.value?.received == [])
@@ -47,7 +49,9 @@ import Testing
   @Test func catchUpOfTenNotes() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let c = try HandoffTestAgent("carol", key: key)
-    for i in 0..<10 { await a.save("notes/n\(i).md", "note \(i)\n" + String(repeating: "x", count: i * 300)) }
+    for i in 0..<10 {
+      await a.save("notes/n\(i).md", "note \(i)\n" + String(repeating: "x", count: i * 300))
+    }
     let (rc, ra) = await runSession(c, a)
     #expect(rc.succeeded && ra.succeeded)
     #expect(c.folder.contents == a.folder.contents)
@@ -77,12 +81,17 @@ import Testing
     #expect(ra.succeeded && rb.succeeded)
     for agent in [a, b] {
       let texts = Set(agent.folder.contents.values)
-      #expect(texts.contains("alice's edit") && texts.contains("bob's edit"), "\(agent.name): \(agent.folder.contents)")
+      #expect(
+        texts.contains("alice's edit") && texts.contains("bob's edit"),
+        "\(agent.name): \(agent.folder.contents)")
     }
     #expect(a.folder.contents == b.folder.contents)
     #expect(await a.counter(HandoffCounter.conflicts) == 1)
     let failures = await a.engine.status().failures
-    #expect(failures.contains { $0.reason.contains("concurrent edit") && $0.activityType == HandoffTestAgent.notesType })
+    #expect(
+      failures.contains {
+        $0.reason.contains("concurrent edit") && $0.activityType == HandoffTestAgent.notesType
+      })
     // Settled: another session changes nothing and makes no new copies.
     let (r1, r2) = await runSession(b, a)
     #expect(r1.value?.received == [] && r2.value?.received == [])
@@ -106,7 +115,8 @@ import Testing
     var summary = SessionSummary(peerName: "x", peerDevice: DeviceID(rawValue: 9))
     let old = ActivityPayload(
       activityType: HandoffTestAgent.notesType, title: "v1", path: "r.md",
-      version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID, originName: "alice",
+      version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID,
+      originName: "alice",
       hash: ContentHash(of: Array("v1".utf8)), content: Array("v1".utf8))
     await b.engine.applyForTest(old, summary: &summary)
     #expect(b.folder.text("r.md") == "v2" && summary.received.isEmpty)
@@ -130,7 +140,8 @@ import Testing
   }
 
   @Test func undeclaredTypeIsDeclinedAndCountedOnce() async throws {
-    let a = try HandoffTestAgent("alice", key: key, types: [HandoffTestAgent.notesType, HandoffTestAgent.otherType])
+    let a = try HandoffTestAgent(
+      "alice", key: key, types: [HandoffTestAgent.notesType, HandoffTestAgent.otherType])
     let b = try HandoffTestAgent("bob", key: key)
     await a.save("n.md", "note")
     await a.save("j1.md", "journal 1", type: HandoffTestAgent.otherType)
@@ -214,7 +225,8 @@ import Testing
   }
 
   @Test func silentPeerTimesOut() async throws {
-    let a = try HandoffTestAgent("alice", key: key, policy: HandoffPolicy(receiveTimeout: .milliseconds(300)))
+    let a = try HandoffTestAgent(
+      "alice", key: key, policy: HandoffPolicy(receiveTimeout: .milliseconds(300)))
     let (ours, _) = InMemoryMessageChannel.pair()
     await #expect(throws: HandoffError.self) {
       try await a.engine.runSession(over: ours, initiator: false, peerAddress: "silent")

@@ -25,7 +25,9 @@ final class InMemoryNoteFolder: NoteFolderAccess {
 
   func indexEntries() -> [NoteIndexEntry] {
     files.withLock { files in
-      files.map { NoteIndexEntry(relativePath: $0.key, size: $0.value.count, hash: ContentHash(of: $0.value)) }
+      files.map {
+        NoteIndexEntry(relativePath: $0.key, size: $0.value.count, hash: ContentHash(of: $0.value))
+      }
     }
   }
 

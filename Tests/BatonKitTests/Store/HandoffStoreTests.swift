@@ -19,11 +19,14 @@ import Testing
       try store.save(StoredNote(entry: entry("a.md", "A", device)))
       try store.save(StoredNote(entry: entry("b.md", "B", device), deleted: true))
       try store.setCurrentActivity(activityType: "org.example.notes", path: "a.md")
-      try store.recordPeer(PeerRecord(device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000)))
+      try store.recordPeer(
+        PeerRecord(
+          device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000)))
       try store.increment("sent", by: 2)
       try store.increment("sent")
       for i in 0..<5 {
-        try store.recordFailure(FailureRecord(activityType: "t", peer: "p", reason: "r\(i)"), keep: 3)
+        try store.recordFailure(
+          FailureRecord(activityType: "t", peer: "p", reason: "r\(i)"), keep: 3)
       }
       #expect(store.recovery == nil)
     }
@@ -31,16 +34,25 @@ import Testing
     #expect(store.deviceID == device)
     #expect(store.recovery == nil)
     let notes = try store.notes().sorted { $0.entry.path < $1.entry.path }
-    #expect(notes == [
-      StoredNote(entry: entry("a.md", "A", device)),
-      StoredNote(entry: entry("b.md", "B", device), deleted: true),
-    ])
-    #expect(try store.note(activityType: "org.example.notes", path: "a.md")?.entry.version == VersionVector([device: 3]))
+    #expect(
+      notes == [
+        StoredNote(entry: entry("a.md", "A", device)),
+        StoredNote(entry: entry("b.md", "B", device), deleted: true),
+      ])
+    #expect(
+      try store.note(activityType: "org.example.notes", path: "a.md")?.entry.version
+        == VersionVector([device: 3]))
     #expect(try store.currentActivity()?.path == "a.md")
-    #expect(try store.peers() == [PeerRecord(device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000))])
+    #expect(
+      try store.peers() == [
+        PeerRecord(
+          device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000))
+      ])
     #expect(try store.counters()["sent"] == 3)
     #expect(try store.failures().map(\.reason) == ["r4", "r3", "r2"])
-    let mode = try String(decoding: FileManager.default.contents(atPath: dir + "/handoff.db").map(Array.init) ?? [], as: UTF8.self)
+    let mode = try String(
+      decoding: FileManager.default.contents(atPath: dir + "/handoff.db").map(Array.init) ?? [],
+      as: UTF8.self)
     #expect(mode.hasPrefix("SQLite format 3"))
     #expect(try store.journalMode() == "wal")
   }
@@ -73,7 +85,8 @@ import Testing
 
   @Test func notADatabaseAtAllIsRecovered() throws {
     let dir = try TestEnvironment.temporaryDirectory("store").path
-    try Data("this is not sqlite, just text\n".utf8).write(to: URL(fileURLWithPath: dir + "/handoff.db"))
+    try Data("this is not sqlite, just text\n".utf8).write(
+      to: URL(fileURLWithPath: dir + "/handoff.db"))
     let store = try HandoffStore(directory: dir)
     #expect(store.recovery?.contains("damaged") == true)
     try store.increment("x")
