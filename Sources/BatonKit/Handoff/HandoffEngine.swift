@@ -217,7 +217,7 @@ public actor HandoffEngine {
     return HandoffStatus(
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
-      peers: (try? store.peers()) ?? [], noteCount: offered.count)
+      peers: (try? store.peers()) ?? [], noteCount: offered.count, storeRecovery: store.recovery)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

@@ -74,6 +74,7 @@ import Testing
     let status = await restarted.engine.status()
     #expect(restarted.engine.deviceID != oldID)
     #expect(status.noteCount == 4)  // rebuilt from the folder
+    #expect(status.storeRecovery?.contains("damaged") == true)
     let aside = try FileManager.default.contentsOfDirectory(atPath: a.stateDirectory)
       .filter { $0.hasPrefix("handoff.db.damaged-") }
     #expect(!aside.isEmpty)
@@ -81,6 +82,26 @@ import Testing
     let (r1, r2) = await runSession(b, restarted)
     #expect(r1.succeeded && r2.succeeded)
     #expect(b.folder.contents == a.folder.contents)
+  }
+
+  @Test func damagedPageInsideTheFileIsDetected() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    do {
+      let store = try HandoffStore(directory: dir)
+      for i in 0..<400 {
+        try store.save(
+          StoredNote(
+            entry: entry("dir/note-\(i).md", String(repeating: "x", count: i), store.deviceID)))
+      }
+    }  // the last connection closes: the WAL is checkpointed into the main file
+    let path = dir + "/handoff.db"
+    var bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
+    #expect(bytes.count >= 4 * 4096)
+    for i in (2 * 4096)..<(3 * 4096) { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    let store = try HandoffStore(directory: dir)
+    #expect(store.recovery != nil)
+    #expect(try store.notes().isEmpty)  // a fresh database; the engine rebuilds it from the folders
   }
 
   @Test func notADatabaseAtAllIsRecovered() throws {
