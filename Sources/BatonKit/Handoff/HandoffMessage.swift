@@ -153,7 +153,8 @@ public enum HandoffLimits {
 /// The messages of a session, each carried (fragmented if needed) in sealed frames.
 enum HandoffMessage: Equatable {
   case getActivity
-  case activity(HandoffIndexEntry?, title: String)
+  /// The current activity (if any) and the sender's index digest.
+  case activity(HandoffIndexEntry?, title: String, indexDigest: UInt32)
   case getIndex
   case index([HandoffIndexEntry])
   case getNote(activityType: String, path: String)
@@ -200,7 +201,8 @@ enum HandoffMessage: Equatable {
     var w = ByteWriter()
     switch self {
     case .getActivity, .getIndex: break
-    case .activity(let entry, let title):
+    case .activity(let entry, let title, let digest):
+      w.u32(digest)
       if let entry {
         w.u8(1)
         entry.encode(into: &w)
@@ -242,11 +244,12 @@ enum HandoffMessage: Equatable {
     case .getActivity: message = .getActivity
     case .getIndex: message = .getIndex
     case .activity:
+      let digest = try r.u32()
       switch try r.u8() {
-      case 0: message = .activity(nil, title: "")
+      case 0: message = .activity(nil, title: "", indexDigest: digest)
       case 1:
         let entry = try HandoffIndexEntry.decode(from: &r)
-        message = .activity(entry, title: try r.string(max: 1024))
+        message = .activity(entry, title: try r.string(max: 1024), indexDigest: digest)
       default: throw WireError("activity presence flag")
       }
     case .index, .turn:

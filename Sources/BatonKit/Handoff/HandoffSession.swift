@@ -68,20 +68,27 @@ extension HandoffEngine {
   private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
   {
     try await ch.send(.getActivity)
-    guard case .activity(let activity, let title) = try await ch.receive() else {
+    guard case .activity(let activity, let title, let peerDigest) = try await ch.receive() else {
       throw violation(ch, "expected ACTIVITY")
     }
     if let activity {
       logger.debug("\(ch.peerLabel) is on \(activity.activityType):\(activity.path) '\(title)'")
+      // The current activity first, on its own: usually all a session has to do.
+      try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
+    }
+    let mine = HandoffIndexEntry.digest(offered)
+    if mine == peerDigest {
+      // Same notes on both sides: nothing to catch up in either direction.
+      try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
+      settle(DigestPair(peer: peerDigest, mine: mine))
+      _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
+      return
     }
     try await ch.send(.getIndex)
     guard case .index(let peerIndex) = try await ch.receive() else {
       throw violation(ch, "expected INDEX")
     }
-    var wanted = needs(peerIndex, from: ch.peerLabel, summary: &summary)
-    if let activity, let at = wanted.firstIndex(of: activity) {
-      wanted.insert(wanted.remove(at: at), at: 0)  // the current activity first
-    }
+    let wanted = needs(peerIndex.filter { $0 != activity }, from: ch.peerLabel, summary: &summary)
     try await pull(wanted, &ch, &summary)
     try await ch.send(.turn(offered))
     while true {
@@ -109,7 +116,8 @@ extension HandoffEngine {
           let bytes = (try? folder.readNote(entry.path)) ?? []
           title = ActivityPayload.title(of: bytes, path: entry.path)
         }
-        try await ch.send(.activity(currentEntry, title: title))
+        try await ch.send(
+          .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.digest(offered)))
       case .getIndex:
         try await ch.send(.index(offered))
       case .getNote(let type, let path):
@@ -122,6 +130,10 @@ extension HandoffEngine {
         settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
+        return
+      case .done(_, let peerDigest):
+        // The initiator found nothing to catch up.
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)

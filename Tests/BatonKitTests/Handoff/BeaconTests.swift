@@ -108,7 +108,7 @@ import Testing
       activityType: "t", title: "T", path: "p.md", version: entry.version, origin: entry.origin,
       originName: "alice", hash: ContentHash(of: [9]), content: [9])
     let messages: [HandoffMessage] = [
-      .getActivity, .activity(entry, title: "A"), .activity(nil, title: ""), .getIndex,
+      .getActivity, .activity(entry, title: "A", indexDigest: 3), .activity(nil, title: "", indexDigest: 0), .getIndex,
       .index([entry, entry]), .getNote(activityType: "t", path: "p"), .note(payload),
       .noteUnavailable(activityType: "t", path: "p", reason: .tooLarge), .turn([]),
       .done(activityHash: 7, indexDigest: 8), .error(code: 1, text: "no"),

@@ -59,6 +59,25 @@ import Testing
     #expect(await c.counter(HandoffCounter.received) == 10)
   }
 
+  @Test func aSingleSaveMovesWithoutAnIndexExchange() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    for i in 0..<50 { await a.save("old/\(i).md", "old note \(i)") }
+    _ = await runSession(b, a)
+    await a.save("new.md", "# New\nsaved just now")
+    let (i, r) = InMemoryMessageChannel.pair(maximumMessageSize: 2048)
+    let (ri, rr) = (RecordingChannel(i), RecordingChannel(r))
+    async let one = b.engine.runSession(over: ri, initiator: true, peerAddress: "a")
+    async let two = a.engine.runSession(over: rr, initiator: false, peerAddress: "b")
+    let (x, _) = try await (one, two)
+    #expect(x.received == ["\(HandoffTestAgent.notesType):new.md"])
+    let sent = ri.sent.withLock { $0 } + rr.sent.withLock { $0 }
+    // Handshake (3), GET_ACTIVITY, ACTIVITY, GET_NOTE, NOTE, DONE: no INDEX of 51 entries.
+    #expect(sent.count == 8)
+    #expect(sent.reduce(0) { $0 + $1.count } < 1200)
+    #expect(b.folder.contents == a.folder.contents)
+  }
+
   @Test func notesFlowInBothDirectionsInOneSession() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
