@@ -56,6 +56,18 @@ public actor HandoffEngine {
     if let recovery = store.recovery { logger.error(recovery) }
   }
 
+  /// The same, with folders given as (activity type, folder) pairs.
+  public init(
+    key: GroupKey, deviceName: String, store: HandoffStore,
+    folders: [(activityType: String, folder: any NoteFolderAccess)],
+    policy: HandoffPolicy = HandoffPolicy()
+  ) {
+    self.init(
+      key: key, deviceName: deviceName, store: store,
+      folders: folders.map { HandoffFolder(activityType: $0.activityType, folder: $0.folder) },
+      policy: policy)
+  }
+
   /// This agent's device id.
   public nonisolated var deviceID: DeviceID { me.device }
 
@@ -88,9 +100,9 @@ public actor HandoffEngine {
     }
     for (type, folder) in folders {
       var present: Set<String> = []
-      for entry in folder.indexEntries() {
+      for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
+        // A note grown over the limit counts as absent: no longer offered.
         present.insert(entry.relativePath)
-        guard entry.size <= policy.maxNoteSize else { continue }
         recordLocal(type, entry.relativePath, hash: entry.hash, size: entry.size)
       }
       for (key, note) in index
@@ -156,8 +168,9 @@ public actor HandoffEngine {
   // MARK: Beacon
 
   /// The entries we offer to peers (deleted ones are not offered).
+  /// Only notes of folders configured now are offered.
   var offered: [HandoffIndexEntry] {
-    index.values.filter { !$0.deleted }.map(\.entry)
+    index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
   }
 
   var currentEntry: HandoffIndexEntry? {

@@ -54,9 +54,17 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     return v == 0 ? 1 : v  // 0 means "no current activity"
   }
 
-  /// The 32-bit digest of a whole index, as carried in the beacon: BLAKE2b-256 over
-  /// the entries sorted by (type, path) bytewise, each `string type, string path, hash`.
+  /// The 32-bit digest of a whole index, as carried in the beacon: the first 4
+  /// bytes (little-endian) of `fullDigest`.
   static func digest<S: Sequence>(_ entries: S) -> UInt32 where S.Element == HandoffIndexEntry {
+    let h = fullDigest(entries)
+    return UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16 | UInt32(h[3]) << 24
+  }
+
+  /// BLAKE2b-256 over the entries sorted by (type, path) bytewise, each
+  /// `string type, string path, hash`.
+  static func fullDigest<S: Sequence>(_ entries: S) -> [UInt8]
+  where S.Element == HandoffIndexEntry {
     let sorted = entries.sorted {
       ($0.activityType.utf8.lexicographicallyPrecedes($1.activityType.utf8))
         || ($0.activityType == $1.activityType
@@ -68,8 +76,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
       w.string(e.path)
       w.raw(e.hash.bytes)
     }
-    let h = HandoffCrypto.hash(w.bytes)
-    return UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16 | UInt32(h[3]) << 24
+    return HandoffCrypto.hash(w.bytes)
   }
 }
 
@@ -153,8 +160,8 @@ public enum HandoffLimits {
 /// The messages of a session, each carried (fragmented if needed) in sealed frames.
 enum HandoffMessage: Equatable {
   case getActivity
-  /// The current activity (if any) and the sender's index digest.
-  case activity(HandoffIndexEntry?, title: String, indexDigest: UInt32)
+  /// The current activity (if any) and the sender's full index digest.
+  case activity(HandoffIndexEntry?, title: String, indexDigest: [UInt8])
   case getIndex
   case index([HandoffIndexEntry])
   case getNote(activityType: String, path: String)
@@ -202,7 +209,7 @@ enum HandoffMessage: Equatable {
     switch self {
     case .getActivity, .getIndex: break
     case .activity(let entry, let title, let digest):
-      w.u32(digest)
+      w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
       if let entry {
         w.u8(1)
         entry.encode(into: &w)
@@ -244,7 +251,7 @@ enum HandoffMessage: Equatable {
     case .getActivity: message = .getActivity
     case .getIndex: message = .getIndex
     case .activity:
-      let digest = try r.u32()
+      let digest = try r.raw(32)
       switch try r.u8() {
       case 0: message = .activity(nil, title: "", indexDigest: digest)
       case 1:

@@ -76,11 +76,11 @@ extension HandoffEngine {
       // The current activity first, on its own: usually all a session has to do.
       try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
     }
-    let mine = HandoffIndexEntry.digest(offered)
-    if mine == peerDigest {
+    if HandoffCrypto.constantTimeEqual(HandoffIndexEntry.fullDigest(offered), peerDigest) {
       // Same notes on both sides: nothing to catch up in either direction.
+      let mine = HandoffIndexEntry.digest(offered)
       try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-      settle(DigestPair(peer: peerDigest, mine: mine))
+      settle(DigestPair(peer: mine, mine: mine))
       _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
       return
     }
@@ -117,7 +117,7 @@ extension HandoffEngine {
           title = ActivityPayload.title(of: bytes, path: entry.path)
         }
         try await ch.send(
-          .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.digest(offered)))
+          .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.fullDigest(offered)))
       case .getIndex:
         try await ch.send(.index(offered))
       case .getNote(let type, let path):
@@ -274,9 +274,11 @@ extension HandoffEngine {
       return
     }
     guard Self.isSafePath(p.path), p.content.count <= policy.maxNoteSize,
-      ContentHash(of: p.content) == p.hash
+      ContentHash(of: p.content) == p.hash, String(validating: p.content, as: UTF8.self) != nil
     else {
-      fail(activityType: type, peer: peer, reason: "bad payload for \(p.path): hash, size or path")
+      fail(
+        activityType: type, peer: peer,
+        reason: "bad payload for \(p.path): hash, size, path or UTF-8 do not check")
       summary.failed += 1
       return
     }

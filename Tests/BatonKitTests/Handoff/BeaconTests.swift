@@ -108,7 +108,8 @@ import Testing
       activityType: "t", title: "T", path: "p.md", version: entry.version, origin: entry.origin,
       originName: "alice", hash: ContentHash(of: [9]), content: [9])
     let messages: [HandoffMessage] = [
-      .getActivity, .activity(entry, title: "A", indexDigest: 3), .activity(nil, title: "", indexDigest: 0), .getIndex,
+      .getActivity, .activity(entry, title: "A", indexDigest: Array(repeating: 3, count: 32)),
+      .activity(nil, title: "", indexDigest: Array(repeating: 0, count: 32)), .getIndex,
       .index([entry, entry]), .getNote(activityType: "t", path: "p"), .note(payload),
       .noteUnavailable(activityType: "t", path: "p", reason: .tooLarge), .turn([]),
       .done(activityHash: 7, indexDigest: 8), .error(code: 1, text: "no"),
