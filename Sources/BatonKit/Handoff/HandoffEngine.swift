@@ -45,8 +45,7 @@ public actor HandoffEngine {
     policy: HandoffPolicy = HandoffPolicy()
   ) {
     keys = HandoffKeys(groupKey: key)
-    let name = String(
-      decoding: Array(deviceName.utf8.prefix(HandoffLimits.maxNameBytes)), as: UTF8.self)
+    let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
     me = PeerIdentity(device: store.deviceID, name: name)
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]

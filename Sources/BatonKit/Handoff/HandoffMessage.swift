@@ -155,6 +155,32 @@ public enum HandoffLimits {
   public static let maxControlBytes = 64 << 10
   /// The smallest `maximumMessageSize` a channel must offer.
   public static let minimumMessageSize = 200
+
+  /// `text` cut at a character boundary so that its UTF-8 fits in `toBytes` bytes.
+  public static func truncated(_ text: String, toBytes max: Int) -> String {
+    guard text.utf8.count > max else { return text }
+    var out = ""
+    for c in text {
+      guard out.utf8.count + String(c).utf8.count <= max else { break }
+      out.append(c)
+    }
+    return out
+  }
+
+  /// Whether `type` is a reverse-DNS activity type: at least two dot-separated
+  /// labels of ASCII letters, digits, `-` and `_`, at most 255 bytes.
+  public static func isValidActivityType(_ type: String) -> Bool {
+    guard type.utf8.count <= maxActivityTypeBytes else { return false }
+    let labels = type.split(separator: ".", omittingEmptySubsequences: false)
+    return labels.count >= 2
+      && labels.allSatisfy { label in
+        !label.isEmpty
+          && label.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+              || $0 == 0x2D || $0 == 0x5F
+          }
+      }
+  }
 }
 
 /// The messages of a session, each carried (fragmented if needed) in sealed frames.
@@ -234,7 +260,7 @@ enum HandoffMessage: Equatable {
       w.u32(indexDigest)
     case .error(let code, let text):
       w.u8(code)
-      w.string(String(text.utf8.prefix(512)) ?? "")
+      w.string(HandoffLimits.truncated(text, toBytes: 512))
     }
     return w.bytes
   }

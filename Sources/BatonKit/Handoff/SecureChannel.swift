@@ -149,8 +149,7 @@ struct SecureChannel {
   static func identityBytes(_ id: PeerIdentity) -> [UInt8] {
     var w = ByteWriter()
     w.u64(id.device.rawValue)
-    w.string(
-      String(decoding: Array(id.name.utf8.prefix(HandoffLimits.maxNameBytes)), as: UTF8.self))
+    w.string(HandoffLimits.truncated(id.name, toBytes: HandoffLimits.maxNameBytes))
     return w.bytes
   }
 

@@ -151,6 +151,26 @@ import Testing
     #expect(ActivityPayload.title(of: [], path: "dir/y.md") == "y.md")
   }
 
+  @Test func namesAreCutAtCharacterBoundaries() {
+    let name = String(repeating: "é", count: 40)  // 80 bytes
+    let cut = HandoffLimits.truncated(name, toBytes: 64)
+    #expect(cut.utf8.count == 64 && cut == String(repeating: "é", count: 32))
+    #expect(HandoffLimits.truncated("short", toBytes: 64) == "short")
+    let me = PeerIdentity(device: DeviceID(rawValue: 1), name: String(repeating: "ü€", count: 30))
+    var r = ByteReader(SecureChannel.identityBytes(me))
+    _ = try? r.u64()
+    #expect((try? r.string(max: HandoffLimits.maxNameBytes)) != nil)
+  }
+
+  @Test func activityTypes() {
+    for t in ["org.example.notes", "com.apple.notes", "a.b", "x-y.z_1"] {
+      #expect(HandoffLimits.isValidActivityType(t), "\(t)")
+    }
+    for t in ["", "notes", ".a", "a.", "a..b", "a.b c", "é.fr"] {
+      #expect(!HandoffLimits.isValidActivityType(t), "\(t)")
+    }
+  }
+
   @Test func unsafePathsAreRefused() {
     for path in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a\\b", "a\u{0}b"] {
       #expect(!HandoffEngine.isSafePath(path), "\(path)")
