@@ -52,7 +52,11 @@ extension HandoffEngine {
       }
     } catch {
       await channel.close()
-      fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
+      if let (type, path) = secure.transferring {
+        fail(activityType: type, peer: secure.peerLabel, reason: "transfer of \(path): \(error)")
+      } else {
+        fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
+      }
       throw error
     }
     await channel.close()
@@ -243,6 +247,7 @@ extension HandoffEngine {
     _ wanted: [HandoffIndexEntry], _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     for e in wanted {
+      ch.transferring = (e.activityType, e.path)  // kept if this transfer throws
       try await ch.send(.getNote(activityType: e.activityType, path: e.path))
       switch try await ch.receive() {
       case .note(let payload):
@@ -257,6 +262,7 @@ extension HandoffEngine {
       default:
         throw violation(ch, "expected NOTE")
       }
+      ch.transferring = nil
     }
   }
 
@@ -355,6 +361,14 @@ extension HandoffEngine {
   // MARK: Serving
 
   private func serve(
+    _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
+  ) async throws {
+    ch.transferring = (type, path)  // kept if this transfer throws
+    try await serveNote(type, path, &ch, &summary)
+    ch.transferring = nil
+  }
+
+  private func serveNote(
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     let key = Self.key(type, path)

@@ -21,6 +21,8 @@ struct SecureChannel {
   private var receiveCounter: UInt64 = 0
   let timeout: Duration
   let maxNoteSize: Int
+  /// The note being transferred, so that a failure mid-transfer names it.
+  var transferring: (activityType: String, path: String)?
 
   // MARK: Handshake
 

@@ -194,6 +194,9 @@ import Testing
     #expect(!r1.succeeded && !r2.succeeded)
     let partial = b.folder.contents
     #expect(partial.count < 10)
+    let failure = await b.engine.status().failures.first
+    #expect(failure?.activityType == HandoffTestAgent.notesType)
+    #expect(failure?.reason.contains("transfer of d") == true)
     for (path, text) in partial { #expect(a.folder.text(path) == text, "half-applied \(path)") }
     let (r3, r4) = await runSession(b, a)
     #expect(r3.succeeded && r4.succeeded)
