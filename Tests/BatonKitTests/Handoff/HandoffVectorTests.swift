@@ -103,6 +103,20 @@ import Testing
     #expect(documented == Self.expected)
   }
 
+  /// The independent check: Python's hashlib and `cryptography` recompute every
+  /// vector from the document alone.
+  @Test func pythonRecomputesTheDocumentedVectors() throws {
+    let script = TestEnvironment.repository.appendingPathComponent(
+      "Tests/Scripts/verify-handoff-vectors.py"
+    ).path
+    let child = try ChildProcess(TestEnvironment.python, [script])
+    var lines: [String] = []
+    while let line = child.readLine() { lines.append(line) }
+    #expect(child.wait() == 0, "\(lines.joined(separator: "\n"))")
+    #expect(lines.last == "all vectors verified")
+    #expect(lines.filter { $0.hasPrefix("ok ") }.count >= Self.expected.count)
+  }
+
   @Test func framesAndHandshakeOpenWithTheVectorKeys() throws {
     let m1 = try #require([UInt8](hexString: Self.expected["hs_m1"]!))
     let m2 = try #require([UInt8](hexString: Self.expected["hs_m2"]!))
