@@ -49,7 +49,15 @@ public actor HandoffEngine {
     me = PeerIdentity(device: store.deviceID, name: name)
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]
-    for f in folders { map[f.activityType] = f.folder }
+    for f in folders {
+      if !HandoffLimits.isValidActivityType(f.activityType) {
+        logger.warning("activity type '\(f.activityType)' of \(f.folder.root) is not reverse-DNS")
+      }
+      if map[f.activityType] != nil {
+        logger.warning("two folders declare \(f.activityType); only \(f.folder.root) is used")
+      }
+      map[f.activityType] = f.folder
+    }
     self.folders = map
     self.policy = policy
     if let recovery = store.recovery { logger.error(recovery) }

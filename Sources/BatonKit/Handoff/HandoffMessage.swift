@@ -198,12 +198,22 @@ enum HandoffMessage: Equatable {
   case error(code: UInt8, text: String)
 
   enum UnavailableReason: UInt8 {
-    case unknown = 1, tooLarge = 2, unreadable = 3
+    case unknown = 1
+    case tooLarge = 2
+    case unreadable = 3
   }
 
   enum Kind: UInt8 {
-    case getActivity = 1, activity, getIndex, index, getNote, note, noteUnavailable, turn, done,
-      error
+    case getActivity = 1
+    case activity = 2
+    case getIndex = 3
+    case index = 4
+    case getNote = 5
+    case note = 6
+    case noteUnavailable = 7
+    case turn = 8
+    case done = 9
+    case error = 10
   }
 
   var kind: Kind {

@@ -286,7 +286,8 @@ import Testing
   @Test func shouldConnectOnlyWhenSomethingDiffers() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
-    #expect(await !b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))  // both empty
+    // Both empty: nothing to fetch.
+    #expect(await !b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))
     await a.save("s.md", "s")
     let beacon = await a.engine.currentBeacon()
     #expect(await b.engine.shouldConnect(beacon: beacon, from: "A"))
@@ -307,7 +308,8 @@ import Testing
     await a.save("s.md", "s")
     let captured = await a.engine.currentBeacon()
     #expect(await b.engine.shouldConnect(beacon: captured, from: "M"))
-    _ = await runSession(b, mallory, responderAddress: "M")  // mallory replays alice's beacon but cannot authenticate
+    // Mallory replays alice's beacon but cannot authenticate.
+    _ = await runSession(b, mallory, responderAddress: "M")
     #expect(await !b.engine.shouldConnect(beacon: captured, from: "M"))
   }
 }
