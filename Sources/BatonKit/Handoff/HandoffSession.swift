@@ -289,20 +289,23 @@ extension HandoffEngine {
       return
     }
     let key = Self.key(type, p.path)
-    let local = index[key].flatMap { $0.deleted ? nil : $0 }
+    let stored = index[key]
     var conflict = false
-    if let local {
-      switch p.version.compare(local.entry.version) {
+    if let stored {
+      switch p.version.compare(stored.entry.version) {
       case .older:
-        return  // an old or replayed version: nothing to do
+        return  // an old or replayed version (even of a deleted note): nothing to do
       case .equal:
-        guard local.entry.hash != p.hash, Self.wins(p.hash, over: local.entry.hash) else { return }
+        guard !stored.deleted, stored.entry.hash != p.hash,
+          Self.wins(p.hash, over: stored.entry.hash)
+        else { return }
       case .newer:
         break
       case .concurrent:
-        conflict = local.entry.hash != p.hash
+        conflict = !stored.deleted && stored.entry.hash != p.hash
       }
     }
+    let local = stored.flatMap { $0.deleted ? nil : $0 }
     let merged = (index[key]?.entry.version ?? VersionVector()).merged(with: p.version)
     let outcome: NoteWriteOutcome
     do {

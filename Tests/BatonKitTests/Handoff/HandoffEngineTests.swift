@@ -141,6 +141,31 @@ import Testing
     #expect(b.folder.text("r.md") == "v2" && summary.received.isEmpty)
   }
 
+  @Test func deletionIsNotPropagatedAndOldCopiesDoNotComeBack() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("gone.md", "v1")
+    _ = await runSession(b, a)
+    b.folder.remove("gone.md")
+    await b.engine.rescan()
+    #expect(await b.engine.status().noteCount == 0)
+    // Alice still has v1: it is not fetched back, and her copy stays.
+    let (r1, r2) = await runSession(b, a)
+    #expect(r1.value?.received == [] && r2.value?.received == [])
+    #expect(b.folder.paths.isEmpty && a.folder.text("gone.md") == "v1")
+    var summary = SessionSummary(peerName: "x", peerDevice: DeviceID(rawValue: 9))
+    let old = ActivityPayload(
+      activityType: HandoffTestAgent.notesType, title: "v1", path: "gone.md",
+      version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID,
+      originName: "alice", hash: ContentHash(of: Array("v1".utf8)), content: Array("v1".utf8))
+    await b.engine.applyForTest(old, summary: &summary)
+    #expect(b.folder.paths.isEmpty)
+    // A newer edit made elsewhere brings it back.
+    await a.save("gone.md", "v2")
+    _ = await runSession(b, a)
+    #expect(b.folder.text("gone.md") == "v2")
+  }
+
   @Test func wrongKeyGetsNothing() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let mallory = try HandoffTestAgent("mallory", key: GroupKey.generate())

@@ -50,10 +50,10 @@ import Testing
       ])
     #expect(try store.counters()["sent"] == 3)
     #expect(try store.failures().map(\.reason) == ["r4", "r3", "r2"])
-    let mode = try String(
+    let header = String(
       decoding: FileManager.default.contents(atPath: dir + "/handoff.db").map(Array.init) ?? [],
       as: UTF8.self)
-    #expect(mode.hasPrefix("SQLite format 3"))
+    #expect(header.hasPrefix("SQLite format 3"))
     #expect(try store.journalMode() == "wal")
   }
 
