@@ -7,6 +7,19 @@ import Foundation
 /// sessions over; everything it needs of a notes folder goes through
 /// `NoteFolderAccess`. All state changes happen on the actor, so two sessions
 /// at once (even with the same peer) never interleave inside one note's update.
+///
+/// Wiring, for the agent:
+/// - at start: `HandoffStore(directory: stateDir)` (the directory must exist),
+///   then the engine; log `status().storeRecovery` if set (the engine logs it too);
+/// - each save the folder watcher reports: `localSave(_:activityType:)`;
+///   after an inotify overflow: `rescan()`;
+/// - advertise `currentBeacon()`; set it again after every `localSave`, every
+///   session, and at every address rotation (it is re-sealed on each call);
+///   `beaconContent()` tells whether the content changed;
+/// - for each advertisement heard: if `shouldConnect(beacon:from:)`, connect,
+///   open an L2CAP channel and `runSession(over:initiator: true, peerAddress:)`;
+/// - for each incoming L2CAP channel: `runSession(over:initiator: false, ...)`;
+/// - `baton status`: `status()`.
 public actor HandoffEngine {
   let keys: HandoffKeys
   let me: PeerIdentity
