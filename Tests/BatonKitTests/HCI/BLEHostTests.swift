@@ -124,4 +124,117 @@ struct BLEHostTests {
       #expect(!connection.isConnected)
     }
   }
+
+  @Test func severalConnectionsAtOnceAndDisconnectFromEachSide() async throws {
+    try await Self.withHosts(3) { hosts, _ in
+      let (a, b, c) = (hosts[0], hosts[1], hosts[2])
+      let listenB = b.listen(psm: 0x0082)
+      let listenC = c.listen(psm: 0x0082)
+      try await b.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      try await c.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      let toB = try await a.connect(to: b.address, timeout: .seconds(5))
+      let toC = try await a.connect(to: c.address, timeout: .seconds(5))
+      #expect(toB.handle != toC.handle)
+      #expect(a.connections.count == 2)
+      let chB = try await a.openChannel(toB, psm: 0x0082)
+      let chC = try await a.openChannel(toC, psm: 0x0082)
+      var itB = listenB.makeAsyncIterator()
+      var itC = listenC.makeAsyncIterator()
+      let atB = try #require(await itB.next())
+      let atC = try #require(await itC.next())
+      try await chB.send(Array("to b".utf8))
+      try await chC.send(Array("to c".utf8))
+      #expect(try await atB.receive() == Array("to b".utf8))
+      #expect(try await atC.receive() == Array("to c".utf8))
+      // B's side disconnects: A sees it, and B advertises again.
+      var incomingB = b.incomingConnections.makeAsyncIterator()
+      let fromA = try #require(await incomingB.next())
+      await b.disconnect(fromA)
+      #expect(await toB.waitForDisconnection() == .remoteUserTerminated)
+      #expect(try await chB.receive() == nil)
+      // A disconnects C.
+      await a.disconnect(toC)
+      #expect(!toC.isConnected)
+      #expect(try await atC.receive() == nil)
+      #expect(a.connections.isEmpty)
+      // B advertises again after its connection ended: A reconnects.
+      let again = try await a.connect(to: b.address, timeout: .seconds(5))
+      #expect(again.isConnected)
+    }
+  }
+
+  @Test func connectTimesOutByOurOwnClock() async throws {
+    try await Self.withHosts(1) { hosts, _ in
+      let nobody = BluetoothAddress.randomStatic()
+      let start = ContinuousClock.now
+      await #expect(throws: HCIError.self) { _ = try await hosts[0].connect(to: nobody, timeout: .milliseconds(500)) }
+      #expect(ContinuousClock.now - start < .seconds(3))
+    }
+  }
+
+  @Test func lostTransportEndsStreamsAndIsReported() async throws {
+    let radio = try SimulatedRadio(controllers: 1)
+    let host = try await BLEHost.open(controller: radio.spec(0))
+    let scan = try await host.startScanning()
+    let incoming = host.incomingConnections
+    radio.stop()
+    let reason = await host.waitUntilClosed()
+    #expect(reason != nil)
+    #expect("\(reason!)".contains("lost"))
+    for await _ in scan {}
+    for await _ in incoming {}
+    #expect(host.isClosed)
+    await #expect(throws: (any Error).self) { try await host.startAdvertising(data: [], intervalMilliseconds: 100) }
+  }
+
+  @Test func badSpecsAndUnreachableControllersGiveClearErrors() async throws {
+    await #expect(throws: TransportError.self) { _ = try await BLEHost.open(controller: "tcp:127.0.0.1") }
+    do {
+      _ = try await BLEHost.open(controller: "tcp:127.0.0.1:1")
+      Issue.record("connecting to port 1 should fail")
+    } catch {
+      #expect("\(error)".contains("tcp:127.0.0.1:1"))
+    }
+  }
+
+  @Test func btsnoopLogOfAFullSessionDecodesCleanlyInBtmon() async throws {
+    let dir = try TestEnvironment.temporaryDirectory("hci-log")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let path = dir.appendingPathComponent("session.btsnoop").path
+    try await Self.withHosts(hciLog: path) { hosts, _ in
+      let (a, b) = (hosts[0], hosts[1])
+      let listener = a.listen(psm: 0x0083)
+      try await a.startAdvertising(data: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x01, 0x02], intervalMilliseconds: 30)
+      let scanA = try await a.startScanning()
+      try await b.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      _ = await Self.firstReport(from: b.address, in: scanA)
+      try await a.stopScanning()
+      let connection = try await b.connect(to: a.address, timeout: .seconds(5))
+      let channel = try await b.openChannel(connection, psm: 0x0083)
+      var iterator = listener.makeAsyncIterator()
+      let accepted = try #require(await iterator.next())
+      let data = Self.pattern(20_000)
+      #expect(try await Self.transfer(data, from: channel, to: accepted, chunk: 5000) == data)
+      #expect(try await Self.transfer(data, from: accepted, to: channel, chunk: 5000) == data)
+      await channel.close()
+      await b.disconnect(connection)
+      _ = try await a.rotateAddress()
+    }
+    let btmon = try ChildProcess("/usr/bin/btmon", ["-r", path])
+    var lines: [String] = []
+    while let line = btmon.readLine() { lines.append(line) }
+    #expect(btmon.wait() == 0)
+    let text = lines.joined(separator: "\n")
+    #expect(text.contains("LE Connection Complete"))
+    #expect(text.contains("LE Connection Request"))
+    #expect(text.contains("ACL Data TX"))
+    #expect(text.contains("Advertising Report"))
+    let bad = lines.filter {
+      let l = $0.lowercased()
+      return l.contains("malformed") || l.contains("invalid size") || l.contains("invalid packet")
+        || l.contains("too short") || l.contains("unknown packet")
+    }
+    #expect(bad.isEmpty, "btmon complained: \(bad.prefix(5))")
+    #expect(lines.count > 100)
+  }
 }
