@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import hashlib
 import os
+import signal
 import sys
 
 from bumble import hci
@@ -69,6 +70,12 @@ async def send(channel, data: bytes, chunk: int) -> None:
     for offset in range(0, len(data), chunk):
         channel.write(data[offset : offset + chunk])
     await channel.drain()
+
+
+# A test process may have started us with SIGTERM/SIGINT blocked (the Swift
+# test runner blocks them and posix_spawn passes the mask on): unblock them, or
+# stopping us by signal waits for SIGKILL.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 async def main() -> None:
