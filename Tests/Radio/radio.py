@@ -28,6 +28,12 @@ from bumble.link import LocalLink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 
+# A test process may have started us with SIGTERM/SIGINT blocked (the Swift
+# test runner blocks them and posix_spawn passes the mask on): unblock them, or
+# stopping us by signal waits for SIGKILL.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--controllers", type=int, default=2)
