@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 
 from bumble import hci
@@ -71,7 +72,8 @@ async def main() -> None:
             if not stop.done():
                 stop.set_result(None)
 
-    if not sys.stdin.isatty():
+    # Only a pipe can be watched for its end (epoll refuses /dev/null and files).
+    if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode):
         loop.add_reader(sys.stdin.fileno(), stdin_closed)
 
     await stop
