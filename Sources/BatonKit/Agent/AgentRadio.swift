@@ -13,6 +13,11 @@ import Synchronization
 final class AgentRadio: Sendable {
   /// How long a peer counts as in range after its last beacon.
   static let inRangeWindow: TimeInterval = 60
+  /// The longest a session waits for the peer to take or give a message.
+  static let sessionDeadline: Duration = .seconds(20)
+  /// How long the agent with the higher address gives the other to connect
+  /// first when both want a session (both see the indexes differ).
+  static let yieldDelay: Duration = .milliseconds(1500)
   /// The longest we wait for a connection to a peer to complete.
   static let connectTimeout: Duration = .seconds(5)
   /// Back-off between attempts to reopen a lost controller.
@@ -23,6 +28,7 @@ final class AgentRadio: Sendable {
     case channel(L2CAPChannel)
     case beaconChanged
     case rotate
+    case connected(address: String)
     case sessionEnded(address: String)
     case closed(reason: String)
   }
@@ -30,6 +36,7 @@ final class AgentRadio: Sendable {
   private struct Peer {
     var lastSeen: Date
     var rssi: Int
+    var beacon: [UInt8]
   }
 
   private struct State {
@@ -84,6 +91,7 @@ final class AgentRadio: Sendable {
       } catch {
         if Task.isCancelled { return }
         if !everOpened { throw AgentError.controller(spec: spec, reason: "\(error)") }
+        // (failures counts both failed opens and controllers lost soon after.)
         let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
         failures += 1
         log.warning("cannot reopen the controller \(spec): \(error); trying again in \(delay)")
@@ -91,10 +99,16 @@ final class AgentRadio: Sendable {
         continue
       }
       everOpened = true
-      failures = 0
+      let started = ContinuousClock.now
       let reason = await serve(host)
       if Task.isCancelled { return }
-      log.error("lost the controller \(spec): \(reason); reopening it")
+      // A controller that fails again right after opening must not make us
+      // spin: back off unless it ran for a while.
+      if ContinuousClock.now - started > .seconds(60) { failures = 0 }
+      let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
+      failures += 1
+      log.error("lost the controller \(spec): \(reason); reopening it in \(delay)")
+      try? await Task.sleep(for: delay)
     }
   }
 
@@ -130,6 +144,11 @@ final class AgentRadio: Sendable {
     return await withTaskGroup(of: Void.self, returning: String.self) { group in
       group.addTask { for await report in reports { continuation.yield(.report(report)) } }
       group.addTask { for await channel in channels { continuation.yield(.channel(channel)) } }
+      group.addTask {
+        for await connection in host.incomingConnections {
+          continuation.yield(.connected(address: connection.peerAddress.description))
+        }
+      }
       let rotation = configuration.addressRotation
       group.addTask {
         while !Task.isCancelled {
@@ -159,6 +178,9 @@ final class AgentRadio: Sendable {
             await self.respond(on: channel, from: address)
             continuation.yield(.sessionEnded(address: address))
           }
+        case .connected(let address):
+          // A peer connected to us: it will open a channel; don't connect back.
+          state.withLock { _ = $0.busy.insert(address) }
         case .sessionEnded(let address):
           state.withLock { _ = $0.busy.remove(address) }
           await refreshBeacon(host)
@@ -196,7 +218,7 @@ final class AgentRadio: Sendable {
     guard await engine.isGroupBeacon(report.data) else { return nil }
     let address = report.address.description
     let busy = state.withLock { s -> Bool in
-      s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi)
+      s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi, beacon: report.data)
       return s.busy.contains(address)
     }
     guard !busy, await engine.shouldConnect(beacon: report.data, from: address) else { return nil }
@@ -206,14 +228,24 @@ final class AgentRadio: Sendable {
 
   private func initiate(to peer: BluetoothAddress, on host: BLEHost) async {
     let address = peer.description
-    // A short random delay: when two agents want each other at the same
-    // moment, one usually connects first and the other then finds it busy.
-    try? await Task.sleep(for: .milliseconds(Int.random(in: 0...150)))
+    // Two agents whose indexes differ both want a session, at about the same
+    // moment. Two links between one pair serve nothing (and confuse some
+    // controllers), so the one with the lower address connects at once and
+    // the other gives it time first, then connects only if it still must.
+    if host.address.description > address {
+      try? await Task.sleep(for: Self.yieldDelay)
+      let beacon = state.withLock { $0.heard[address]?.beacon }
+      guard let beacon, await engine.indexDiffers(beacon: beacon) else { return }
+    }
+    // Connected already (it connected to us meanwhile): its session will do.
+    // Connecting again to a peer we are linked with can wedge a controller.
+    if host.connections.contains(where: { $0.peerAddress == peer }) { return }
     do {
       let connection = try await host.connect(to: peer, timeout: Self.connectTimeout)
       do {
         let channel = try await host.openChannel(connection, psm: HandoffAgent.psm)
-        let summary = try await engine.runSession(over: channel, initiator: true, peerAddress: address)
+        let summary = try await engine.runSession(
+          over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: true, peerAddress: address)
         state.withLock { $0.names[address] = summary.peerName }
       } catch {
         log.info("session with \(address) ended early: \(error)")
@@ -226,7 +258,8 @@ final class AgentRadio: Sendable {
 
   private func respond(on channel: L2CAPChannel, from address: String) async {
     do {
-      let summary = try await engine.runSession(over: channel, initiator: false, peerAddress: address)
+      let summary = try await engine.runSession(
+        over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: false, peerAddress: address)
       state.withLock { $0.names[address] = summary.peerName }
     } catch {
       log.info("session from \(address) ended early: \(error)")

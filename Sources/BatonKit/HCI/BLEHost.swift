@@ -114,6 +114,12 @@ public final class BLEHost: Sendable {
 
   func bringUp() async throws {
     try await controller.send(.reset)
+    // A reset should stop advertising and scanning, but some controllers
+    // (bumble's simulator among them) keep both across it, and then refuse
+    // new parameters with Command Disallowed. Turn both off explicitly; an
+    // error here only means they were off already.
+    _ = try? await controller.send(.leSetScanEnable(false, filterDuplicates: false))
+    _ = try? await controller.send(.leSetAdvertisingEnable(false))
     let version = try await controller.send(.readLocalVersion)
     if version.count >= 8 {
       log.info(

@@ -10,6 +10,14 @@ extension HandoffEngine {
     persist { try store.setCurrentActivity(activityType: activityType, path: path) }
   }
 
+  /// Whether a keyed beacon still shows an index other than ours (unlike
+  /// `shouldConnect`, this records nothing).
+  public func indexDiffers(beacon data: [UInt8]) -> Bool {
+    ensureScanned()
+    guard let content = Beacon.open(advertisingData: data, keys: keys) else { return false }
+    return content.indexDigest != HandoffIndexEntry.digest(offered)
+  }
+
   /// Whether `data` is a beacon sealed with our group key.
   public func isGroupBeacon(_ data: [UInt8]) -> Bool {
     Beacon.open(advertisingData: data, keys: keys) != nil

@@ -191,17 +191,17 @@ import Testing
     ("hci0", ControllerSpec.kernel(index: 0)), ("hci12", .kernel(index: 12)),
     ("tcp:127.0.0.1:7001", .tcp(host: "127.0.0.1", port: 7001)),
     ("tcp:[::1]:9", .tcp(host: "::1", port: 9)),
-    ("serial:/dev/ttyUSB0", .serial(path: "/dev/ttyUSB0", baud: nil)),
+    ("serial:/dev/ttyUSB0", .serial(path: "/dev/ttyUSB0", baud: 1_000_000)),
     ("serial:/dev/ttyACM1:115200", .serial(path: "/dev/ttyACM1", baud: 115_200)),
   ])
-  func parsesControllerSpecs(_ text: String, _ spec: ControllerSpec) {
-    #expect(ControllerSpec(parsing: text) == spec)
-    #expect(ControllerSpec(parsing: spec.description) == spec)
+  func parsesControllerSpecs(_ text: String, _ spec: ControllerSpec) throws {
+    #expect(try ControllerSpec(text) == spec)
+    #expect(try ControllerSpec(spec.description) == spec)
   }
 
   @Test(arguments: ["hci", "hcix", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:99999", "serial:ttyS0", "serial:/dev/x:fast", "usb:0", ""])
   func rejectsBadControllerSpecs(_ text: String) {
-    #expect(ControllerSpec(parsing: text) == nil)
+    #expect(throws: TransportError.self) { try ControllerSpec(text) }
   }
 
   @Test func parsesSizes() throws {

@@ -15,7 +15,8 @@ final class AgentProcess: @unchecked Sendable {
   let runtimeDirectory: URL
   let logPath: String
   let keyPath: String
-  let controller: String
+  /// The controller spec; may be changed before a restart.
+  var controller: String
   let extraArguments: [String]
   private(set) var process: ChildProcess?
 
@@ -55,7 +56,9 @@ final class AgentProcess: @unchecked Sendable {
 
   func start() throws {
     let line = "=== start \(Date())\n"
-    FileManager.default.createFile(atPath: logPath, contents: nil)
+    if !FileManager.default.fileExists(atPath: logPath) {
+      FileManager.default.createFile(atPath: logPath, contents: nil)
+    }
     if let handle = FileHandle(forWritingAtPath: logPath) {
       handle.seekToEndOfFile()
       handle.write(Data(line.utf8))
