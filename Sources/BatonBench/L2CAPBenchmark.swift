@@ -1,5 +1,5 @@
-import Foundation
 import BatonKit
+import Foundation
 
 /// `baton-bench l2cap SPEC_A SPEC_B [--repeat N]`: two of our hosts on two
 /// controllers of one radio; B advertises and listens, A connects and opens
@@ -11,11 +11,15 @@ enum L2CAPBenchmark {
   static func run(_ arguments: [String]) async throws {
     let specs = arguments.filter { !$0.hasPrefix("--") && Int($0) == nil }
     guard specs.count == 2 else {
-      print("usage: baton-bench l2cap SPEC_A SPEC_B [--repeat N]   (Tests/Scripts/bench-l2cap.sh runs it)")
+      print(
+        "usage: baton-bench l2cap SPEC_A SPEC_B [--repeat N]   (Tests/Scripts/bench-l2cap.sh runs it)"
+      )
       return
     }
     var repeats = 5
-    if let index = arguments.firstIndex(of: "--repeat"), index + 1 < arguments.count, let n = Int(arguments[index + 1]) {
+    if let index = arguments.firstIndex(of: "--repeat"), index + 1 < arguments.count,
+      let n = Int(arguments[index + 1])
+    {
       repeats = max(1, n)
     }
     Logger.sink.threshold = .warning
@@ -30,7 +34,8 @@ enum L2CAPBenchmark {
     let buffers = a.controller.aclBuffers
     print(
       "L2CAP CoC on \(specs[0]) -> \(specs[1]): ACL buffers \(buffers.count) x \(buffers.length) bytes, "
-        + "MTU \(channel.maximumMessageSize), peer MPS \(channel.remoteMPS), \(repeats) runs per size")
+        + "MTU \(channel.maximumMessageSize), peer MPS \(channel.remoteMPS), \(repeats) runs per size"
+    )
     print("size      median time   throughput     HCI bytes/payload byte (sender)   (both hosts)")
     for size in [1_000, 10_000, 100_000] {
       var times: [Duration] = []
@@ -50,7 +55,9 @@ enum L2CAPBenchmark {
           }
         }
         var received: [UInt8] = []
-        while received.count < size, let message = try await accepted.receive() { received += message }
+        while received.count < size, let message = try await accepted.receive() {
+          received += message
+        }
         times.append(ContinuousClock.now - start)
         try await sender.value
         guard received == payload else {
@@ -61,16 +68,21 @@ enum L2CAPBenchmark {
         try await Task.sleep(for: .milliseconds(20))
         senderRatio = Double(a.controller.statistics.bytesSent - sentA) / Double(size)
         totalRatio =
-          Double(a.controller.statistics.bytesSent - sentA + b.controller.statistics.bytesSent - sentB) / Double(size)
+          Double(
+            a.controller.statistics.bytesSent - sentA + b.controller.statistics.bytesSent - sentB)
+          / Double(size)
       }
       times.sort()
       let median = times[times.count / 2]
       let seconds = Double(median.components.seconds) + Double(median.components.attoseconds) / 1e18
       let label = "\(size / 1000) KB".padding(toLength: 10, withPad: " ", startingAt: 0)
-      let time = String(format: "%8.1f ms", seconds * 1000).padding(toLength: 14, withPad: " ", startingAt: 0)
+      let time = String(format: "%8.1f ms", seconds * 1000).padding(
+        toLength: 14, withPad: " ", startingAt: 0)
       let rate = String(format: "%7.1f KB/s", Double(size) / seconds / 1000).padding(
         toLength: 15, withPad: " ", startingAt: 0)
-      print("\(label)\(time)\(rate)\(String(format: "%6.3f", senderRatio))                            \(String(format: "%6.3f", totalRatio))")
+      print(
+        "\(label)\(time)\(rate)\(String(format: "%6.3f", senderRatio))                            \(String(format: "%6.3f", totalRatio))"
+      )
     }
     await channel.close()
     await a.disconnect(connection)

@@ -224,7 +224,9 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
       command = .leSetAdvertisingParameters(a)
     case 0x2008:
       let n = Int(try r.u8())
-      guard n <= 31 else { throw .invalid("HCI command", reason: "advertising data length \(n) > 31") }
+      guard n <= 31 else {
+        throw .invalid("HCI command", reason: "advertising data length \(n) > 31")
+      }
       let data = try r.take(31)
       command = .leSetAdvertisingData(Array(data.prefix(n)))
     case 0x200A: command = .leSetAdvertisingEnable(try r.u8() != 0)

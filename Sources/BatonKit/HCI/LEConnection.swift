@@ -26,18 +26,22 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
 
   init(
     handle: UInt16, peerAddress: BluetoothAddress, peerAddressType: AddressType, role: Role,
-    controller: HCIController, acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
+    controller: HCIController,
+    acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
   ) {
     self.handle = handle
     self.peerAddress = peerAddress
     self.peerAddressType = peerAddressType
     self.role = role
     link = L2CAPLink(
-      handle: handle, description: "connection 0x\(hex(handle)) to \(peerAddress)", controller: controller,
+      handle: handle, description: "connection 0x\(hex(handle)) to \(peerAddress)",
+      controller: controller,
       acceptor: acceptor)
   }
 
-  public var description: String { "connection 0x\(hex(handle)) to \(peerAddress) (we are \(role))" }
+  public var description: String {
+    "connection 0x\(hex(handle)) to \(peerAddress) (we are \(role))"
+  }
 
   /// Whether the connection is still up.
   public var isConnected: Bool { state.withLock { $0.reason == nil } }

@@ -24,7 +24,8 @@ final class FakeController: HCITransport, @unchecked Sendable {
       let opcode = UInt16(packet[1]) | UInt16(packet[2]) << 8
       switch opcode {
       case 0x200D, 0x0406:
-        queue.append(HCIEvent.commandStatus(status: .success, numCommandPackets: 1, opcode: opcode).encoded)
+        queue.append(
+          HCIEvent.commandStatus(status: .success, numCommandPackets: 1, opcode: opcode).encoded)
       default:
         let returned: [UInt8] =
           switch opcode {
@@ -32,7 +33,9 @@ final class FakeController: HCITransport, @unchecked Sendable {
           case 0x1001: [0, 9, 0, 0, 9, 0xFF, 0xFF, 0, 0]
           default: [0]
           }
-        queue.append(HCIEvent.commandComplete(numCommandPackets: 1, opcode: opcode, returnParameters: returned).encoded)
+        queue.append(
+          HCIEvent.commandComplete(numCommandPackets: 1, opcode: opcode, returnParameters: returned)
+            .encoded)
       }
     } else if packet.first == 0x02, packet.count >= 3 {
       let handle = (UInt16(packet[1]) | UInt16(packet[2]) << 8) & 0x0FFF
@@ -93,7 +96,9 @@ final class FakeController: HCITransport, @unchecked Sendable {
 
   /// One ACL packet carrying a whole L2CAP PDU from the peer.
   static func acl(handle: UInt16, cid: UInt16, _ payload: [UInt8]) -> [UInt8] {
-    ACLPacket(handle: handle, boundary: .firstFlushable, data: L2CAPFrame.encode(cid: cid, payload: payload)).encoded
+    ACLPacket(
+      handle: handle, boundary: .firstFlushable, data: L2CAPFrame.encode(cid: cid, payload: payload)
+    ).encoded
   }
 
   /// LE Connection Complete making us peripheral on `handle`.
@@ -101,7 +106,8 @@ final class FakeController: HCITransport, @unchecked Sendable {
     HCIEvent.leConnectionComplete(
       .init(
         enhanced: false, status: .success, handle: handle, role: role, peerAddressType: .random,
-        peerAddress: BluetoothAddress("D1:22:33:44:55:66")!, interval: 24, latency: 0, supervisionTimeout: 400,
+        peerAddress: BluetoothAddress("D1:22:33:44:55:66")!, interval: 24, latency: 0,
+        supervisionTimeout: 400,
         clockAccuracy: 0)
     ).encoded
   }
