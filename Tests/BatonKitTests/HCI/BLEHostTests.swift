@@ -254,4 +254,32 @@ struct BLEHostTests {
     #expect(bad.isEmpty, "btmon complained: \(bad.prefix(5))")
     #expect(lines.count > 100)
   }
+
+  @Test func legacyReportsAreUnderstoodAndDuplicatesDropped() async throws {
+    let radio = try SimulatedRadio(controllers: 2, extendedAdvertising: false)
+    defer { radio.stop() }
+    let a = try await BLEHost.open(controller: radio.spec(0))
+    let b = try await BLEHost.open(controller: radio.spec(1), duplicateWindow: .seconds(10))
+    try await a.startAdvertising(
+      data: [0x02, 0x01, 0x06, 0x02, 0xFF, 0x42], intervalMilliseconds: 20)
+    let scan = try await b.startScanning()
+    let report = await Self.firstReport(from: a.address, in: scan)
+    #expect(report?.extended == false)
+    #expect(report?.data == [0x02, 0x01, 0x06, 0x02, 0xFF, 0x42])
+    // About 50 advertisements a second, each reported twice: within the
+    // window, none of them is delivered again.
+    let repeats = await withTaskGroup(of: Int.self) { group in
+      group.addTask {
+        var count = 0
+        for await r in scan where r.address == a.address { count += 1 }
+        return count
+      }
+      try? await Task.sleep(for: .milliseconds(800))
+      try? await b.stopScanning()
+      return await group.next() ?? -1
+    }
+    #expect(repeats == 0)
+    await a.close()
+    await b.close()
+  }
 }

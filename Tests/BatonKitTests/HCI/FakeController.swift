@@ -12,6 +12,44 @@ final class FakeController: HCITransport, @unchecked Sendable {
   private var queue: [[UInt8]] = []
   private var sentPackets: [[UInt8]] = []
   private var closed = false
+  private var silent: Set<UInt16> = []
+  private var failing: [UInt16: HCIStatus] = [:]
+  private var holdCompletions = false
+  private var heldCompletions = 0
+
+  /// Opcodes that get no answer at all (as bumble does for some).
+  func neverAnswer(_ opcode: UInt16) { _ = locked { silent.insert(opcode) } }
+  /// Opcodes answered with a failure status.
+  func fail(_ opcode: UInt16, with status: HCIStatus) { locked { failing[opcode] = status } }
+  /// Stops (true) or resumes (false) Number Of Completed Packets; resuming
+  /// completes everything held.
+  func holdACLCompletions(_ hold: Bool, handle: UInt16 = 1) {
+    locked {
+      holdCompletions = hold
+      if !hold && heldCompletions > 0 {
+        queue.append(HCIEvent.numberOfCompletedPackets([(handle, UInt16(heldCompletions))]).encoded)
+        heldCompletions = 0
+        condition.broadcast()
+      }
+    }
+  }
+  /// Completes every held ACL packet but keeps holding later ones.
+  func completeHeld(handle: UInt16 = 1) {
+    locked {
+      guard heldCompletions > 0 else { return }
+      queue.append(HCIEvent.numberOfCompletedPackets([(handle, UInt16(heldCompletions))]).encoded)
+      heldCompletions = 0
+      condition.broadcast()
+    }
+  }
+  /// ACL packets the host has sent and the controller has not completed.
+  var outstandingACL: Int { locked { heldCompletions } }
+
+  private func locked<T>(_ body: () -> T) -> T {
+    condition.lock()
+    defer { condition.unlock() }
+    return body()
+  }
 
   var description: String { "fake controller" }
 
@@ -22,6 +60,15 @@ final class FakeController: HCITransport, @unchecked Sendable {
     sentPackets.append(packet)
     if packet.first == 0x01, packet.count >= 3 {
       let opcode = UInt16(packet[1]) | UInt16(packet[2]) << 8
+      if silent.contains(opcode) { return }
+      if let status = failing[opcode] {
+        queue.append(
+          HCIEvent.commandComplete(
+            numCommandPackets: 1, opcode: opcode, returnParameters: [status.rawValue]
+          ).encoded)
+        condition.broadcast()
+        return
+      }
       switch opcode {
       case 0x200D, 0x0406:
         queue.append(
@@ -39,6 +86,10 @@ final class FakeController: HCITransport, @unchecked Sendable {
       }
     } else if packet.first == 0x02, packet.count >= 3 {
       let handle = (UInt16(packet[1]) | UInt16(packet[2]) << 8) & 0x0FFF
+      if holdCompletions {
+        heldCompletions += 1
+        return
+      }
       queue.append(HCIEvent.numberOfCompletedPackets([(handle, 1)]).encoded)
     }
     condition.broadcast()
