@@ -25,7 +25,7 @@ struct HCIControllerTests {
       #expect(name == "LE Create Connection Cancel")
       #expect(error.description.contains("no answer"))
     }
-    #expect(ContinuousClock.now - start < .seconds(2))
+    #expect(ContinuousClock.now - start < .seconds(10))  // it ends; no timing target here
     #expect(try await controller.send(.reset) == [])
   }
 
