@@ -34,8 +34,7 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
     self.peerAddressType = peerAddressType
     self.role = role
     link = L2CAPLink(
-      handle: handle, description: "connection 0x\(hex(handle)) to \(peerAddress)",
-      controller: controller,
+      handle: handle, peerAddress: peerAddress, description: "connection 0x\(hex(handle)) to \(peerAddress)", controller: controller,
       acceptor: acceptor)
   }
 
