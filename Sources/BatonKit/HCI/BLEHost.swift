@@ -105,6 +105,10 @@ public final class BLEHost: Sendable {
       closed: { [weak self] reason in self?.finish(reason) })
   }
 
+  /// A host dropped without `close()` still releases its transport (and so
+  /// its reader thread).
+  deinit { controller.close() }
+
   /// Our current random static address.
   public var address: BluetoothAddress { state.withLock { $0.address } }
 
