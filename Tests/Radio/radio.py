@@ -12,6 +12,9 @@ dies takes its radio with it). Options:
     --controllers N     how many controllers (default 2)
     --no-extended-advertising   clear the LE Extended Advertising feature bit,
                         so scanners get legacy (0x02) advertising reports
+    --le-acl-length N   the LE ACL buffer size the controllers report (default
+                        bumble's 27; 251 is what controllers with LE Data
+                        Length Extension, such as nRF52, report)
     --log-level LEVEL   bumble's log level (default WARNING)
 """
 import argparse
@@ -39,6 +42,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--controllers", type=int, default=2)
     parser.add_argument("--no-extended-advertising", action="store_true")
+    parser.add_argument("--le-acl-length", type=int, default=0)
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
@@ -55,6 +59,8 @@ async def main() -> None:
         controller = Controller(
             f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
         )
+        if args.le_acl_length:
+            controller.le_acl_data_packet_length = args.le_acl_length
         if args.no_extended_advertising:
             controller.le_features &= ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
         transports.append(transport)

@@ -85,7 +85,9 @@ public struct ACLReassembler: Sendable {
     switch packet.boundary {
     case .continuing:
       guard let existing = partial[packet.handle] else {
-        throw .invalid("ACL packet", reason: "continuing fragment with no start on handle 0x\(hex(packet.handle))")
+        throw .invalid(
+          "ACL packet",
+          reason: "continuing fragment with no start on handle 0x\(hex(packet.handle))")
       }
       buffer = existing + packet.data
     default:

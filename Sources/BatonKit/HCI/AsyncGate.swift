@@ -24,7 +24,8 @@ final class AsyncGate: Sendable {
       return s.nextID
     }
     try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
         let outcome: Result<Void, any Error>? = state.withLock { s in
           if let failure = s.failure { return .failure(failure) }
           if Task.isCancelled { return .failure(CancellationError()) }

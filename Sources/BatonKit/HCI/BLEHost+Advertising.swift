@@ -7,16 +7,19 @@ extension BLEHost {
   /// advertisements come 1.6 times as often as asked.)
   public func startAdvertising(data: [UInt8], intervalMilliseconds: Int = 100) async throws {
     guard data.count <= 31 else {
-      throw HCIError.invalidArgument("advertising data of \(data.count) bytes (legacy advertising takes 31)")
+      throw HCIError.invalidArgument(
+        "advertising data of \(data.count) bytes (legacy advertising takes 31)")
     }
     guard (20...10240).contains(intervalMilliseconds) else {
-      throw HCIError.invalidArgument("advertising interval \(intervalMilliseconds) ms (20 to 10240)")
+      throw HCIError.invalidArgument(
+        "advertising interval \(intervalMilliseconds) ms (20 to 10240)")
     }
     let units = UInt16(min(0x4000, max(0x0020, intervalMilliseconds * 8 / 5)))
     try await advertisingGate.acquire()
     defer { advertisingGate.release() }
     if state.withLock({ $0.advertisingEnabled }) { try await setAdvertisingEnabled(false) }
-    try await controller.send(.leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units)))
+    try await controller.send(
+      .leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units)))
     try await controller.send(.leSetAdvertisingData(data))
     state.withLock {
       $0.advertisingData = data
@@ -29,7 +32,8 @@ extension BLEHost {
   /// Replaces the advertising data; takes effect at the next advertisement.
   public func updateAdvertisingData(_ data: [UInt8]) async throws {
     guard data.count <= 31 else {
-      throw HCIError.invalidArgument("advertising data of \(data.count) bytes (legacy advertising takes 31)")
+      throw HCIError.invalidArgument(
+        "advertising data of \(data.count) bytes (legacy advertising takes 31)")
     }
     try await advertisingGate.acquire()
     defer { advertisingGate.release() }
@@ -64,7 +68,9 @@ extension BLEHost {
         return
       }
       defer { advertisingGate.release() }
-      let wanted = state.withLock { $0.advertisingData != nil && !$0.advertisingEnabled && !$0.finished }
+      let wanted = state.withLock {
+        $0.advertisingData != nil && !$0.advertisingEnabled && !$0.finished
+      }
       guard wanted else { return }
       do {
         try await setAdvertisingEnabled(true)

@@ -27,13 +27,16 @@ extension BLEHost {
         return pending
       }
       guard let pending else { return }
-      let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-      pending.continuation.resume(throwing: HCIError.connectionTimedOut(peer: peer, seconds: seconds))
+      let seconds =
+        Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+      pending.continuation.resume(
+        throwing: HCIError.connectionTimedOut(peer: peer, seconds: seconds))
     }
     defer { timer.cancel() }
     log.info("connecting to \(peer) (\(addressType))")
     do {
-      return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<LEConnection, any Error>) in
+      return try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<LEConnection, any Error>) in
         let closed = state.withLock { s -> (any Error)? in
           if s.finished { return s.closeReason ?? HCIError.closed }
           s.pendingConnect = PendingConnect(id: id, peer: peer, continuation: continuation)
@@ -78,10 +81,12 @@ extension BLEHost {
   public func disconnect(_ connection: LEConnection) async {
     guard connection.isConnected else { return }
     do {
-      try await controller.send(.disconnect(handle: connection.handle, reason: .remoteUserTerminated))
+      try await controller.send(
+        .disconnect(handle: connection.handle, reason: .remoteUserTerminated))
     } catch {
       log.warning("disconnect \(connection): \(error)")
-      if case HCIError.commandFailed(_, let status) = error, status == .unknownConnectionIdentifier {
+      if case HCIError.commandFailed(_, let status) = error, status == .unknownConnectionIdentifier
+      {
         disconnectionComplete(handle: connection.handle, reason: .localHostTerminated)
       }
       return
@@ -141,15 +146,24 @@ extension BLEHost {
         defer { s.pendingConnect = nil }
         return s.pendingConnect
       }
-      log.info("connection failed: \(complete.status)")
+      if pending != nil {
+        log.info("connection failed: \(complete.status)")
+      } else {
+        log.debug("connection complete with \(complete.status) and no attempt pending")
+      }
       pending?.continuation.resume(
-        throwing: HCIError.connectionFailed(peer: pending?.peer ?? complete.peerAddress, status: complete.status))
+        throwing: HCIError.connectionFailed(
+          peer: pending?.peer ?? complete.peerAddress, status: complete.status))
       return
     }
     let connection = LEConnection(
-      handle: complete.handle, peerAddress: complete.peerAddress, peerAddressType: complete.peerAddressType,
+      handle: complete.handle, peerAddress: complete.peerAddress,
+      peerAddressType: complete.peerAddressType,
       role: role, controller: controller, acceptor: { [weak self] psm in self?.acceptor(psm: psm) })
-    enum Next { case central(PendingConnect), stray, incoming }
+    enum Next {
+      case central(PendingConnect)
+      case stray, incoming
+    }
     let next = state.withLock { s -> Next in
       s.connections[complete.handle] = connection
       if role == .peripheral {
@@ -177,7 +191,9 @@ extension BLEHost {
   }
 
   func disconnectionComplete(handle: UInt16, reason: HCIStatus) {
-    guard let connection = state.withLock({ $0.connections.removeValue(forKey: handle) }) else { return }
+    guard let connection = state.withLock({ $0.connections.removeValue(forKey: handle) }) else {
+      return
+    }
     log.info("\(connection) down: \(reason)")
     connection.markDisconnected(reason)
     if connection.role == .peripheral { resumeAdvertising(after: "connection ended") }

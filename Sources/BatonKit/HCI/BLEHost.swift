@@ -3,7 +3,7 @@ import Synchronization
 /// A Bluetooth LE host on one controller: bring-up, advertising, scanning,
 /// connections in both roles and L2CAP credit-based channels. The API the
 /// handoff layer uses. Packet layouts and the simulator's quirks we allow
-/// for: Sources/BatonKit/HCI/HCI.md.
+/// for: Sources/BatonKit/HCI/HCI.docc/HCI.md.
 ///
 /// We always use a random static address (own address type random
 /// everywhere). A lost transport ends every stream (scans, incoming
@@ -42,7 +42,8 @@ public final class BLEHost: Sendable {
     var connections: [UInt16: LEConnection] = [:]
     var pendingConnect: PendingConnect?
     var abandonedConnect: BluetoothAddress?
-    var listeners: [UInt16: (id: UInt64, continuation: AsyncStream<L2CAPChannel>.Continuation)] = [:]
+    var listeners: [UInt16: (id: UInt64, continuation: AsyncStream<L2CAPChannel>.Continuation)] =
+      [:]
     var finished = false
     var closeReason: (any Error)?
     var closeWaiters: [CheckedContinuation<(any Error)?, Never>] = []
@@ -55,7 +56,8 @@ public final class BLEHost: Sendable {
     controller spec: String, hciLog: String? = nil, duplicateWindow: Duration = .seconds(1)
   ) async throws -> BLEHost {
     let transport = try ControllerSpec(spec).open()
-    return try await open(transport: transport, spec: spec, hciLog: hciLog, duplicateWindow: duplicateWindow)
+    return try await open(
+      transport: transport, spec: spec, hciLog: hciLog, duplicateWindow: duplicateWindow)
   }
 
   /// Brings up a host on an already open transport.
@@ -71,7 +73,8 @@ public final class BLEHost: Sendable {
       throw error
     }
     let host = BLEHost(
-      controller: HCIController(transport: transport, snoop: snoop), spec: spec ?? transport.description,
+      controller: HCIController(transport: transport, snoop: snoop),
+      spec: spec ?? transport.description,
       duplicateWindow: duplicateWindow)
     do {
       try await host.bringUp()
@@ -101,6 +104,10 @@ public final class BLEHost: Sendable {
       },
       closed: { [weak self] reason in self?.finish(reason) })
   }
+
+  /// A host dropped without `close()` still releases its transport (and so
+  /// its reader thread).
+  deinit { controller.close() }
 
   /// Our current random static address.
   public var address: BluetoothAddress { state.withLock { $0.address } }
@@ -133,7 +140,8 @@ public final class BLEHost: Sendable {
     // Extended Advertising Report.
     try await controller.send(.leSetEventMask(0x0000_0000_0000_121F))
     _ = try? await controller.send(.leReadLocalSupportedFeatures)
-    var r = ByteReader(try await controller.send(.leReadBufferSize), decoding: "LE Read Buffer Size")
+    var r = ByteReader(
+      try await controller.send(.leReadBufferSize), decoding: "LE Read Buffer Size")
     var length = 0
     var count = 0
     do {
@@ -155,7 +163,9 @@ public final class BLEHost: Sendable {
     controller.setACLBuffers(length: length, count: count)
     let address = self.address
     try await controller.send(.leSetRandomAddress(address))
-    log.info("controller \(spec) up: address \(address) (random static), ACL buffers \(count) x \(length) bytes")
+    log.info(
+      "controller \(spec) up: address \(address) (random static), ACL buffers \(count) x \(length) bytes"
+    )
   }
 
   // MARK: - Address
@@ -204,13 +214,16 @@ public final class BLEHost: Sendable {
   public func close() async {
     if !isClosed {
       for connection in connections {
-        _ = try? await controller.send(.disconnect(handle: connection.handle, reason: .remoteUserTerminated), timeout: .milliseconds(500))
+        _ = try? await controller.send(
+          .disconnect(handle: connection.handle, reason: .remoteUserTerminated),
+          timeout: .milliseconds(500))
       }
       if state.withLock({ $0.advertisingEnabled }) {
         _ = try? await controller.send(.leSetAdvertisingEnable(false), timeout: .milliseconds(500))
       }
       if state.withLock({ $0.scanning }) {
-        _ = try? await controller.send(.leSetScanEnable(false, filterDuplicates: false), timeout: .milliseconds(500))
+        _ = try? await controller.send(
+          .leSetScanEnable(false, filterDuplicates: false), timeout: .milliseconds(500))
       }
     }
     controller.close()
@@ -232,7 +245,8 @@ public final class BLEHost: Sendable {
         s.scanning = false
       }
       return (
-        Array(s.connections.values), Array(s.scanSubscribers.values), s.listeners.values.map(\.continuation),
+        Array(s.connections.values), Array(s.scanSubscribers.values),
+        s.listeners.values.map(\.continuation),
         s.pendingConnect, s.closeWaiters
       )
     }

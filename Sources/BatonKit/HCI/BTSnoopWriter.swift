@@ -50,7 +50,9 @@ public final class BTSnoopWriter: Sendable {
     var record = BTSnoopWriter.bigEndian32(UInt32(packet.count))
     record += BTSnoopWriter.bigEndian32(UInt32(packet.count))
     record += BTSnoopWriter.bigEndian32(flags) + BTSnoopWriter.bigEndian32(0)
-    record += BTSnoopWriter.bigEndian32(UInt32(stamp >> 32)) + BTSnoopWriter.bigEndian32(UInt32(stamp & 0xFFFF_FFFF))
+    record +=
+      BTSnoopWriter.bigEndian32(UInt32(stamp >> 32))
+      + BTSnoopWriter.bigEndian32(UInt32(stamp & 0xFFFF_FFFF))
     record += packet
     file.withLock { fd in
       guard let current = fd else { return }
@@ -73,7 +75,10 @@ public final class BTSnoopWriter: Sendable {
   }
 
   static func bigEndian32(_ value: UInt32) -> [UInt8] {
-    [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    [
+      UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF),
+      UInt8(value & 0xFF),
+    ]
   }
 
   deinit { close() }

@@ -35,7 +35,9 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
       var bytes = (0..<6).map { _ in UInt8.random(in: 0...255, using: &generator) }
       bytes[5] |= 0xC0
       let rest = bytes[0..<5] + [bytes[5] & 0x3F]
-      if rest.allSatisfy({ $0 == 0 }) || rest.enumerated().allSatisfy({ $0.element == ($0.offset == 5 ? 0x3F : 0xFF) }) {
+      if rest.allSatisfy({ $0 == 0 })
+        || rest.enumerated().allSatisfy({ $0.element == ($0.offset == 5 ? 0x3F : 0xFF) })
+      {
         continue
       }
       return BluetoothAddress(littleEndian: bytes)!

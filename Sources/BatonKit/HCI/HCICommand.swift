@@ -1,6 +1,6 @@
 /// The HCI commands baton sends, as values that encode to (and decode from)
 /// H4 command packets: 0x01, opcode (2, LE), parameter length (1), parameters.
-/// Layouts: Sources/BatonKit/HCI/HCI.md.
+/// Layouts: Sources/BatonKit/HCI/HCI.docc/HCI.md.
 public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
   case reset
   case setEventMask(UInt64)
@@ -224,7 +224,9 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
       command = .leSetAdvertisingParameters(a)
     case 0x2008:
       let n = Int(try r.u8())
-      guard n <= 31 else { throw .invalid("HCI command", reason: "advertising data length \(n) > 31") }
+      guard n <= 31 else {
+        throw .invalid("HCI command", reason: "advertising data length \(n) > 31")
+      }
       let data = try r.take(31)
       command = .leSetAdvertisingData(Array(data.prefix(n)))
     case 0x200A: command = .leSetAdvertisingEnable(try r.u8() != 0)

@@ -27,7 +27,11 @@ public final class HCIController: Sendable {
 
   private struct State {
     var commandCredits = 1
-    var queuedCommands: [(id: UInt64, opcode: UInt16, packet: [UInt8], continuation: CheckedContinuation<[UInt8], any Error>)] = []
+    var queuedCommands:
+      [(
+        id: UInt64, opcode: UInt16, packet: [UInt8],
+        continuation: CheckedContinuation<[UInt8], any Error>
+      )] = []
     var inFlight: [InFlight] = []
     var nextID: UInt64 = 0
     var aclCredits = 0
@@ -65,14 +69,18 @@ public final class HCIController: Sendable {
   public let commandTimeout: Duration
 
   /// Wraps `transport`; call `start(...)` to begin reading.
-  public init(transport: any HCITransport, snoop: BTSnoopWriter? = nil, commandTimeout: Duration = .seconds(2)) {
+  public init(
+    transport: any HCITransport, snoop: BTSnoopWriter? = nil, commandTimeout: Duration = .seconds(2)
+  ) {
     self.transport = transport
     self.snoop = snoop
     self.commandTimeout = commandTimeout
   }
 
   /// Installs the handlers and starts the reader thread.
-  public func start(events: @escaping EventHandler, data: @escaping DataHandler, closed: @escaping CloseHandler) {
+  public func start(
+    events: @escaping EventHandler, data: @escaping DataHandler, closed: @escaping CloseHandler
+  ) {
     state.withLock {
       $0.eventHandler = events
       $0.dataHandler = data
@@ -86,7 +94,9 @@ public final class HCIController: Sendable {
   public var statistics: Statistics { state.withLock { $0.statistics } }
 
   /// The ACL buffer size and count in use.
-  public var aclBuffers: (length: Int, count: Int) { state.withLock { ($0.aclLength, $0.aclTotal) } }
+  public var aclBuffers: (length: Int, count: Int) {
+    state.withLock { ($0.aclLength, $0.aclTotal) }
+  }
 
   /// Sets the controller's ACL buffer size and count (from bring-up).
   public func setACLBuffers(length: Int, count: Int) {
@@ -115,7 +125,8 @@ public final class HCIController: Sendable {
     }
     defer { timer.cancel() }
     log.debug("command \(command.name)")
-    let returned = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+    let returned = try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<[UInt8], any Error>) in
       let failure = state.withLock { s -> (any Error)? in
         if let reason = s.closedReason { return reason }
         s.queuedCommands.append((id, command.opcode, packet, continuation))
@@ -302,7 +313,8 @@ public final class HCIController: Sendable {
     case .disconnectionComplete(let status, let handle, _) where status == .success:
       state.withLock { s in
         // The controller frees the buffers of a closed connection.
-        s.aclCredits = min(s.aclTotal, s.aclCredits + (s.outstanding.removeValue(forKey: handle) ?? 0))
+        s.aclCredits = min(
+          s.aclTotal, s.aclCredits + (s.outstanding.removeValue(forKey: handle) ?? 0))
         let kept = s.aclQueue[s.aclQueueHead...].filter { $0.handle != handle }
         s.aclQueue = Array(kept)
         s.aclQueueHead = 0
@@ -318,16 +330,24 @@ public final class HCIController: Sendable {
   }
 
   private func finish(_ error: (any Error)?) {
-    let (waiting, handler, reason) = state.withLock { s -> ([CheckedContinuation<[UInt8], any Error>], CloseHandler?, (any Error)?) in
+    let (waiting, handler, reason) = state.withLock {
+      s -> ([CheckedContinuation<[UInt8], any Error>], CloseHandler?, (any Error)?) in
       let reason: any Error =
-        s.closedByOwner ? HCIError.closed : HCIError.transportLost(reason: error.map { "\($0)" } ?? "the controller closed the connection")
+        s.closedByOwner
+        ? HCIError.closed
+        : HCIError.transportLost(
+          reason: error.map { "\($0)" } ?? "the controller closed the connection")
       s.closedReason = reason
       let waiting = s.inFlight.map(\.continuation) + s.queuedCommands.map(\.continuation)
       s.inFlight.removeAll()
       s.queuedCommands.removeAll()
       s.aclQueue.removeAll()
       s.aclQueueHead = 0
-      defer { s.closeHandler = nil; s.eventHandler = nil; s.dataHandler = nil }
+      defer {
+        s.closeHandler = nil
+        s.eventHandler = nil
+        s.dataHandler = nil
+      }
       return (waiting, s.closeHandler, s.closedByOwner ? nil : reason)
     }
     if let reason { log.error("\(reason)") }

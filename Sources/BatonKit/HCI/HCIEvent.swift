@@ -1,7 +1,7 @@
 /// The HCI events baton understands, decoded from H4 event packets
 /// (0x04, event code, parameter length, parameters) and encodable again (for
 /// round-trip tests). Anything else decodes to `.other`. Layouts:
-/// Sources/BatonKit/HCI/HCI.md.
+/// Sources/BatonKit/HCI/HCI.docc/HCI.md.
 public enum HCIEvent: Equatable, Sendable {
   case disconnectionComplete(status: HCIStatus, handle: UInt16, reason: HCIStatus)
   case commandComplete(numCommandPackets: UInt8, opcode: UInt16, returnParameters: [UInt8])
@@ -52,7 +52,8 @@ public enum HCIEvent: Equatable, Sendable {
     case 0x0E:
       let n = try r.u8()
       let opcode = try r.u16()
-      event = .commandComplete(numCommandPackets: n, opcode: opcode, returnParameters: try r.take(r.remaining))
+      event = .commandComplete(
+        numCommandPackets: n, opcode: opcode, returnParameters: try r.take(r.remaining))
     case 0x0F:
       event = .commandStatus(
         status: HCIStatus(rawValue: try r.u8()), numCommandPackets: try r.u8(), opcode: try r.u16())
@@ -65,7 +66,9 @@ public enum HCIEvent: Equatable, Sendable {
       let sub = try r.u8()
       switch sub {
       case 0x01, 0x0A:
-        r = ByteReader(r.bytes, from: 1, decoding: sub == 1 ? "LE Connection Complete" : "LE Enhanced Connection Complete")
+        r = ByteReader(
+          r.bytes, from: 1,
+          decoding: sub == 1 ? "LE Connection Complete" : "LE Enhanced Connection Complete")
         let status = HCIStatus(rawValue: try r.u8())
         let handle = try r.u16() & 0x0FFF
         let role = try r.u8()
@@ -78,13 +81,16 @@ public enum HCIEvent: Equatable, Sendable {
           peerRPA = try r.address()
         }
         // A failed connection may carry junk in the other fields.
-        guard let type = AddressType(rawValue: typeByte) ?? (status == .success ? nil : .public) else {
+        guard let type = AddressType(rawValue: typeByte) ?? (status == .success ? nil : .public)
+        else {
           throw .invalid("LE Connection Complete", reason: "peer address type 0x\(hex(typeByte))")
         }
         event = .leConnectionComplete(
           ConnectionComplete(
-            enhanced: sub == 0x0A, status: status, handle: handle, role: role, peerAddressType: type,
-            peerAddress: peer, localResolvablePrivateAddress: local, peerResolvablePrivateAddress: peerRPA,
+            enhanced: sub == 0x0A, status: status, handle: handle, role: role,
+            peerAddressType: type,
+            peerAddress: peer, localResolvablePrivateAddress: local,
+            peerResolvablePrivateAddress: peerRPA,
             interval: try r.u16(), latency: try r.u16(), supervisionTimeout: try r.u16(),
             clockAccuracy: try r.u8()))
       case 0x02:
@@ -111,7 +117,9 @@ public enum HCIEvent: Equatable, Sendable {
       case 0x0D:
         r = ByteReader(r.bytes, from: 1, decoding: "LE Extended Advertising Report")
         let n = Int(try r.u8())
-        guard n >= 1 else { throw .invalid("LE Extended Advertising Report", reason: "zero reports") }
+        guard n >= 1 else {
+          throw .invalid("LE Extended Advertising Report", reason: "zero reports")
+        }
         var reports: [AdvertisingReport] = []
         for _ in 0..<n {
           let type = try r.u16()
@@ -122,7 +130,8 @@ public enum HCIEvent: Equatable, Sendable {
           _ = try r.take(9)  // periodic interval (2), direct address type (1), direct address (6)
           let dataLength = Int(try r.u8())
           guard dataLength <= 229 else {
-            throw .invalid("LE Extended Advertising Report", reason: "data length \(dataLength) > 229")
+            throw .invalid(
+              "LE Extended Advertising Report", reason: "data length \(dataLength) > 229")
           }
           let data = try r.take(dataLength)
           reports.append(
@@ -175,7 +184,9 @@ public enum HCIEvent: Equatable, Sendable {
       p.appendLE(c.handle)
       p += [c.role, c.peerAddressType.rawValue]
       p += c.peerAddress.bytes
-      if c.enhanced { p += c.localResolvablePrivateAddress.bytes + c.peerResolvablePrivateAddress.bytes }
+      if c.enhanced {
+        p += c.localResolvablePrivateAddress.bytes + c.peerResolvablePrivateAddress.bytes
+      }
       p.appendLE(c.interval)
       p.appendLE(c.latency)
       p.appendLE(c.supervisionTimeout)
@@ -235,7 +246,8 @@ public struct AdvertisingReport: Equatable, Sendable, CustomStringConvertible {
   public var extended: Bool
 
   public init(
-    address: BluetoothAddress, addressType: AddressType, data: [UInt8], rssi: Int, eventType: UInt16 = 0,
+    address: BluetoothAddress, addressType: AddressType, data: [UInt8], rssi: Int,
+    eventType: UInt16 = 0,
     extended: Bool = false
   ) {
     self.address = address
@@ -246,5 +258,7 @@ public struct AdvertisingReport: Equatable, Sendable, CustomStringConvertible {
     self.extended = extended
   }
 
-  public var description: String { "\(address) (\(addressType)) rssi \(rssi) data \(data.count) bytes" }
+  public var description: String {
+    "\(address) (\(addressType)) rssi \(rssi) data \(data.count) bytes"
+  }
 }

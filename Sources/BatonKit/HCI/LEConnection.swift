@@ -26,7 +26,8 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
 
   init(
     handle: UInt16, peerAddress: BluetoothAddress, peerAddressType: AddressType, role: Role,
-    controller: HCIController, acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
+    controller: HCIController,
+    acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
   ) {
     self.handle = handle
     self.peerAddress = peerAddress
@@ -37,7 +38,9 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
       acceptor: acceptor)
   }
 
-  public var description: String { "connection 0x\(hex(handle)) to \(peerAddress) (we are \(role))" }
+  public var description: String {
+    "connection 0x\(hex(handle)) to \(peerAddress) (we are \(role))"
+  }
 
   /// Whether the connection is still up.
   public var isConnected: Bool { state.withLock { $0.reason == nil } }

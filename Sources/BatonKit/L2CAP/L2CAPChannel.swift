@@ -101,7 +101,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
 
   /// The next whole message; nil once the channel is closed and drained.
   public func receive() async throws -> [UInt8]? {
-    let message = await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8]?, Never>) in
+    let message = await withCheckedContinuation {
+      (continuation: CheckedContinuation<[UInt8]?, Never>) in
       let now: [UInt8]?? = state.withLock { s in
         if !s.inbox.isEmpty { return .some(s.inbox.removeFirst()) }
         if s.closed != nil { return .some(nil) }
@@ -125,7 +126,11 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
 
   /// Handles one K-frame payload.
   func receiveFrame(_ payload: [UInt8]) {
-    enum Outcome { case none, deliver([UInt8], CheckedContinuation<[UInt8]?, Never>?), violation(String) }
+    enum Outcome {
+      case none
+      case deliver([UInt8], CheckedContinuation<[UInt8]?, Never>?)
+      case violation(String)
+    }
     let outcome = state.withLock { s -> Outcome in
       guard s.closed == nil else { return .none }
       guard s.creditsGiven > 0 else { return .violation("K-frame received with no credit") }

@@ -62,7 +62,9 @@ final class L2CAPLink: Sendable {
   }
 
   func sendCredits(cid: UInt16, credits: UInt16) {
-    sendSignal(L2CAPSignal(identifier: nextIdentifier(), body: .flowControlCredit(cid: cid, credits: credits)))
+    sendSignal(
+      L2CAPSignal(
+        identifier: nextIdentifier(), body: .flowControlCredit(cid: cid, credits: credits)))
   }
 
   /// The K-frame size to send: the largest at most `remoteMPS` whose PDU
@@ -118,8 +120,10 @@ final class L2CAPLink: Sendable {
     do {
       response = try await request(
         .connectionRequest(
-          psm: psm, sourceCID: cid, mtu: UInt16(L2CAPLink.localMTU), mps: UInt16(L2CAPLink.localMPS),
-          credits: UInt16(L2CAPLink.initialCredits)), what: "connection request", identifier: identifier)
+          psm: psm, sourceCID: cid, mtu: UInt16(L2CAPLink.localMTU),
+          mps: UInt16(L2CAPLink.localMPS),
+          credits: UInt16(L2CAPLink.initialCredits)), what: "connection request",
+        identifier: identifier)
     } catch {
       state.withLock { s in
         s.opening[identifier] = nil
@@ -138,10 +142,14 @@ final class L2CAPLink: Sendable {
         throw L2CAPError.connectionRefused(psm: psm, result: L2CAPSignal.Result.name(result))
       }
       sendSignal(
-        L2CAPSignal(identifier: nextIdentifier(), body: .disconnectionRequest(destinationCID: dcid, sourceCID: cid)))
-      throw L2CAPError.protocolViolation("connection response with CID 0x\(hex(dcid)) MTU \(mtu) MPS \(mps)")
+        L2CAPSignal(
+          identifier: nextIdentifier(),
+          body: .disconnectionRequest(destinationCID: dcid, sourceCID: cid)))
+      throw L2CAPError.protocolViolation(
+        "connection response with CID 0x\(hex(dcid)) MTU \(mtu) MPS \(mps)")
     case .commandReject(let reason, _):
-      throw L2CAPError.connectionRefused(psm: psm, result: "command rejected (reason 0x\(hex(reason)))")
+      throw L2CAPError.connectionRefused(
+        psm: psm, result: "command rejected (reason 0x\(hex(reason)))")
     default:
       throw L2CAPError.protocolViolation("unexpected answer to a connection request")
     }
@@ -150,11 +158,14 @@ final class L2CAPLink: Sendable {
   /// On the reader thread: a successful connection response makes the channel.
   private func registerOpened(identifier: UInt8, _ body: L2CAPSignal.Body) {
     guard case .connectionResponse(let dcid, let mtu, let mps, let credits, let result) = body,
-      result == L2CAPSignal.Result.success, L2CAPFrame.dynamicCIDs.contains(dcid), mtu >= 23, mps >= 23,
+      result == L2CAPSignal.Result.success, L2CAPFrame.dynamicCIDs.contains(dcid), mtu >= 23,
+      mps >= 23,
       mps <= 65533
     else { return }
     state.withLock { s in
-      guard let (psm, cid) = s.opening.removeValue(forKey: identifier), s.closed == nil else { return }
+      guard let (psm, cid) = s.opening.removeValue(forKey: identifier), s.closed == nil else {
+        return
+      }
       let channel = L2CAPChannel(
         link: self, psm: psm, localCID: cid, remoteCID: dcid, localMTU: L2CAPLink.localMTU,
         localMPS: L2CAPLink.localMPS, remoteMTU: Int(mtu), remoteMPS: Int(mps),
@@ -194,7 +205,8 @@ final class L2CAPLink: Sendable {
 
   /// The connection ended: every channel closes, every request fails.
   func terminate(_ reason: String) {
-    let (channels, pending) = state.withLock { s -> ([L2CAPChannel], [CheckedContinuation<L2CAPSignal.Body, any Error>]) in
+    let (channels, pending) = state.withLock {
+      s -> ([L2CAPChannel], [CheckedContinuation<L2CAPSignal.Body, any Error>]) in
       s.closed = reason
       defer {
         s.channels.removeAll()
@@ -203,7 +215,9 @@ final class L2CAPLink: Sendable {
       return (Array(s.channels.values), Array(s.pending.values))
     }
     for channel in channels { channel.markClosed(reason) }
-    for continuation in pending { continuation.resume(throwing: L2CAPError.channelClosed(psm: 0, reason: reason)) }
+    for continuation in pending {
+      continuation.resume(throwing: L2CAPError.channelClosed(psm: 0, reason: reason))
+    }
   }
 
   // MARK: - Receiving (reader thread)
@@ -241,7 +255,8 @@ final class L2CAPLink: Sendable {
     guard let opcode = payload.first else { return }
     // Commands (bit 6) and notifications/indications/confirmations need no answer.
     let noAnswer: Set<UInt8> = [0x1B, 0x1D, 0x1E]
-    guard opcode & 0x40 == 0, !noAnswer.contains(opcode), opcode != 0x01, opcode & 1 == 0 || opcode == 0x09
+    guard opcode & 0x40 == 0, !noAnswer.contains(opcode), opcode != 0x01,
+      opcode & 1 == 0 || opcode == 0x09
     else { return }
     // Error Response: Request Not Supported (0x06), handle 0.
     try? sendFrame(cid: L2CAPFrame.attributeCID, payload: [0x01, opcode, 0x00, 0x00, 0x06])
@@ -254,7 +269,10 @@ final class L2CAPLink: Sendable {
     } catch {
       log.warning("\(connectionDescription): \(error); answered with Command Reject")
       let identifier = payload.count >= 2 && payload[1] != 0 ? payload[1] : 1
-      sendSignal(L2CAPSignal(identifier: identifier, body: .commandReject(reason: L2CAPSignal.rejectNotUnderstood, data: [])))
+      sendSignal(
+        L2CAPSignal(
+          identifier: identifier,
+          body: .commandReject(reason: L2CAPSignal.rejectNotUnderstood, data: [])))
       return
     }
     let id = signal.identifier
@@ -268,10 +286,17 @@ final class L2CAPLink: Sendable {
         return channel
       }
       guard let channel else {
-        sendSignal(L2CAPSignal(identifier: id, body: .commandReject(reason: L2CAPSignal.rejectInvalidCID, data: [UInt8(dcid & 0xFF), UInt8(dcid >> 8), UInt8(scid & 0xFF), UInt8(scid >> 8)])))
+        sendSignal(
+          L2CAPSignal(
+            identifier: id,
+            body: .commandReject(
+              reason: L2CAPSignal.rejectInvalidCID,
+              data: [UInt8(dcid & 0xFF), UInt8(dcid >> 8), UInt8(scid & 0xFF), UInt8(scid >> 8)])))
         return
       }
-      sendSignal(L2CAPSignal(identifier: id, body: .disconnectionResponse(destinationCID: dcid, sourceCID: scid)))
+      sendSignal(
+        L2CAPSignal(
+          identifier: id, body: .disconnectionResponse(destinationCID: dcid, sourceCID: scid)))
       channel.markClosed("disconnected by the peer")
     case .flowControlCredit(let cid, let credits):
       // The CID is the peer's (our remote CID).
@@ -279,8 +304,10 @@ final class L2CAPLink: Sendable {
       channel?.addCredits(Int(credits))
     case .connectionParameterUpdateRequest:
       // We keep the parameters the connection started with: rejected.
-      sendSignal(L2CAPSignal(identifier: id, body: .connectionParameterUpdateResponse(result: 0x0001)))
-    case .connectionResponse, .disconnectionResponse, .commandReject, .connectionParameterUpdateResponse:
+      sendSignal(
+        L2CAPSignal(identifier: id, body: .connectionParameterUpdateResponse(result: 0x0001)))
+    case .connectionResponse, .disconnectionResponse, .commandReject,
+      .connectionParameterUpdateResponse:
       registerOpened(identifier: id, signal.body)
       let waiter = state.withLock { $0.pending.removeValue(forKey: id) }
       if let waiter {
@@ -290,20 +317,32 @@ final class L2CAPLink: Sendable {
       }
     case .unknown(let code, _):
       log.info("\(connectionDescription): unknown signalling code 0x\(hex(code)); Command Reject")
-      sendSignal(L2CAPSignal(identifier: id, body: .commandReject(reason: L2CAPSignal.rejectNotUnderstood, data: [])))
+      sendSignal(
+        L2CAPSignal(
+          identifier: id, body: .commandReject(reason: L2CAPSignal.rejectNotUnderstood, data: [])))
     }
   }
 
-  private func acceptChannel(identifier: UInt8, psm: UInt16, remoteCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16) {
+  private func acceptChannel(
+    identifier: UInt8, psm: UInt16, remoteCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16
+  ) {
     func refuse(_ result: UInt16) {
-      sendSignal(L2CAPSignal(identifier: identifier, body: .connectionResponse(destinationCID: 0, mtu: 0, mps: 0, credits: 0, result: result)))
+      sendSignal(
+        L2CAPSignal(
+          identifier: identifier,
+          body: .connectionResponse(destinationCID: 0, mtu: 0, mps: 0, credits: 0, result: result)))
     }
     guard let accept = acceptor(psm) else {
-      log.info("\(connectionDescription): channel request for PSM 0x\(hex(psm)) refused (no listener)")
+      log.info(
+        "\(connectionDescription): channel request for PSM 0x\(hex(psm)) refused (no listener)")
       return refuse(L2CAPSignal.Result.psmNotSupported)
     }
-    guard L2CAPFrame.dynamicCIDs.contains(remoteCID) else { return refuse(L2CAPSignal.Result.invalidSourceCID) }
-    guard mtu >= 23, mps >= 23, mps <= 65533 else { return refuse(L2CAPSignal.Result.unacceptableParameters) }
+    guard L2CAPFrame.dynamicCIDs.contains(remoteCID) else {
+      return refuse(L2CAPSignal.Result.invalidSourceCID)
+    }
+    guard mtu >= 23, mps >= 23, mps <= 65533 else {
+      return refuse(L2CAPSignal.Result.unacceptableParameters)
+    }
     let inUse = state.withLock { s in s.channels.values.contains { $0.remoteCID == remoteCID } }
     guard !inUse else { return refuse(L2CAPSignal.Result.sourceCIDAlreadyAllocated) }
     guard let cid = try? allocateCID() else { return refuse(L2CAPSignal.Result.noResources) }

@@ -1,5 +1,5 @@
 /// One command on the LE signalling channel (CID 0x0005): code (1),
-/// identifier (1), length (2), data. Layouts: Sources/BatonKit/HCI/HCI.md.
+/// identifier (1), length (2), data. Layouts: Sources/BatonKit/HCI/HCI.docc/HCI.md.
 public struct L2CAPSignal: Equatable, Sendable {
   public enum Code: UInt8, Sendable {
     case commandReject = 0x01
@@ -17,10 +17,13 @@ public struct L2CAPSignal: Equatable, Sendable {
     case commandReject(reason: UInt16, data: [UInt8])
     case disconnectionRequest(destinationCID: UInt16, sourceCID: UInt16)
     case disconnectionResponse(destinationCID: UInt16, sourceCID: UInt16)
-    case connectionParameterUpdateRequest(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16)
+    case connectionParameterUpdateRequest(
+      intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16)
     case connectionParameterUpdateResponse(result: UInt16)
-    case connectionRequest(psm: UInt16, sourceCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16)
-    case connectionResponse(destinationCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16, result: UInt16)
+    case connectionRequest(
+      psm: UInt16, sourceCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16)
+    case connectionResponse(
+      destinationCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16, result: UInt16)
     case flowControlCredit(cid: UInt16, credits: UInt16)
     /// A code we do not know (answered with Command Reject).
     case unknown(code: UInt8, data: [UInt8])
@@ -130,11 +133,13 @@ public struct L2CAPSignal: Equatable, Sendable {
     case 0x07: body = .disconnectionResponse(destinationCID: try r.u16(), sourceCID: try r.u16())
     case 0x12:
       body = .connectionParameterUpdateRequest(
-        intervalMin: try r.u16(), intervalMax: try r.u16(), latency: try r.u16(), timeout: try r.u16())
+        intervalMin: try r.u16(), intervalMax: try r.u16(), latency: try r.u16(),
+        timeout: try r.u16())
     case 0x13: body = .connectionParameterUpdateResponse(result: try r.u16())
     case 0x14:
       body = .connectionRequest(
-        psm: try r.u16(), sourceCID: try r.u16(), mtu: try r.u16(), mps: try r.u16(), credits: try r.u16())
+        psm: try r.u16(), sourceCID: try r.u16(), mtu: try r.u16(), mps: try r.u16(),
+        credits: try r.u16())
     case 0x15:
       body = .connectionResponse(
         destinationCID: try r.u16(), mtu: try r.u16(), mps: try r.u16(), credits: try r.u16(),
@@ -167,7 +172,9 @@ public enum L2CAPFrame {
   }
 
   /// Splits a whole PDU into (CID, payload), checking the length.
-  public static func decode(_ pdu: [UInt8]) throws(HCIDecodeError) -> (cid: UInt16, payload: [UInt8]) {
+  public static func decode(_ pdu: [UInt8]) throws(HCIDecodeError) -> (
+    cid: UInt16, payload: [UInt8]
+  ) {
     var r = ByteReader(pdu, decoding: "L2CAP frame")
     let length = Int(try r.u16())
     let cid = try r.u16()

@@ -68,7 +68,8 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .kernel(let index): "hci\(index)"
-    case .tcp(let host, let port): host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
+    case .tcp(let host, let port):
+      host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
     case .serial(let path, let baud): "serial:\(path):\(baud)"
     }
   }

@@ -47,7 +47,8 @@ public class H4StreamTransport: HCITransport, @unchecked Sendable {
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
       if closed.withLock({ $0 }) { return nil }
-      if let packet = try readState.withLock({ framer throws(TransportError) in try framer.next() }) {
+      if let packet = try readState.withLock({ framer throws(TransportError) in try framer.next() })
+      {
         return packet
       }
       let ready: [Int]

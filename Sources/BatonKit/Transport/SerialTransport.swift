@@ -7,7 +7,9 @@ public final class SerialTransport: H4StreamTransport, @unchecked Sendable {
   public static let defaultBaud = 1_000_000
 
   /// Opens `path` and configures the line.
-  public init(path: String, baud: Int = SerialTransport.defaultBaud, hardwareFlowControl: Bool = true)
+  public init(
+    path: String, baud: Int = SerialTransport.defaultBaud, hardwareFlowControl: Bool = true
+  )
     throws
   {
     let spec = "serial:\(path):\(baud)"
@@ -28,7 +30,8 @@ public final class SerialTransport: H4StreamTransport, @unchecked Sendable {
       try SerialLine.configure(fd, baud: baud, hardwareFlowControl: hardwareFlowControl)
     } catch {
       fd.closeIgnoringErrors()
-      throw TransportError.openFailed(spec: spec, reason: "cannot set up the line (termios): \(error); is it a tty?")
+      throw TransportError.openFailed(
+        spec: spec, reason: "cannot set up the line (termios): \(error); is it a tty?")
     }
     do {
       try super.init(fd: fd, name: spec)

@@ -10,7 +10,8 @@ struct BumbleInteropTests {
   /// Starts peer.py with `arguments` (the controller port is added).
   static func peer(_ arguments: [String], port: UInt16) throws -> ChildProcess {
     let script = TestEnvironment.repository.appendingPathComponent("Tests/Radio/peer.py").path
-    return try ChildProcess(TestEnvironment.python, [script] + arguments + ["--port", String(port), "--seconds", "20"])
+    return try ChildProcess(
+      TestEnvironment.python, [script] + arguments + ["--port", String(port), "--seconds", "20"])
   }
 
   /// The peer's next output line, read on a thread of its own so that no
@@ -34,7 +35,9 @@ struct BumbleInteropTests {
   enum PeerError: Error, CustomStringConvertible {
     case failed(String)
     var description: String {
-      switch self { case .failed(let text): "peer.py: \(text)" }
+      switch self {
+      case .failed(let text): "peer.py: \(text)"
+      }
     }
   }
 
@@ -63,7 +66,8 @@ struct BumbleInteropTests {
   @Test func ourCentralOpensChannelToBumblePeripheral() async throws {
     let radio = try SimulatedRadio(controllers: 2)
     defer { radio.stop() }
-    let server = try Self.peer(["l2cap-server", "--psm", "0x0085", "--bytes", "100000"], port: radio.ports[1])
+    let server = try Self.peer(
+      ["l2cap-server", "--psm", "0x0085", "--bytes", "100000"], port: radio.ports[1])
     defer { server.stop() }
     let ready = try await Self.expectLine("READY", from: server)
     let peerAddress = try #require(BluetoothAddress(ready[1]))
@@ -82,7 +86,9 @@ struct BumbleInteropTests {
     #expect(received[1] == "100000")
     #expect(received[2] == ContentHash(of: outgoing).hex)
     var incoming: [UInt8] = []
-    while incoming.count < 100_000, let message = try await channel.receive() { incoming += message }
+    while incoming.count < 100_000, let message = try await channel.receive() {
+      incoming += message
+    }
     #expect(incoming == BLEHostTests.pattern(100_000, seed: 1))
     await channel.close()
     _ = try await Self.expectLine("CLOSED", from: server)
@@ -107,7 +113,9 @@ struct BumbleInteropTests {
     var iterator = channels.makeAsyncIterator()
     let channel = try #require(await iterator.next())
     var incoming: [UInt8] = []
-    while incoming.count < 100_000, let message = try await channel.receive() { incoming += message }
+    while incoming.count < 100_000, let message = try await channel.receive() {
+      incoming += message
+    }
     #expect(incoming == BLEHostTests.pattern(100_000, seed: 2))
     let outgoing = BLEHostTests.pattern(100_000, seed: 5)
     var offset = 0

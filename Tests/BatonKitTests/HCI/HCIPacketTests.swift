@@ -12,14 +12,16 @@ struct HCIPacketTests {
     adv.peerAddress = address
     var scan = HCICommand.ScanParameters()
     scan.type = 1
-    var create = HCICommand.CreateConnectionParameters(peerAddressType: .random, peerAddress: address)
+    var create = HCICommand.CreateConnectionParameters(
+      peerAddressType: .random, peerAddress: address)
     create.supervisionTimeout = 0x0C80
     return [
       .reset, .setEventMask(0x2000_1FFF_FFFF_FFFF), .readLocalVersion, .readLocalSupportedFeatures,
       .readBufferSize, .readBDAddr, .leSetEventMask(0x121F), .leReadBufferSize,
       .leReadLocalSupportedFeatures, .leSetRandomAddress(address), .leSetAdvertisingParameters(adv),
       .leSetAdvertisingData([1, 2, 3]), .leSetAdvertisingData(Array(repeating: 7, count: 31)),
-      .leSetAdvertisingEnable(true), .leSetScanParameters(scan), .leSetScanEnable(true, filterDuplicates: false),
+      .leSetAdvertisingEnable(true), .leSetScanParameters(scan),
+      .leSetScanEnable(true, filterDuplicates: false),
       .leCreateConnection(create), .leCreateConnectionCancel,
       .disconnect(handle: 0x0042, reason: .remoteUserTerminated),
     ]
@@ -32,18 +34,25 @@ struct HCIPacketTests {
     .numberOfCompletedPackets([(1, 3), (2, 1)]),
     .leConnectionComplete(
       .init(
-        enhanced: false, status: .success, handle: 1, role: 0, peerAddressType: .random, peerAddress: address,
+        enhanced: false, status: .success, handle: 1, role: 0, peerAddressType: .random,
+        peerAddress: address,
         interval: 24, latency: 0, supervisionTimeout: 400, clockAccuracy: 0)),
     .leConnectionComplete(
       .init(
-        enhanced: true, status: .success, handle: 2, role: 1, peerAddressType: .random, peerAddress: address,
+        enhanced: true, status: .success, handle: 2, role: 1, peerAddressType: .random,
+        peerAddress: address,
         interval: 24, latency: 0, supervisionTimeout: 400, clockAccuracy: 1)),
     .leAdvertisingReports([
-      AdvertisingReport(address: address, addressType: .random, data: [2, 1, 6], rssi: -50, eventType: 0)
+      AdvertisingReport(
+        address: address, addressType: .random, data: [2, 1, 6], rssi: -50, eventType: 0)
     ]),
     .leAdvertisingReports([
-      AdvertisingReport(address: address, addressType: .random, data: [2, 1, 6], rssi: -50, eventType: 0x13, extended: true),
-      AdvertisingReport(address: address, addressType: .public, data: Array(repeating: 9, count: 200), rssi: -70, eventType: 0x1B, extended: true),
+      AdvertisingReport(
+        address: address, addressType: .random, data: [2, 1, 6], rssi: -50, eventType: 0x13,
+        extended: true),
+      AdvertisingReport(
+        address: address, addressType: .public, data: Array(repeating: 9, count: 200), rssi: -70,
+        eventType: 0x1B, extended: true),
     ]),
     .other(code: 0x08, parameters: [0, 1, 0, 1]),
   ]
@@ -69,14 +78,16 @@ struct HCIPacketTests {
   @Test func knownBytesDecode() throws {
     // Captured from bumble: LE Connection Complete, handle 1, central.
     let bytes: [UInt8] = [
-      0x04, 0x3E, 0x13, 0x01, 0x00, 0x01, 0x00, 0x00, 0x01, 0x9A, 0x78, 0x56, 0x34, 0x12, 0xC4, 0x18, 0x00,
+      0x04, 0x3E, 0x13, 0x01, 0x00, 0x01, 0x00, 0x00, 0x01, 0x9A, 0x78, 0x56, 0x34, 0x12, 0xC4,
+      0x18, 0x00,
       0x00, 0x00, 0x90, 0x01, 0x00,
     ]
     guard case .leConnectionComplete(let c) = try HCIEvent.decode(bytes) else {
       Issue.record("not a connection complete")
       return
     }
-    #expect(c.peerAddress == Self.address && c.handle == 1 && c.role == 0 && c.supervisionTimeout == 400)
+    #expect(
+      c.peerAddress == Self.address && c.handle == 1 && c.role == 0 && c.supervisionTimeout == 400)
     #expect(HCIStatus.commandDisallowed.description == "Command Disallowed (0x0C)")
   }
 
@@ -106,9 +117,12 @@ struct HCIPacketTests {
     // A packet longer than the buffer size (as bumble sends) is accepted whole.
     #expect(try reassembler.feed(ACLPacket(handle: 3, boundary: .firstFlushable, data: pdu)) == pdu)
     // A continuation without a start, and a PDU longer than its header says, are errors.
-    #expect(throws: HCIDecodeError.self) { try reassembler.feed(ACLPacket(handle: 4, boundary: .continuing, data: [1])) }
     #expect(throws: HCIDecodeError.self) {
-      try reassembler.feed(ACLPacket(handle: 4, boundary: .firstFlushable, data: [1, 0, 0x40, 0, 9, 9]))
+      try reassembler.feed(ACLPacket(handle: 4, boundary: .continuing, data: [1]))
+    }
+    #expect(throws: HCIDecodeError.self) {
+      try reassembler.feed(
+        ACLPacket(handle: 4, boundary: .firstFlushable, data: [1, 0, 0x40, 0, 9, 9]))
     }
   }
 
@@ -118,8 +132,10 @@ struct HCIPacketTests {
   @Test func fuzzEveryDecoder() throws {
     var rng = SplitMix64(seed: 0xBA70)
     var valid: [[UInt8]] = Self.events.map(\.encoded) + Self.commands.map(\.encoded)
-    valid.append(ACLPacket(handle: 1, boundary: .firstFlushable, data: [4, 0, 5, 0, 1, 2, 3, 4]).encoded)
-    valid.append(contentsOf: L2CAPSignalTests.signals.map { L2CAPFrame.encode(cid: 5, payload: $0.encoded) })
+    valid.append(
+      ACLPacket(handle: 1, boundary: .firstFlushable, data: [4, 0, 5, 0, 1, 2, 3, 4]).encoded)
+    valid.append(
+      contentsOf: L2CAPSignalTests.signals.map { L2CAPFrame.encode(cid: 5, payload: $0.encoded) })
     var decodedCount = 0
     for round in 0..<6000 {
       var bytes: [UInt8]

@@ -15,11 +15,15 @@ struct TransportTests {
     #expect(try ControllerSpec("tcp:127.0.0.1:1234") == .tcp(host: "127.0.0.1", port: 1234))
     #expect(try ControllerSpec("tcp:[::1]:9") == .tcp(host: "::1", port: 9))
     #expect(try ControllerSpec("tcp:localhost:9").description == "tcp:localhost:9")
-    #expect(try ControllerSpec("serial:/dev/ttyACM0") == .serial(path: "/dev/ttyACM0", baud: 1_000_000))
-    #expect(try ControllerSpec("serial:/dev/ttyUSB1:115200") == .serial(path: "/dev/ttyUSB1", baud: 115200))
-    for bad in ["", "hci", "hcix", "hci-1", "tcp:", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:70000",
-      "serial:", "serial:ttyS0", "serial:/dev/ttyS0:fast", "serial:/dev/ttyS0:12345", "usb:0"]
-    {
+    #expect(
+      try ControllerSpec("serial:/dev/ttyACM0") == .serial(path: "/dev/ttyACM0", baud: 1_000_000))
+    #expect(
+      try ControllerSpec("serial:/dev/ttyUSB1:115200")
+        == .serial(path: "/dev/ttyUSB1", baud: 115200))
+    for bad in [
+      "", "hci", "hcix", "hci-1", "tcp:", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:70000",
+      "serial:", "serial:ttyS0", "serial:/dev/ttyS0:fast", "serial:/dev/ttyS0:12345", "usb:0",
+    ] {
       #expect(throws: TransportError.self, "\(bad)") { try ControllerSpec(bad) }
     }
     do {
@@ -34,7 +38,8 @@ struct TransportTests {
   @Test func framerCutsByteStreamsAnywhere() throws {
     let packets: [[UInt8]] = [
       HCIEvent.commandComplete(numCommandPackets: 1, opcode: 0x0C03, returnParameters: [0]).encoded,
-      ACLPacket(handle: 1, boundary: .firstFlushable, data: Array(repeating: 5, count: 300)).encoded,
+      ACLPacket(handle: 1, boundary: .firstFlushable, data: Array(repeating: 5, count: 300))
+        .encoded,
       HCICommand.reset.encoded,
       [0x05, 0x01, 0x00, 0x02, 0x00, 0xAA, 0xBB],
       [0x03, 0x01, 0x00, 0x01, 0x42],
@@ -72,7 +77,8 @@ struct TransportTests {
     let transport = try SerialTransport(path: path, baud: 1_000_000)
     defer { transport.close() }
     // Put the master side in raw mode too, so bytes pass unchanged.
-    try SerialLine.configure(FileDescriptor(rawValue: master), baud: 1_000_000, hardwareFlowControl: false)
+    try SerialLine.configure(
+      FileDescriptor(rawValue: master), baud: 1_000_000, hardwareFlowControl: false)
     let reset = HCICommand.reset.encoded
     try transport.send(reset)
     var got: [UInt8] = []
@@ -84,7 +90,9 @@ struct TransportTests {
       got += buffer[0..<n]
     }
     #expect(got == reset)
-    let event = HCIEvent.commandComplete(numCommandPackets: 1, opcode: 0x0C03, returnParameters: [0]).encoded
+    let event = HCIEvent.commandComplete(
+      numCommandPackets: 1, opcode: 0x0C03, returnParameters: [0]
+    ).encoded
     for byte in event { _ = write(master, [byte], 1) }
     #expect(try transport.receive() == event)
     #expect(throws: TransportError.self) { _ = try SerialTransport(path: "/dev/does-not-exist") }
