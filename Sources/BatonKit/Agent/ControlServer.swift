@@ -1,3 +1,4 @@
+import CBatonShims
 import Foundation
 import Synchronization
 
@@ -101,6 +102,7 @@ public final class ControlServer: Sendable {
     let continuation = self.continuation
     let log = self.log
     let thread = Thread {
+      baton_set_thread_name("baton-control")
       while true {
         let client: UnixSocket
         do throws(Errno) {
@@ -131,7 +133,6 @@ public final class ControlServer: Sendable {
       socket.close()
       continuation.finish()
     }
-    thread.name = "baton-control"
     thread.start()
   }
 

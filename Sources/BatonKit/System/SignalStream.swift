@@ -1,3 +1,4 @@
+import CBatonShims
 import Foundation
 
 #if canImport(Glibc)
@@ -68,6 +69,7 @@ public enum SignalStream {
     let (stream, continuation) = AsyncStream<UnixSignal>.makeStream()
     let numbers = signals.map(\.rawValue)
     let thread = Thread {
+      baton_set_thread_name("baton-signals")
       var set = sigemptyset_returning(numbers)
       while true {
         var number: Int32 = 0
@@ -77,7 +79,6 @@ public enum SignalStream {
         continuation.yield(UnixSignal(rawValue: number))
       }
     }
-    thread.name = "baton-signals"
     thread.start()
     return stream
   }
