@@ -97,7 +97,9 @@ public final class AgentDaemon: Sendable {
     }
 
     var configuration = settings.configuration
-    log.info("started as \(configuration.name) on \(configuration.controller), \(Self.describe(configuration.folders)); control socket \(server.path)")
+    log.info(
+      "started as \(configuration.name) on \(configuration.controller), \(Self.describe(configuration.folders)); control socket \(server.path)"
+    )
     notifier.ready(status: Self.statusLine(configuration))
 
     var stopping = false

@@ -54,7 +54,9 @@ public final class ControlServer: Sendable {
       // Nobody answers: a stale socket from an agent that did not clean up.
       Logger(label: "control").notice("removing stale socket \(path)")
       unlink(path)
-      do { listening = try UnixSocket.listen(path: path) } catch { throw .system(error.description) }
+      do { listening = try UnixSocket.listen(path: path) } catch {
+        throw .system(error.description)
+      }
     } catch let failure where failure.errno == Errno(rawValue: ENAMETOOLONG) {
       throw .pathTooLong(path: path)
     } catch {

@@ -102,7 +102,9 @@ enum AgentCommand {
       configuration = try loader.load(overrides)
     } catch {
       Console.error("\(error)")
-      Console.error("configuration \(file): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")")
+      Console.error(
+        "configuration \(file): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")"
+      )
       return ExitStatus.failure
     }
     var keyProblem: String?

@@ -92,7 +92,9 @@ public enum ConfigurationValues {
         guard let first = label.first, first.isASCII, first.isLetter || first.isNumber else {
           return false
         }
-        return label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        return label.allSatisfy {
+          $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_")
+        }
       }
     guard valid else {
       throw Invalid(
@@ -125,12 +127,15 @@ public enum ConfigurationValues {
 
   /// A path in the configuration file: absolute, or starting with `~`.
   public static func path(_ text: String, paths: BatonPaths) throws(Invalid) -> String {
-    guard !text.isEmpty else { throw Invalid("the path is empty; expected an absolute path or one starting with ~") }
+    guard !text.isEmpty else {
+      throw Invalid("the path is empty; expected an absolute path or one starting with ~")
+    }
     guard text.hasPrefix("/") || text.hasPrefix("~") else {
       throw Invalid("'\(text)' is relative; expected an absolute path or one starting with ~")
     }
     guard let absolute = paths.absolute(text, relativeTo: "/") else {
-      throw Invalid("'\(text)' names an unknown user; expected an absolute path or one starting with ~")
+      throw Invalid(
+        "'\(text)' names an unknown user; expected an absolute path or one starting with ~")
     }
     return absolute
   }
@@ -140,7 +145,8 @@ extension StringProtocol {
   /// Without leading and trailing spaces and tabs.
   var trimmingSpaces: String {
     let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-    guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) })
+    guard let first = firstIndex(where: { !isSpace($0) }),
+      let last = lastIndex(where: { !isSpace($0) })
     else { return "" }
     return String(self[first...last])
   }

@@ -70,7 +70,7 @@ public enum SignalStream {
     let numbers = signals.map(\.rawValue)
     let thread = Thread {
       baton_set_thread_name("baton-signals")
-      var set = sigemptyset_returning(numbers)
+      var set = signalSet(numbers)
       while true {
         var number: Int32 = 0
         // sigwait returns an error number rather than setting errno; it can
@@ -84,12 +84,12 @@ public enum SignalStream {
   }
 
   private static func makeSet(_ signals: [UnixSignal]) -> sigset_t {
-    sigemptyset_returning(signals.map(\.rawValue))
+    signalSet(signals.map(\.rawValue))
   }
 }
 
 /// A `sigset_t` holding exactly `numbers`.
-private func sigemptyset_returning(_ numbers: [Int32]) -> sigset_t {
+private func signalSet(_ numbers: [Int32]) -> sigset_t {
   var set = sigset_t()
   sigemptyset(&set)
   for number in numbers { sigaddset(&set, number) }

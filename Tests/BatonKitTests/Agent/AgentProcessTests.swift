@@ -33,7 +33,8 @@ import Testing
     #expect(elapsed < 2)
     #expect(access(sandbox.socketPath, F_OK) != 0)
     let text = sandbox.contents(log)
-    #expect(text.contains("<6>agent: received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping\n"))
+    #expect(
+      text.contains("<6>agent: received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping\n"))
     #expect(text.hasSuffix("<6>agent: stopped\n"))
   }
 
@@ -43,13 +44,17 @@ import Testing
     defer { agent.stop() }
     let status = try sandbox.run(["status"])
     #expect(status.status == 0)
-    #expect(status.stdout.hasPrefix("agent: desk\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
+    #expect(
+      status.stdout.hasPrefix("agent: desk\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
     #expect(status.stdout.contains("activities: 0 sent, 0 received, 0 declined, 0 failed\n"))
     let json = try sandbox.run(["status", "--json"])
     #expect(json.status == 0)
     let decoded = try ControlCoding.decode(AgentStatus.self, from: Array(json.stdout.utf8))
     #expect(decoded.name == "desk")
-    #expect(decoded.folders == [AgentStatus.Folder(name: "notes", path: sandbox.notes, activityType: "org.baton.note")])
+    #expect(
+      decoded.folders == [
+        AgentStatus.Folder(name: "notes", path: sandbox.notes, activityType: "org.baton.note")
+      ])
     // The placeholder core refuses to send; the refusal reaches the user.
     let note = sandbox.notes + "/a.md"
     try sandbox.write("# A\n", to: note)
@@ -66,7 +71,8 @@ import Testing
     let sandbox = try BatonSandbox()
     let other = sandbox.path + "/other"
     try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
-    try sandbox.write("[agent]\nname = desk\n[folder notes]\npath = ~/notes\n", to: sandbox.configFile)
+    try sandbox.write(
+      "[agent]\nname = desk\n[folder notes]\npath = ~/notes\n", to: sandbox.configFile)
     let log = sandbox.path + "/agent.log"
     let agent = try sandbox.startAgent(["--controller", "tcp:127.0.0.1:9"], log: log)
     defer { agent.stop() }
@@ -85,10 +91,13 @@ import Testing
 
     try sandbox.write("[agent]\nname = desk3\nmax-note-size = huge\n", to: sandbox.configFile)
     agent.signal(SIGHUP)
-    sandbox.waitUntil("the failed reload is logged") { sandbox.contents(log).contains("reload failed") }
+    sandbox.waitUntil("the failed reload is logged") {
+      sandbox.contents(log).contains("reload failed")
+    }
     #expect(
       sandbox.contents(log).contains(
-        "<3>agent: \(sandbox.configFile):3: key 'max-note-size': 'huge' is not valid; expected a size in bytes"))
+        "<3>agent: \(sandbox.configFile):3: key 'max-note-size': 'huge' is not valid; expected a size in bytes"
+      ))
     #expect(!agent.hasExited)
     status = try ControlCoding.decode(
       AgentStatus.self, from: Array(try sandbox.run(["status", "--json"]).stdout.utf8))
@@ -102,7 +111,8 @@ import Testing
 
   @Test func failsAtStartWithABadConfigurationOrKey() throws {
     let sandbox = try BatonSandbox()
-    try sandbox.write("[agent]\ncontroller = usb\n[folder n]\npath = ~/notes\n", to: sandbox.configFile)
+    try sandbox.write(
+      "[agent]\ncontroller = usb\n[folder n]\npath = ~/notes\n", to: sandbox.configFile)
     let bad = try sandbox.run(["agent"])
     #expect(bad.status == 1)
     #expect(
@@ -143,7 +153,9 @@ import Testing
 
     let (agent, _) = try start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
     let ready = receive()
-    #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:9, watching \(sandbox.notes)"))
+    #expect(
+      ready.hasPrefix(
+        "READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:9, watching \(sandbox.notes)"))
     agent.signal(SIGHUP)
     #expect(receive().hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
     #expect(receive().hasPrefix("READY=1\n"))
@@ -160,7 +172,8 @@ import Testing
     let stale = try UnixSocket.listen(path: sandbox.socketPath)
     stale.close()
     let (agent, log) = try start(sandbox)
-    #expect(sandbox.contents(log).contains("<5>control: removing stale socket \(sandbox.socketPath)\n"))
+    #expect(
+      sandbox.contents(log).contains("<5>control: removing stale socket \(sandbox.socketPath)\n"))
     #expect(try sandbox.run(["status"]).status == 0)
     agent.signal(SIGTERM)
     sandbox.waitUntil("the agent exits") { agent.hasExited }

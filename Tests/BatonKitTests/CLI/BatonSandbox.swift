@@ -36,9 +36,11 @@ final class BatonSandbox: Sendable {
     environment["NOTIFY_SOCKET"] = nil
     self.environment = environment
     let manager = FileManager.default
-    try manager.createDirectory(atPath: directory.path + "/config/baton", withIntermediateDirectories: true)
+    try manager.createDirectory(
+      atPath: directory.path + "/config/baton", withIntermediateDirectories: true)
     try manager.createDirectory(atPath: directory.path + "/run", withIntermediateDirectories: true)
-    try manager.createDirectory(atPath: directory.path + "/notes", withIntermediateDirectories: true)
+    try manager.createDirectory(
+      atPath: directory.path + "/notes", withIntermediateDirectories: true)
     try GroupKey.generate().fileText.write(toFile: keyFile, atomically: false, encoding: .utf8)
     chmod(keyFile, 0o600)
   }
@@ -66,7 +68,8 @@ final class BatonSandbox: Sendable {
     let status = child.wait()
     let errors = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
     unlink(errorFile)
-    return BatonResult(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: errors)
+    return BatonResult(
+      status: status, stdout: String(decoding: output, as: UTF8.self), stderr: errors)
   }
 
   /// Starts `baton agent arguments` in the background, stderr to `log`.

@@ -145,7 +145,9 @@ import Testing
       "[folder a]\npath = /n\n[folder b]\npath = /n/sub\nactivity-type = org.baton.note\n")
     #expect(found.count == 2)
     #expect(found[0].hasPrefix("test.conf:4: key 'path': folder 'b' (/n/sub) overlaps folder 'a'"))
-    #expect(found[1].hasPrefix("test.conf:5: key 'activity-type': folder 'b' uses activity type org.baton.note"))
+    #expect(
+      found[1].hasPrefix(
+        "test.conf:5: key 'activity-type': folder 'b' uses activity type org.baton.note"))
   }
 
   @Test func needsAFolder() {
@@ -167,7 +169,8 @@ import Testing
     let dir = try TestEnvironment.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
     let file = dir.appendingPathComponent("baton.conf").path
-    try "[folder a]\npath = \(dir.path)/missing\n".write(toFile: file, atomically: false, encoding: .utf8)
+    try "[folder a]\npath = \(dir.path)/missing\n".write(
+      toFile: file, atomically: false, encoding: .utf8)
     #expect(throws: ConfigurationError.self) {
       try loader.load(ConfigurationOverrides(configFile: file))
     }
@@ -178,7 +181,8 @@ import Testing
       #expect(error.description.contains("No such file or directory"))
     }
     try "[folder a]\npath = \(dir.path)\n".write(toFile: file, atomically: false, encoding: .utf8)
-    #expect(try loader.load(ConfigurationOverrides(configFile: file)).folders.first?.path == dir.path)
+    #expect(
+      try loader.load(ConfigurationOverrides(configFile: file)).folders.first?.path == dir.path)
     // An explicit -f FILE must exist; the default file may be absent.
     #expect(throws: ConfigurationError.self) {
       try loader.load(ConfigurationOverrides(configFile: dir.path + "/nothing.conf"))
@@ -199,7 +203,10 @@ import Testing
     #expect(ControllerSpec(parsing: spec.description) == spec)
   }
 
-  @Test(arguments: ["hci", "hcix", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:99999", "serial:ttyS0", "serial:/dev/x:fast", "usb:0", ""])
+  @Test(arguments: [
+    "hci", "hcix", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:99999", "serial:ttyS0",
+    "serial:/dev/x:fast", "usb:0", "",
+  ])
   func rejectsBadControllerSpecs(_ text: String) {
     #expect(ControllerSpec(parsing: text) == nil)
   }
@@ -211,7 +218,9 @@ import Testing
     #expect(try ConfigurationValues.byteSize("2m", in: range) == 2_097_152)
     #expect(try ConfigurationValues.byteSize("1MiB", in: range) == 1_048_576)
     for bad in ["", "K", "-1", "0", "17M", "1.5M", "12 bytes"] {
-      #expect(throws: ConfigurationValues.Invalid.self) { try ConfigurationValues.byteSize(bad, in: range) }
+      #expect(throws: ConfigurationValues.Invalid.self) {
+        try ConfigurationValues.byteSize(bad, in: range)
+      }
     }
   }
 
@@ -219,7 +228,9 @@ import Testing
     #expect(try ConfigurationValues.activityType("org.baton.note") == "org.baton.note")
     #expect(try ConfigurationValues.activityType("com.example.my-app_2.todo") != "")
     for bad in ["note", ".org.x", "org..x", "org.x.", "org.-x", "org.x y", "org.ü"] {
-      #expect(throws: ConfigurationValues.Invalid.self) { try ConfigurationValues.activityType(bad) }
+      #expect(throws: ConfigurationValues.Invalid.self) {
+        try ConfigurationValues.activityType(bad)
+      }
     }
     #expect(try ConfigurationValues.nameList("a, b\tc,,d") == ["a", "b", "c", "d"])
     #expect(throws: ConfigurationValues.Invalid.self) {
@@ -237,7 +248,9 @@ import Testing
     #expect(paths.configHome == "/home/u/.config")
     #expect(paths.stateHome == "/home/u/.local/state")
     #expect(paths.defaultControlSocket == "/tmp/baton-\(getuid())/control")
-    let xdg = BatonPaths(environment: ["HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/7", "XDG_CONFIG_HOME": "relative"])
+    let xdg = BatonPaths(environment: [
+      "HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/7", "XDG_CONFIG_HOME": "relative",
+    ])
     #expect(xdg.defaultControlSocket == "/run/user/7/baton/control")
     #expect(xdg.defaultConfigFile == "/h/.config/baton/baton.conf")
   }
