@@ -114,13 +114,14 @@ public enum ConfigurationValues {
     return text
   }
 
-  /// A folder section name: letters, digits, `.`, `_` and `-`, 1 to 64.
+  /// A folder section name: letters, digits, `.`, `_` and `-`, 1 to 40
+  /// (libinih keeps at most 50 bytes of a section header).
   public static func folderName(_ text: String) throws(Invalid) -> String {
-    guard !text.isEmpty, text.count <= 64,
+    guard !text.isEmpty, text.count <= 40,
       text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
     else {
       throw Invalid(
-        "'\(text)' is not a folder name; expected letters, digits, '.', '_' and '-' (at most 64)")
+        "'\(text)' is not a folder name; expected letters, digits, '.', '_' and '-' (at most 40)")
     }
     return text
   }

@@ -99,6 +99,8 @@ private final class ParseState {
     var line = lines[lineNumber]
     lineNumber += 1
     if line.last == UInt8(ascii: "\r") { line.removeLast() }
+    // libinih skips a UTF-8 byte order mark on the first line; so do we.
+    if lineNumber == 1 && line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }
     if line.count > min(size - 2, IniFile.maximumLineLength) {
       syntaxErrors.append(
         IniFile.SyntaxError(

@@ -132,7 +132,16 @@ struct SectionReader {
       seen[id] = entry.line
       switch section {
       case .agent: readAgent(entry)
-      case .folder(let name): readFolder(entry, into: folderIndex[name]!)
+      case .folder(let name):
+        // Every folder section was recorded above; be defensive anyway.
+        let index =
+          folderIndex[name]
+          ?? {
+            folderIndex[name] = folders.count
+            folders.append(Folder(name: name, sectionLine: entry.line))
+            return folders.count - 1
+          }()
+        readFolder(entry, into: index)
       case .invalid: break
       }
     }
