@@ -56,8 +56,7 @@ public enum ControllerSpec: Sendable, Equatable, Hashable, CustomStringConvertib
   public var description: String {
     switch self {
     case .kernel(let index): "hci\(index)"
-    case .tcp(let host, let port):
-      host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
+    case .tcp(let host, let port): host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
     case .serial(let path, let baud): baud.map { "serial:\(path):\($0)" } ?? "serial:\(path)"
     }
   }
