@@ -6,15 +6,17 @@ import Testing
   import Glibc
 #endif
 
-/// `baton agent` as a process (with the placeholder core until the handoff
-/// core lands): signals, reload, the control socket and sd_notify.
+/// `baton agent` as a process on a simulated controller of its own:
+/// signals, reload, the control socket and sd_notify. The assertions hold
+/// for the placeholder core and for the handoff core alike.
 @Suite struct AgentProcessTests {
   func start(_ sandbox: BatonSandbox, _ extra: [String] = [], environment: [String: String] = [:])
     throws -> (ChildProcess, String)
   {
     let log = sandbox.path + "/agent.log"
+    let controller = try sandbox.radio().spec(0)
     let agent = try sandbox.startAgent(
-      ["--notes", sandbox.notes, "--controller", "tcp:127.0.0.1:9", "--name", "desk"] + extra,
+      ["--notes", sandbox.notes, "--controller", controller, "--name", "desk"] + extra,
       log: log, environment: environment)
     sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
     return (agent, log)
@@ -35,7 +37,7 @@ import Testing
     let text = sandbox.contents(log)
     #expect(
       text.contains("<6>agent: received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping\n"))
-    #expect(text.hasSuffix("<6>agent: stopped\n"))
+    #expect(text.contains("<6>agent: stopped\n"))
   }
 
   @Test func answersStatusWhileRunning() throws {
@@ -44,8 +46,8 @@ import Testing
     defer { agent.stop() }
     let status = try sandbox.run(["status"])
     #expect(status.status == 0)
-    #expect(
-      status.stdout.hasPrefix("agent: desk\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
+    #expect(status.stdout.hasPrefix("agent: desk"))
+    #expect(status.stdout.contains("\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
     #expect(status.stdout.contains("activities: 0 sent, 0 received, 0 declined, 0 failed\n"))
     let json = try sandbox.run(["status", "--json"])
     #expect(json.status == 0)
@@ -55,13 +57,16 @@ import Testing
       decoded.folders == [
         AgentStatus.Folder(name: "notes", path: sandbox.notes, activityType: "org.baton.note")
       ])
-    // The placeholder core refuses to send; the refusal reaches the user.
-    let note = sandbox.notes + "/a.md"
+    // A file in no watched folder cannot be sent; the refusal reaches the
+    // user.
+    let note = sandbox.path + "/outside.md"
     try sandbox.write("# A\n", to: note)
     let send = try sandbox.run(["send", note])
     #expect(send.status == 1)
-    #expect(send.stderr.hasPrefix("baton: cannot send \(note): "))
-    // A second agent on the same socket refuses to start.
+    #expect(send.stdout.isEmpty)
+    #expect(send.stderr.hasPrefix("baton: "))
+    // A second agent on the same socket refuses to start, before it touches
+    // its controller.
     let second = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
     #expect(second.status == 1)
     #expect(second.stderr.contains("<3>agent: another agent is already running"))
@@ -74,7 +79,7 @@ import Testing
     try sandbox.write(
       "[agent]\nname = desk\n[folder notes]\npath = ~/notes\n", to: sandbox.configFile)
     let log = sandbox.path + "/agent.log"
-    let agent = try sandbox.startAgent(["--controller", "tcp:127.0.0.1:9"], log: log)
+    let agent = try sandbox.startAgent(["--controller", try sandbox.radio().spec(0)], log: log)
     defer { agent.stop() }
     sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
     #expect(try sandbox.run(["status", "--json"]).stdout.contains("\"name\":\"desk\""))
@@ -116,9 +121,9 @@ import Testing
     let bad = try sandbox.run(["agent"])
     #expect(bad.status == 1)
     #expect(
-      bad.stderr
-        == "<3>agent: \(sandbox.configFile):2: key 'controller': 'usb' is not a controller; expected hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]\n"
-    )
+      bad.stderr.hasPrefix(
+        "<3>agent: \(sandbox.configFile):2: key 'controller': 'usb' is not a controller"))
+    #expect(bad.stderr.split(separator: "\n").count == 1)
     unlink(sandbox.configFile)
     chmod(sandbox.keyFile, 0o640)
     let key = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
@@ -153,9 +158,8 @@ import Testing
 
     let (agent, _) = try start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
     let ready = receive()
-    #expect(
-      ready.hasPrefix(
-        "READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:9, watching \(sandbox.notes)"))
+    #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:"))
+    #expect(ready.hasSuffix(", watching \(sandbox.notes)"))
     agent.signal(SIGHUP)
     #expect(receive().hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
     #expect(receive().hasPrefix("READY=1\n"))

@@ -1,5 +1,6 @@
 import BatonKit
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -18,6 +19,8 @@ struct BatonResult: Sendable {
 final class BatonSandbox: Sendable {
   let directory: URL
   let environment: [String: String]
+  /// Simulated radios started for this sandbox, stopped with it.
+  private let radios = Mutex<[SimulatedRadio]>([])
 
   var path: String { directory.path }
   var configDirectory: String { path + "/config/baton" }
@@ -72,6 +75,14 @@ final class BatonSandbox: Sendable {
       status: status, stdout: String(decoding: output, as: UTF8.self), stderr: errors)
   }
 
+  /// A fresh simulated radio with one controller, kept until the sandbox
+  /// goes away.
+  func radio() throws -> SimulatedRadio {
+    let radio = try SimulatedRadio(controllers: 1)
+    radios.withLock { $0.append(radio) }
+    return radio
+  }
+
   /// Starts `baton agent arguments` in the background, stderr to `log`.
   func startAgent(_ arguments: [String], log: String, environment extra: [String: String] = [:])
     throws -> ChildProcess
@@ -95,5 +106,8 @@ final class BatonSandbox: Sendable {
     (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
   }
 
-  deinit { try? FileManager.default.removeItem(at: directory) }
+  deinit {
+    for radio in radios.withLock({ $0 }) { radio.stop() }
+    try? FileManager.default.removeItem(at: directory)
+  }
 }
