@@ -11,6 +11,7 @@
 # --radio starts a simulated controller (Tests/Radio/radio.py, one
 # controller) and gives the agent its tcp: spec; without it the agent gets
 # an unreachable tcp: spec (the placeholder core opens no controller).
+# BENCH_SHOW_LOG=1 prints the agent's log at the end.
 # BATON_BIN or --bin chooses the binary (default: release build if present,
 # else debug).
 set -euo pipefail
@@ -108,3 +109,4 @@ echo "syscalls under strace -f -c: $syscalls"
 if [ "$syscalls" != 0 ]; then sed -n '1,20p' "$work/strace.txt"; fi
 echo "VmRSS: ${rss} kB, VmHWM: ${hwm} kB"
 echo "stop on SIGTERM: ${stop_ms} ms, exit status $status"
+if [ -n "${BENCH_SHOW_LOG:-}" ]; then echo "agent log:"; sed 's/^/  /' "$work/agent.log"; fi

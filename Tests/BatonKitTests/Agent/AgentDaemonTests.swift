@@ -99,7 +99,7 @@ struct DaemonHarness {
 
   /// Waits until the control socket answers.
   func waitUntilListening() async throws {
-    for _ in 0..<200 {
+    for _ in 0..<1000 {
       let path = socketPath
       if await onThread({ () -> Bool in
         guard let socket = try? UnixSocket.connect(path: path) else { return false }
@@ -119,7 +119,7 @@ struct DaemonHarness {
   func request(_ request: ControlRequest) async throws -> ControlResponse {
     let path = socketPath
     return try await onThread {
-      try ControlClient.send(request, socketPath: path, timeoutSeconds: 5)
+      try ControlClient.send(request, socketPath: path, timeoutSeconds: 20)
     }
   }
 
@@ -231,7 +231,10 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let start = ContinuousClock.now
     harness.signals.yield(.terminate)
     #expect(await harness.finished.value == 1)
-    #expect(ContinuousClock.now - start < .seconds(2))
+    // The stubborn core would take 30 s; the daemon gives up after its
+    // 0.2 s deadline. (The bound is loose: other tests may keep the
+    // cooperative pool busy; bench-idle.sh measures real stop times.)
+    #expect(ContinuousClock.now - start < .seconds(15))
   }
 
   @Test func exitsOneWhenTheCoreFails() async throws {
@@ -267,11 +270,11 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
   }
 
   func waitFor(_ condition: @Sendable () -> Bool) async throws {
-    for _ in 0..<300 {
+    for _ in 0..<1000 {
       if condition() { return }
       try await Task.sleep(for: .milliseconds(10))
     }
-    Issue.record("condition not met within 3 s")
+    Issue.record("condition not met within 10 s")
   }
 }
 
