@@ -6,29 +6,36 @@
 #  - memory: VmRSS and VmHWM from /proc/PID/status,
 #  - the time it takes to stop on SIGTERM.
 #
-#   Tests/Scripts/bench-idle.sh [--seconds N] [--radio] [--bin PATH]
+#   Tests/Scripts/bench-idle.sh [--seconds N] [--radio | --no-radio] [--bin PATH]
 #
-# --radio starts a simulated controller (Tests/Radio/radio.py, one
-# controller) and gives the agent its tcp: spec; without it the agent gets
-# an unreachable tcp: spec (the placeholder core opens no controller).
+# --radio (the default when the venv exists) starts a simulated controller
+# (Tests/Radio/radio.py, one controller, no peer) and gives the agent its
+# tcp: spec; --no-radio gives it an unreachable tcp: spec, which only the
+# placeholder core (IdleAgentCore) survives.
 # BENCH_SHOW_LOG=1 prints the agent's log at the end.
-# BATON_BIN or --bin chooses the binary (default: release build if present,
-# else debug).
+# BATON_BIN or --bin chooses the binary (default: the newer of the release
+# and debug builds).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=10
 radio=no
+[ -x "$top/.venv/bin/python3" ] && radio=yes
 bin=${BATON_BIN:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --radio) radio=yes; shift ;;
+    --no-radio) radio=no; shift ;;
     --bin) bin=$2; shift 2 ;;
-    *) echo "usage: $0 [--seconds N] [--radio] [--bin PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds N] [--radio | --no-radio] [--bin PATH]" >&2; exit 2 ;;
   esac
 done
 if [ -z "$bin" ]; then
-  if [ -x "$top/.build/release/baton" ]; then bin=$top/.build/release/baton; else bin=$top/.build/debug/baton; fi
+  # The newer of the release and debug builds.
+  bin=$top/.build/debug/baton
+  if [ -x "$top/.build/release/baton" ] && [ "$top/.build/release/baton" -nt "$bin" ]; then
+    bin=$top/.build/release/baton
+  fi
 fi
 [ -x "$bin" ] || { echo "bench-idle: no baton binary at $bin; run 'swift build' first" >&2; exit 1; }
 command -v strace >/dev/null || { echo "bench-idle: strace is missing (Tests/Scripts/setup.sh installs it)" >&2; exit 1; }
