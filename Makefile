@@ -1,7 +1,8 @@
 # baton: build, test, demo, install.
 #   make test       install what is needed, build, run every test
 #   make demo       two agents on a simulated radio, handing notes to each other
-#   make install    the release binary, both man pages, the user unit and the
+#   make install    the release binary (Swift runtime linked statically,
+#                   stripped), both man pages, the user unit and the
 #                   example configuration (PREFIX, DESTDIR, BINDIR, MANDIR,
 #                   UNITDIR and DOCDIR honoured)
 #   make uninstall  remove what 'make install' put there
@@ -45,7 +46,7 @@ ifeq ($(NOBUILD),)
 endif
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
-	$(INSTALL) -m 755 .build/$(BUILD)/baton $(DESTDIR)$(BINDIR)/baton
+	$(INSTALL) -m 755 $(if $(filter release,$(BUILD)),-s) .build/$(BUILD)/baton $(DESTDIR)$(BINDIR)/baton
 	$(INSTALL) -m 644 Man/baton.1 $(DESTDIR)$(MANDIR)/man1/baton.1
 	$(INSTALL) -m 644 Man/baton.conf.5 $(DESTDIR)$(MANDIR)/man5/baton.conf.5
 	sed 's|/usr/local/bin/baton|$(BINDIR)/baton|' Config/baton.service \

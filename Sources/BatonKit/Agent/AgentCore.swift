@@ -10,7 +10,9 @@ public protocol AgentCore: Sendable {
   func run() async throws
   /// Applies a new, already validated configuration (folders added or
   /// removed, settings changed). The key file in it has been checked and may
-  /// hold a new key. Throwing keeps the old configuration running.
+  /// hold a new key (re-read it from `configuration.keyFile`). Throwing
+  /// keeps the old configuration running. Return promptly: the daemon
+  /// handles SIGTERM only after the reload returns.
   func reload(_ configuration: AgentConfiguration) async throws
   /// A snapshot for `baton status`.
   func status() async -> AgentStatus

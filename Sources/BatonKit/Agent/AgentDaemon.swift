@@ -32,19 +32,24 @@ public final class AgentDaemon: Sendable {
   private let signals: AsyncStream<UnixSignal>
   private let reloadConfiguration: @Sendable () throws -> AgentConfiguration
   private let notifier: SystemdNotifier
+  private let openedServer: ControlServer?
   private let log = Logger(label: "agent")
 
   /// - Parameters:
   ///   - signals: the process's signals (`SignalStream.stream`); tests feed
   ///     their own.
+  ///   - server: the control socket, if already opened (so that a second
+  ///     agent is refused before it touches the controller); nil opens one
+  ///     at `settings.socketPath`.
   ///   - reloadConfiguration: reads and validates the configuration again
   ///     (file plus command-line overrides, and the key file); its error's
   ///     description is logged.
   public init(
     core: any AgentCore, settings: Settings, signals: AsyncStream<UnixSignal>,
-    notifier: SystemdNotifier = SystemdNotifier(),
+    server: ControlServer? = nil, notifier: SystemdNotifier = SystemdNotifier(),
     reloadConfiguration: @escaping @Sendable () throws -> AgentConfiguration
   ) {
+    self.openedServer = server
     self.core = core
     self.settings = settings
     self.signals = signals
@@ -64,7 +69,7 @@ public final class AgentDaemon: Sendable {
   public func run() async -> Int32 {
     let server: ControlServer
     do {
-      server = try ControlServer(path: settings.socketPath)
+      server = try openedServer ?? ControlServer(path: settings.socketPath)
     } catch {
       log.error("\(error)")
       return 1
@@ -97,7 +102,9 @@ public final class AgentDaemon: Sendable {
     }
 
     var configuration = settings.configuration
-    log.info("started as \(configuration.name) on \(configuration.controller), \(Self.describe(configuration.folders)); control socket \(server.path)")
+    log.info(
+      "started as \(configuration.name) on \(configuration.controller), \(Self.describe(configuration.folders)); control socket \(server.path)"
+    )
     notifier.ready(status: Self.statusLine(configuration))
 
     var stopping = false

@@ -18,7 +18,8 @@ public enum ControlClient {
       case ENOENT, ENOTDIR: throw .notRunning(path: socketPath, stale: false)
       case ECONNREFUSED: throw .notRunning(path: socketPath, stale: true)
       case EACCES, EPERM:
-        throw .failed("cannot connect to \(socketPath): \(error.errno); is it another user's agent?")
+        throw .failed(
+          "cannot connect to \(socketPath): \(error.errno); is it another user's agent?")
       default: throw .failed("cannot connect to \(socketPath): \(error.errno)")
       }
     }

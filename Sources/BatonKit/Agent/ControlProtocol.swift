@@ -16,7 +16,9 @@ public struct ControlRequest: Codable, Sendable, Equatable {
   }
 
   public static let status = ControlRequest(command: .status)
-  public static func send(_ path: String) -> ControlRequest { ControlRequest(command: .send, path: path) }
+  public static func send(_ path: String) -> ControlRequest {
+    ControlRequest(command: .send, path: path)
+  }
 }
 
 /// The reply: one line of JSON, `{"ok":true,"status":{...}}`,

@@ -1,3 +1,4 @@
+import CBatonShims
 import Foundation
 import Synchronization
 
@@ -53,7 +54,9 @@ public final class ControlServer: Sendable {
       // Nobody answers: a stale socket from an agent that did not clean up.
       Logger(label: "control").notice("removing stale socket \(path)")
       unlink(path)
-      do { listening = try UnixSocket.listen(path: path) } catch { throw .system(error.description) }
+      do { listening = try UnixSocket.listen(path: path) } catch {
+        throw .system(error.description)
+      }
     } catch let failure where failure.errno == Errno(rawValue: ENAMETOOLONG) {
       throw .pathTooLong(path: path)
     } catch {
@@ -101,6 +104,7 @@ public final class ControlServer: Sendable {
     let continuation = self.continuation
     let log = self.log
     let thread = Thread {
+      baton_set_thread_name("baton-control")
       while true {
         let client: UnixSocket
         do throws(Errno) {
@@ -131,7 +135,6 @@ public final class ControlServer: Sendable {
       socket.close()
       continuation.finish()
     }
-    thread.name = "baton-control"
     thread.start()
   }
 

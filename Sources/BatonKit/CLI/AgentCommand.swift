@@ -51,18 +51,27 @@ enum AgentCommand {
     }
     log.debug("configuration \(loader.configFile(overrides)), key file \(configuration.keyFile)")
 
+    // The control socket first: a second agent is refused before it
+    // touches the controller.
+    let server: ControlServer
     let core: any AgentCore
+    do {
+      server = try ControlServer(path: socketPath(parsed, paths))
+    } catch {
+      log.error("\(error)")
+      return ExitStatus.failure
+    }
     do {
       core = try makeAgentCore(configuration: configuration, key: key, hciLog: configuration.hciLog)
     } catch {
+      server.close()
       log.error("\(error)")
       return ExitStatus.failure
     }
     let daemon = AgentDaemon(
       core: core,
-      settings: AgentDaemon.Settings(
-        socketPath: socketPath(parsed, paths), configuration: configuration),
-      signals: SignalStream.stream(UnixSignal.daemonSignals),
+      settings: AgentDaemon.Settings(socketPath: server.path, configuration: configuration),
+      signals: SignalStream.stream(UnixSignal.daemonSignals), server: server,
       reloadConfiguration: {
         let configuration = try loader.load(overrides)
         _ = try GroupKey(contentsOfFile: configuration.keyFile)
@@ -102,7 +111,9 @@ enum AgentCommand {
       configuration = try loader.load(overrides)
     } catch {
       Console.error("\(error)")
-      Console.error("configuration \(file): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")")
+      Console.error(
+        "configuration \(file): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")"
+      )
       return ExitStatus.failure
     }
     var keyProblem: String?

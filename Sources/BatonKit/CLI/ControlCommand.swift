@@ -116,7 +116,8 @@ public struct StatusFormatter: Sendable {
       lines.append("last failures:")
       for failure in status.lastFailures {
         lines.append(
-          "  \(timestamp(failure.time))  \(failure.activityType)  \(failure.peer)  \(failure.reason)")
+          "  \(timestamp(failure.time))  \(failure.activityType)  \(failure.peer)  \(failure.reason)"
+        )
       }
     }
     return lines.joined(separator: "\n") + "\n"

@@ -79,7 +79,7 @@ public enum OptionParser {
     var argv: [UnsafeMutablePointer<CChar>?] = ([programName] + arguments).map { strdup($0) }
     let owned = argv
     argv.append(nil)
-    defer { owned.forEach { free($0) } }
+    defer { for pointer in owned { free(pointer) } }
 
     // Long options: val is the short letter if there is one, else 256 + i.
     func value(of index: Int) -> Int32 {
@@ -87,7 +87,7 @@ public enum OptionParser {
       return 256 + Int32(index)
     }
     let names = specs.map { $0.long.map { strdup($0) } ?? nil }
-    defer { names.forEach { free($0) } }
+    defer { for name in names { free(name) } }
     var longOptions: [option] = specs.indices.compactMap { index in
       guard let name = names[index] else { return nil }
       return option(
@@ -108,9 +108,12 @@ public enum OptionParser {
       let element: String = {
         let index = Int(baton_optind()) - 1
         guard index >= 1, index < argv.count, let pointer = argv[index] else { return "" }
-        return String(decoding: UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)), as: UTF8.self)
+        return String(
+          decoding: UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)), as: UTF8.self)
       }()
-      let spec = specs.indices.first { value(of: $0) == Int32(code) || value(of: $0) == baton_optopt() }
+      let spec = specs.indices.first {
+        value(of: $0) == Int32(code) || value(of: $0) == baton_optopt()
+      }
       switch code {
       case Int32(UInt8(ascii: "?")):
         return .failure(unknownOption(element, specs, optopt: baton_optopt()))
@@ -146,7 +149,8 @@ public enum OptionParser {
     if element.hasPrefix("--") {
       let name = String(element.dropFirst(2).prefix { $0 != "=" })
       let matches = specs.compactMap(\.long).filter { $0.hasPrefix(name) }
-      if let exact = specs.first(where: { $0.long == name }) ?? (matches.count == 1 ? specs.first { $0.long == matches[0] } : nil),
+      if let exact = specs.first(where: { $0.long == name })
+        ?? (matches.count == 1 ? specs.first { $0.long == matches[0] } : nil),
         element.contains("="), !exact.takesArgument
       {
         return UsageError("option '--\(exact.long!)' doesn't allow an argument")

@@ -59,7 +59,8 @@ public struct BatonPaths: Sendable, Equatable {
   public static var hostName: String {
     var buffer = [CChar](repeating: 0, count: 256)
     guard gethostname(&buffer, buffer.count - 1) == 0 else { return "baton" }
-    let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let name = String(
+      decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     // "host.example.org" -> "host"
     return String(name.prefix { $0 != "." }).isEmpty ? "baton" : String(name.prefix { $0 != "." })
   }

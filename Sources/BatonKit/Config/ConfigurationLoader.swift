@@ -100,20 +100,29 @@ public struct ConfigurationLoader: Sendable {
       controller: agent.controller ?? .defaultSpec,
       keyFile: agent.keyFile ?? paths.defaultKeyFile,
       stateDirectory: agent.stateDirectory ?? paths.defaultStateDirectory,
-      advertisingInterval: agent.advertisingInterval ?? AgentConfiguration.defaultAdvertisingInterval,
+      advertisingInterval: agent.advertisingInterval
+        ?? AgentConfiguration.defaultAdvertisingInterval,
       addressRotation: agent.addressRotation ?? AgentConfiguration.defaultAddressRotation,
       maxNoteSize: agent.maxNoteSize ?? AgentConfiguration.defaultMaxNoteSize,
       allowedPeers: agent.allowedPeers, hciLog: agent.hciLog,
       folders: reader.folders.map(\.configuration))
     var folderLines: [[String: Int]?] = reader.folders.map {
-      ["path": $0.pathLine ?? $0.sectionLine, "activity-type": $0.activityTypeLine ?? $0.sectionLine]
+      [
+        "path": $0.pathLine ?? $0.sectionLine,
+        "activity-type": $0.activityTypeLine ?? $0.sectionLine,
+      ]
     }
 
-    if let value = overrides.name, let name = commandLine("--name", { () throws(ConfigurationValues.Invalid) in try ConfigurationValues.name(value) }) {
+    if let value = overrides.name,
+      let name = commandLine(
+        "--name", { () throws(ConfigurationValues.Invalid) in try ConfigurationValues.name(value) })
+    {
       configuration.name = name
     }
     if let value = overrides.controller,
-      let spec = commandLine("--controller", { () throws(ConfigurationValues.Invalid) in try ConfigurationValues.controller(value) })
+      let spec = commandLine(
+        "--controller",
+        { () throws(ConfigurationValues.Invalid) in try ConfigurationValues.controller(value) })
     {
       configuration.controller = spec
     }
@@ -151,7 +160,9 @@ public struct ConfigurationLoader: Sendable {
 
     guard problems.isEmpty else {
       throw ConfigurationError(
-        problems.sorted { ($0.file == nil ? 1 : 0, $0.line ?? 0) < ($1.file == nil ? 1 : 0, $1.line ?? 0) })
+        problems.sorted {
+          ($0.file == nil ? 1 : 0, $0.line ?? 0) < ($1.file == nil ? 1 : 0, $1.line ?? 0)
+        })
     }
     return configuration
   }

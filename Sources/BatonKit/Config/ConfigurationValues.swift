@@ -97,7 +97,9 @@ public enum ConfigurationValues {
         guard let first = label.first, first.isASCII, first.isLetter || first.isNumber else {
           return false
         }
-        return label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        return label.allSatisfy {
+          $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_")
+        }
       }
     guard valid else {
       throw Invalid(
@@ -117,25 +119,29 @@ public enum ConfigurationValues {
     return text
   }
 
-  /// A folder section name: letters, digits, `.`, `_` and `-`, 1 to 64.
+  /// A folder section name: letters, digits, `.`, `_` and `-`, 1 to 40
+  /// (libinih keeps at most 50 bytes of a section header).
   public static func folderName(_ text: String) throws(Invalid) -> String {
-    guard !text.isEmpty, text.count <= 64,
+    guard !text.isEmpty, text.count <= 40,
       text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
     else {
       throw Invalid(
-        "'\(text)' is not a folder name; expected letters, digits, '.', '_' and '-' (at most 64)")
+        "'\(text)' is not a folder name; expected letters, digits, '.', '_' and '-' (at most 40)")
     }
     return text
   }
 
   /// A path in the configuration file: absolute, or starting with `~`.
   public static func path(_ text: String, paths: BatonPaths) throws(Invalid) -> String {
-    guard !text.isEmpty else { throw Invalid("the path is empty; expected an absolute path or one starting with ~") }
+    guard !text.isEmpty else {
+      throw Invalid("the path is empty; expected an absolute path or one starting with ~")
+    }
     guard text.hasPrefix("/") || text.hasPrefix("~") else {
       throw Invalid("'\(text)' is relative; expected an absolute path or one starting with ~")
     }
     guard let absolute = paths.absolute(text, relativeTo: "/") else {
-      throw Invalid("'\(text)' names an unknown user; expected an absolute path or one starting with ~")
+      throw Invalid(
+        "'\(text)' names an unknown user; expected an absolute path or one starting with ~")
     }
     return absolute
   }
@@ -145,7 +151,8 @@ extension StringProtocol {
   /// Without leading and trailing spaces and tabs.
   var trimmingSpaces: String {
     let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-    guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) })
+    guard let first = firstIndex(where: { !isSpace($0) }),
+      let last = lastIndex(where: { !isSpace($0) })
     else { return "" }
     return String(self[first...last])
   }

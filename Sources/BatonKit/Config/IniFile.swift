@@ -53,7 +53,9 @@ public struct IniFile: Sendable, Equatable {
         // The handler: one key = value; never fails, validation comes later.
         guard let user, let section, let name, let value else { return 1 }
         let state = Unmanaged<ParseState>.fromOpaque(user).takeUnretainedValue()
-        state.add(section: String(cString: section), key: String(cString: name), value: String(cString: value))
+        state.add(
+          section: String(cString: section), key: String(cString: name),
+          value: String(cString: value))
         return 1
       }, context)
     entries = state.entries
@@ -91,11 +93,14 @@ private final class ParseState {
 
   private let linesToRead: Int
 
-  func nextLine(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<CChar>? {
+  func nextLine(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<CChar>?
+  {
     guard lineNumber < linesToRead else { return nil }
     var line = lines[lineNumber]
     lineNumber += 1
     if line.last == UInt8(ascii: "\r") { line.removeLast() }
+    // libinih skips a UTF-8 byte order mark on the first line; so do we.
+    if lineNumber == 1 && line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }
     if line.count > min(size - 2, IniFile.maximumLineLength) {
       syntaxErrors.append(
         IniFile.SyntaxError(
@@ -104,14 +109,16 @@ private final class ParseState {
       line = []
     }
     if line.contains(0) {
-      syntaxErrors.append(IniFile.SyntaxError(line: lineNumber, reason: "the line holds a NUL byte"))
+      syntaxErrors.append(
+        IniFile.SyntaxError(line: lineNumber, reason: "the line holds a NUL byte"))
       line = []
     }
     let trimmed = line.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
     if trimmed.first == UInt8(ascii: "[") {
       previousKey = nil
       if let close = trimmed.firstIndex(of: UInt8(ascii: "]")) {
-        let name = String(decoding: trimmed[trimmed.index(after: trimmed.startIndex)..<close], as: UTF8.self)
+        let name = String(
+          decoding: trimmed[trimmed.index(after: trimmed.startIndex)..<close], as: UTF8.self)
         sections.append(IniFile.Section(name: name, line: lineNumber))
       }
     }

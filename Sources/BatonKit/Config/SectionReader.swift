@@ -26,7 +26,8 @@ struct SectionReader {
     var pattern = FolderConfiguration.defaultPattern
 
     var configuration: FolderConfiguration {
-      FolderConfiguration(name: name, path: path ?? "", activityType: activityType, pattern: pattern)
+      FolderConfiguration(
+        name: name, path: path ?? "", activityType: activityType, pattern: pattern)
     }
   }
 
@@ -70,7 +71,9 @@ struct SectionReader {
       switch kind(of: section.name) {
       case .agent:
         if let first = agentLine {
-          problem(section.line, nil, "duplicate section [agent] (first at line \(first)); expected one [agent] section")
+          problem(
+            section.line, nil,
+            "duplicate section [agent] (first at line \(first)); expected one [agent] section")
         }
         agentLine = agentLine ?? section.line
       case .folder(let name):
@@ -129,7 +132,16 @@ struct SectionReader {
       seen[id] = entry.line
       switch section {
       case .agent: readAgent(entry)
-      case .folder(let name): readFolder(entry, into: folderIndex[name]!)
+      case .folder(let name):
+        // Every folder section was recorded above; be defensive anyway.
+        let index =
+          folderIndex[name]
+          ?? {
+            folderIndex[name] = folders.count
+            folders.append(Folder(name: name, sectionLine: entry.line))
+            return folders.count - 1
+          }()
+        readFolder(entry, into: index)
       case .invalid: break
       }
     }

@@ -1,3 +1,4 @@
+import CBatonShims
 import Foundation
 
 #if canImport(Glibc)
@@ -68,7 +69,8 @@ public enum SignalStream {
     let (stream, continuation) = AsyncStream<UnixSignal>.makeStream()
     let numbers = signals.map(\.rawValue)
     let thread = Thread {
-      var set = sigemptyset_returning(numbers)
+      baton_set_thread_name("baton-signals")
+      var set = signalSet(numbers)
       while true {
         var number: Int32 = 0
         // sigwait returns an error number rather than setting errno; it can
@@ -77,18 +79,17 @@ public enum SignalStream {
         continuation.yield(UnixSignal(rawValue: number))
       }
     }
-    thread.name = "baton-signals"
     thread.start()
     return stream
   }
 
   private static func makeSet(_ signals: [UnixSignal]) -> sigset_t {
-    sigemptyset_returning(signals.map(\.rawValue))
+    signalSet(signals.map(\.rawValue))
   }
 }
 
 /// A `sigset_t` holding exactly `numbers`.
-private func sigemptyset_returning(_ numbers: [Int32]) -> sigset_t {
+private func signalSet(_ numbers: [Int32]) -> sigset_t {
   var set = sigset_t()
   sigemptyset(&set)
   for number in numbers { sigaddset(&set, number) }

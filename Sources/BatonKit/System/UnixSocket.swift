@@ -53,7 +53,9 @@ public struct UnixSocket: Sendable {
   /// is already there; the caller decides whether it is stale.
   public static func listen(path: String, backlog: Int32 = 16) throws(Failure) -> UnixSocket {
     let socket: UnixSocket
-    do { socket = try make() } catch { throw Failure(operation: "socket", path: path, errno: error) }
+    do { socket = try make() } catch {
+      throw Failure(operation: "socket", path: path, errno: error)
+    }
     do {
       try withAddress(path) { address, length in
         Glibc.bind(socket.descriptor.rawValue, address, length)
@@ -73,7 +75,9 @@ public struct UnixSocket: Sendable {
   /// `connect(2)` to the socket at `path`.
   public static func connect(path: String) throws(Failure) -> UnixSocket {
     let socket: UnixSocket
-    do { socket = try make() } catch { throw Failure(operation: "socket", path: path, errno: error) }
+    do { socket = try make() } catch {
+      throw Failure(operation: "socket", path: path, errno: error)
+    }
     do {
       try withAddress(path) { address, length in
         // connect(2) is not restartable after EINTR on a stream socket (it

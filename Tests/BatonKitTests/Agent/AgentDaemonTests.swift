@@ -99,7 +99,7 @@ struct DaemonHarness {
 
   /// Waits until the control socket answers.
   func waitUntilListening() async throws {
-    for _ in 0..<200 {
+    for _ in 0..<1000 {
       let path = socketPath
       if await onThread({ () -> Bool in
         guard let socket = try? UnixSocket.connect(path: path) else { return false }
@@ -118,7 +118,9 @@ struct DaemonHarness {
   /// under test needs.
   func request(_ request: ControlRequest) async throws -> ControlResponse {
     let path = socketPath
-    return try await onThread { try ControlClient.send(request, socketPath: path, timeoutSeconds: 5) }
+    return try await onThread {
+      try ControlClient.send(request, socketPath: path, timeoutSeconds: 20)
+    }
   }
 
   func remove() { try? FileManager.default.removeItem(at: directory) }
@@ -207,7 +209,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     #expect(harness.core.state.withLock { $0.reloads } == [next])
 
     harness.reloadResult.withLock {
-      $0 = .failure(ConfigurationError([ConfigurationProblem(file: "f", line: 3, key: "name", message: "bad")]))
+      $0 = .failure(
+        ConfigurationError([ConfigurationProblem(file: "f", line: 3, key: "name", message: "bad")]))
     }
     harness.signals.yield(.hangUp)
     // The daemon handles events in order: once it answers after a later
@@ -228,11 +231,15 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let start = ContinuousClock.now
     harness.signals.yield(.terminate)
     #expect(await harness.finished.value == 1)
-    #expect(ContinuousClock.now - start < .seconds(2))
+    // The stubborn core would take 30 s; the daemon gives up after its
+    // 0.2 s deadline. (The bound is loose: other tests may keep the
+    // cooperative pool busy; bench-idle.sh measures real stop times.)
+    #expect(ContinuousClock.now - start < .seconds(15))
   }
 
   @Test func exitsOneWhenTheCoreFails() async throws {
-    let harness = try DaemonHarness(core: FakeCore(status: Self.richStatus, failure: "controller gone"))
+    let harness = try DaemonHarness(
+      core: FakeCore(status: Self.richStatus, failure: "controller gone"))
     defer { harness.remove() }
     #expect(await harness.finished.value == 1)
   }
@@ -263,11 +270,11 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
   }
 
   func waitFor(_ condition: @Sendable () -> Bool) async throws {
-    for _ in 0..<300 {
+    for _ in 0..<1000 {
       if condition() { return }
       try await Task.sleep(for: .milliseconds(10))
     }
-    Issue.record("condition not met within 3 s")
+    Issue.record("condition not met within 10 s")
   }
 }
 
@@ -279,7 +286,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     #expect(lines[0] == "agent: desk (address C0:11:22:33:44:55)")
     #expect(lines[2] == "  notes  /n  org.baton.note")
     #expect(lines[4] == "  laptop  D1:22:33:44:55:66  last seen 12 s ago  RSSI -50 dBm")
-    #expect(lines[5] == "current activity: org.baton.note \"Groceries\" (groceries.md, version 3f2a9c1b)")
+    #expect(
+      lines[5] == "current activity: org.baton.note \"Groceries\" (groceries.md, version 3f2a9c1b)")
     #expect(lines[6] == "activities: 4 sent, 3 received, 2 declined, 1 failed")
     #expect(lines[7] == "last failures:")
     #expect(lines[8].hasSuffix("  org.baton.note  laptop  the peer went out of range"))

@@ -6,15 +6,17 @@ import Testing
   import Glibc
 #endif
 
-/// `baton agent` as a process (with the placeholder core until the handoff
-/// core lands): signals, reload, the control socket and sd_notify.
+/// `baton agent` as a process on a simulated controller of its own:
+/// signals, reload, the control socket and sd_notify. The assertions hold
+/// for the placeholder core and for the handoff core alike.
 @Suite struct AgentProcessTests {
   func start(_ sandbox: BatonSandbox, _ extra: [String] = [], environment: [String: String] = [:])
     throws -> (ChildProcess, String)
   {
     let log = sandbox.path + "/agent.log"
+    let controller = try sandbox.radio().spec(0)
     let agent = try sandbox.startAgent(
-      ["--notes", sandbox.notes, "--controller", "tcp:127.0.0.1:9", "--name", "desk"] + extra,
+      ["--notes", sandbox.notes, "--controller", controller, "--name", "desk"] + extra,
       log: log, environment: environment)
     sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
     return (agent, log)
@@ -33,8 +35,9 @@ import Testing
     #expect(elapsed < 2)
     #expect(access(sandbox.socketPath, F_OK) != 0)
     let text = sandbox.contents(log)
-    #expect(text.contains("<6>agent: received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping\n"))
-    #expect(text.hasSuffix("<6>agent: stopped\n"))
+    #expect(
+      text.contains("<6>agent: received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping\n"))
+    #expect(text.contains("<6>agent: stopped\n"))
   }
 
   @Test func answersStatusWhileRunning() throws {
@@ -43,20 +46,27 @@ import Testing
     defer { agent.stop() }
     let status = try sandbox.run(["status"])
     #expect(status.status == 0)
-    #expect(status.stdout.hasPrefix("agent: desk\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
+    #expect(status.stdout.hasPrefix("agent: desk"))
+    #expect(status.stdout.contains("\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
     #expect(status.stdout.contains("activities: 0 sent, 0 received, 0 declined, 0 failed\n"))
     let json = try sandbox.run(["status", "--json"])
     #expect(json.status == 0)
     let decoded = try ControlCoding.decode(AgentStatus.self, from: Array(json.stdout.utf8))
     #expect(decoded.name == "desk")
-    #expect(decoded.folders == [AgentStatus.Folder(name: "notes", path: sandbox.notes, activityType: "org.baton.note")])
-    // The placeholder core refuses to send; the refusal reaches the user.
-    let note = sandbox.notes + "/a.md"
+    #expect(
+      decoded.folders == [
+        AgentStatus.Folder(name: "notes", path: sandbox.notes, activityType: "org.baton.note")
+      ])
+    // A file in no watched folder cannot be sent; the refusal reaches the
+    // user.
+    let note = sandbox.path + "/outside.md"
     try sandbox.write("# A\n", to: note)
     let send = try sandbox.run(["send", note])
     #expect(send.status == 1)
-    #expect(send.stderr.hasPrefix("baton: cannot send \(note): "))
-    // A second agent on the same socket refuses to start.
+    #expect(send.stdout.isEmpty)
+    #expect(send.stderr.hasPrefix("baton: "))
+    // A second agent on the same socket refuses to start, before it touches
+    // its controller.
     let second = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
     #expect(second.status == 1)
     #expect(second.stderr.contains("<3>agent: another agent is already running"))
@@ -66,9 +76,10 @@ import Testing
     let sandbox = try BatonSandbox()
     let other = sandbox.path + "/other"
     try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
-    try sandbox.write("[agent]\nname = desk\n[folder notes]\npath = ~/notes\n", to: sandbox.configFile)
+    try sandbox.write(
+      "[agent]\nname = desk\n[folder notes]\npath = ~/notes\n", to: sandbox.configFile)
     let log = sandbox.path + "/agent.log"
-    let agent = try sandbox.startAgent(["--controller", "tcp:127.0.0.1:9"], log: log)
+    let agent = try sandbox.startAgent(["--controller", try sandbox.radio().spec(0)], log: log)
     defer { agent.stop() }
     sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
     #expect(try sandbox.run(["status", "--json"]).stdout.contains("\"name\":\"desk\""))
@@ -85,10 +96,13 @@ import Testing
 
     try sandbox.write("[agent]\nname = desk3\nmax-note-size = huge\n", to: sandbox.configFile)
     agent.signal(SIGHUP)
-    sandbox.waitUntil("the failed reload is logged") { sandbox.contents(log).contains("reload failed") }
+    sandbox.waitUntil("the failed reload is logged") {
+      sandbox.contents(log).contains("reload failed")
+    }
     #expect(
       sandbox.contents(log).contains(
-        "<3>agent: \(sandbox.configFile):3: key 'max-note-size': 'huge' is not valid; expected a size in bytes"))
+        "<3>agent: \(sandbox.configFile):3: key 'max-note-size': 'huge' is not valid; expected a size in bytes"
+      ))
     #expect(!agent.hasExited)
     status = try ControlCoding.decode(
       AgentStatus.self, from: Array(try sandbox.run(["status", "--json"]).stdout.utf8))
@@ -102,13 +116,14 @@ import Testing
 
   @Test func failsAtStartWithABadConfigurationOrKey() throws {
     let sandbox = try BatonSandbox()
-    try sandbox.write("[agent]\ncontroller = usb\n[folder n]\npath = ~/notes\n", to: sandbox.configFile)
+    try sandbox.write(
+      "[agent]\ncontroller = usb\n[folder n]\npath = ~/notes\n", to: sandbox.configFile)
     let bad = try sandbox.run(["agent"])
     #expect(bad.status == 1)
     #expect(
-      bad.stderr
-        == "<3>agent: \(sandbox.configFile):2: key 'controller': 'usb' is not a controller; expected hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]\n"
-    )
+      bad.stderr.hasPrefix(
+        "<3>agent: \(sandbox.configFile):2: key 'controller': 'usb' is not a controller"))
+    #expect(bad.stderr.split(separator: "\n").count == 1)
     unlink(sandbox.configFile)
     chmod(sandbox.keyFile, 0o640)
     let key = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
@@ -143,7 +158,8 @@ import Testing
 
     let (agent, _) = try start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
     let ready = receive()
-    #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:9, watching \(sandbox.notes)"))
+    #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:"))
+    #expect(ready.hasSuffix(", watching \(sandbox.notes)"))
     agent.signal(SIGHUP)
     #expect(receive().hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
     #expect(receive().hasPrefix("READY=1\n"))
@@ -160,7 +176,8 @@ import Testing
     let stale = try UnixSocket.listen(path: sandbox.socketPath)
     stale.close()
     let (agent, log) = try start(sandbox)
-    #expect(sandbox.contents(log).contains("<5>control: removing stale socket \(sandbox.socketPath)\n"))
+    #expect(
+      sandbox.contents(log).contains("<5>control: removing stale socket \(sandbox.socketPath)\n"))
     #expect(try sandbox.run(["status"]).status == 0)
     agent.signal(SIGTERM)
     sandbox.waitUntil("the agent exits") { agent.hasExited }

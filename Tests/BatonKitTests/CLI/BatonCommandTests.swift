@@ -31,11 +31,19 @@ import Testing
     (["agent", "--config"], "baton: option '--config' requires an argument", "usage: baton agent"),
     (["agent", "-f"], "baton: option '-f' requires an argument", "usage: baton agent"),
     (["agent", "-v=1", "-q"], "baton: invalid option -- '='", "usage: baton agent"),
-    (["check", "--verbose=yes"], "baton: option '--verbose' doesn't allow an argument", "usage: baton check"),
+    (
+      ["check", "--verbose=yes"], "baton: option '--verbose' doesn't allow an argument",
+      "usage: baton check"
+    ),
     (["check", "extra"], "baton: check: unexpected argument 'extra'", "usage: baton check"),
     (["keygen", "-x"], "baton: invalid option -- 'x'", "usage: baton keygen"),
-    (["status", "--json=1"], "baton: option '--json' doesn't allow an argument", "usage: baton status"),
-    (["status", "--socket"], "baton: option '--socket' requires an argument", "usage: baton status"),
+    (
+      ["status", "--json=1"], "baton: option '--json' doesn't allow an argument",
+      "usage: baton status"
+    ),
+    (
+      ["status", "--socket"], "baton: option '--socket' requires an argument", "usage: baton status"
+    ),
     (["send"], "baton: send: missing operand", "usage: baton send"),
     (["send", "a", "b"], "baton: send: unexpected argument 'b'", "usage: baton send"),
     (["dance"], "baton: unknown command 'dance'", "usage: baton agent [options]"),
@@ -97,11 +105,15 @@ import Testing
     #expect(result.stdout.split(separator: "\n").map(String.init) == expected)
 
     // Overrides apply, as they would for the agent.
-    let overridden = try sandbox.run(["check", "--name", "laptop", "--notes", sandbox.path, "--controller=hci1"])
+    let overridden = try sandbox.run([
+      "check", "--name", "laptop", "--notes", sandbox.path, "--controller=hci1",
+    ])
     #expect(overridden.status == 0)
     #expect(overridden.stdout.contains("name: laptop\n"))
     #expect(overridden.stdout.contains("controller: hci1 (kernel adapter hci1"))
-    #expect(overridden.stdout.contains("folder notes: \(sandbox.path), notes matching *.md, activity type org.baton.note\n"))
+    #expect(
+      overridden.stdout.contains(
+        "folder notes: \(sandbox.path), notes matching *.md, activity type org.baton.note\n"))
   }
 
   @Test func checkReportsEveryProblemWithFileAndLine() throws {
@@ -129,11 +141,16 @@ import Testing
     let open = try sandbox.run(["check", "--notes", sandbox.notes])
     #expect(open.status == 1)
     #expect(open.stdout.contains("(INVALID)"))
-    #expect(open.stderr == "baton: key file \(sandbox.keyFile) is readable by others (mode 644); run 'chmod 600 \(sandbox.keyFile)'\n")
+    #expect(
+      open.stderr
+        == "baton: key file \(sandbox.keyFile) is readable by others (mode 644); run 'chmod 600 \(sandbox.keyFile)'\n"
+    )
     let missing = try sandbox.run(["check", "--notes", sandbox.notes, "--key-file", "nokey"])
     #expect(missing.status == 1)
     #expect(missing.stderr.hasPrefix("baton: cannot read key file /"))
-    #expect(missing.stderr.contains("/nokey: No such file or directory; create one with 'baton keygen > "))
+    #expect(
+      missing.stderr.contains("/nokey: No such file or directory; create one with 'baton keygen > ")
+    )
   }
 
   @Test func checkWithoutAnyConfigurationNeedsAFolder() throws {
@@ -143,7 +160,8 @@ import Testing
     #expect(result.stderr.hasPrefix("baton: \(sandbox.configFile): no folder to watch"))
     let missing = try sandbox.run(["check", "-f", "nothing.conf"])
     #expect(missing.status == 1)
-    #expect(missing.stderr.contains("cannot read the configuration file: No such file or directory"))
+    #expect(
+      missing.stderr.contains("cannot read the configuration file: No such file or directory"))
   }
 
   @Test func statusAndSendSayPlainlyThatNoAgentRuns() throws {

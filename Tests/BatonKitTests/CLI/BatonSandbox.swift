@@ -1,5 +1,6 @@
 import BatonKit
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -18,6 +19,8 @@ struct BatonResult: Sendable {
 final class BatonSandbox: Sendable {
   let directory: URL
   let environment: [String: String]
+  /// Simulated radios started for this sandbox, stopped with it.
+  private let radios = Mutex<[SimulatedRadio]>([])
 
   var path: String { directory.path }
   var configDirectory: String { path + "/config/baton" }
@@ -36,9 +39,11 @@ final class BatonSandbox: Sendable {
     environment["NOTIFY_SOCKET"] = nil
     self.environment = environment
     let manager = FileManager.default
-    try manager.createDirectory(atPath: directory.path + "/config/baton", withIntermediateDirectories: true)
+    try manager.createDirectory(
+      atPath: directory.path + "/config/baton", withIntermediateDirectories: true)
     try manager.createDirectory(atPath: directory.path + "/run", withIntermediateDirectories: true)
-    try manager.createDirectory(atPath: directory.path + "/notes", withIntermediateDirectories: true)
+    try manager.createDirectory(
+      atPath: directory.path + "/notes", withIntermediateDirectories: true)
     try GroupKey.generate().fileText.write(toFile: keyFile, atomically: false, encoding: .utf8)
     chmod(keyFile, 0o600)
   }
@@ -66,7 +71,16 @@ final class BatonSandbox: Sendable {
     let status = child.wait()
     let errors = (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
     unlink(errorFile)
-    return BatonResult(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: errors)
+    return BatonResult(
+      status: status, stdout: String(decoding: output, as: UTF8.self), stderr: errors)
+  }
+
+  /// A fresh simulated radio with one controller, kept until the sandbox
+  /// goes away.
+  func radio() throws -> SimulatedRadio {
+    let radio = try SimulatedRadio(controllers: 1)
+    radios.withLock { $0.append(radio) }
+    return radio
   }
 
   /// Starts `baton agent arguments` in the background, stderr to `log`.
@@ -92,5 +106,8 @@ final class BatonSandbox: Sendable {
     (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
   }
 
-  deinit { try? FileManager.default.removeItem(at: directory) }
+  deinit {
+    for radio in radios.withLock({ $0 }) { radio.stop() }
+    try? FileManager.default.removeItem(at: directory)
+  }
 }

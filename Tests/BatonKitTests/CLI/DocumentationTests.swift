@@ -12,8 +12,11 @@ import Testing
   let repository = TestEnvironment.repository.path
 
   func runTool(_ path: String, _ arguments: [String]) throws -> (Int32, String) {
-    let output = try TestEnvironment.temporaryDirectory("baton-tool").appendingPathComponent("out").path
-    defer { try? FileManager.default.removeItem(atPath: (output as NSString).deletingLastPathComponent) }
+    let output = try TestEnvironment.temporaryDirectory("baton-tool").appendingPathComponent("out")
+      .path
+    defer {
+      try? FileManager.default.removeItem(atPath: (output as NSString).deletingLastPathComponent)
+    }
     let child = try ChildProcess(path, arguments, stdoutPath: output, stderrPath: output)
     let status = child.wait()
     return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
@@ -21,7 +24,11 @@ import Testing
 
   @Test func manPagesPassMandocLint() throws {
     let (status, output) = try runTool(
-      "/usr/bin/mandoc", ["-T", "lint", "-W", "warning", repository + "/Man/baton.1", repository + "/Man/baton.conf.5"])
+      "/usr/bin/mandoc",
+      [
+        "-T", "lint", "-W", "warning", repository + "/Man/baton.1",
+        repository + "/Man/baton.conf.5",
+      ])
     #expect(output == "")
     #expect(status == 0)
   }
@@ -30,12 +37,16 @@ import Testing
     let page1 = try String(contentsOfFile: repository + "/Man/baton.1", encoding: .utf8)
     for spec in BatonCommand.agentSpecs {
       let long = try #require(spec.long)
-      #expect(page1.contains("Fl \\-" + long.replacingOccurrences(of: "-", with: "\\-")), "baton.1 lacks --\(long)")
+      #expect(
+        page1.contains("Fl \\-" + long.replacingOccurrences(of: "-", with: "\\-")),
+        "baton.1 lacks --\(long)")
     }
-    for word in ["Cm agent", "Cm check", "Cm keygen", "Cm status", "Cm send", "Fl \\-json",
-      "Dv SIGHUP", "Sh EXIT STATUS", "Sh EXAMPLES", "Sh DIAGNOSTICS", "Sh ENVIRONMENT", "PROTOCOL.md",
-      "conflict"]
-    {
+    for word in [
+      "Cm agent", "Cm check", "Cm keygen", "Cm status", "Cm send", "Fl \\-json",
+      "Dv SIGHUP", "Sh EXIT STATUS", "Sh EXAMPLES", "Sh DIAGNOSTICS", "Sh ENVIRONMENT",
+      "PROTOCOL.md",
+      "conflict",
+    ] {
       #expect(page1.contains(word), "baton.1 lacks \(word)")
     }
     let page5 = try String(contentsOfFile: repository + "/Man/baton.conf.5", encoding: .utf8)
@@ -50,14 +61,16 @@ import Testing
       #expect(item.contains("The default is"), "no default for \(item.prefix { $0 != "\n" })")
     }
     let order = items.map { String($0.prefix { $0 != "\n" }) }.filter { keys.contains($0) }
-    #expect(order == ConfigurationLoader.agentKeys.sorted() + ConfigurationLoader.folderKeys.sorted())
+    #expect(
+      order == ConfigurationLoader.agentKeys.sorted() + ConfigurationLoader.folderKeys.sorted())
   }
 
   /// Uncommenting every key of Config/baton.conf gives the defaults.
   @Test func shippedConfigurationShowsTheDefaults() throws {
     let text = try String(contentsOfFile: repository + "/Config/baton.conf", encoding: .utf8)
     var keysShown: [String] = []
-    let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+    let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+      line -> String in
       guard line.hasPrefix("#") else { return String(line) }
       let body = line.dropFirst()
       if body.hasPrefix("[folder") { return String(body) }
@@ -83,9 +96,10 @@ import Testing
 
   @Test func unitIsATypeNotifyUserService() throws {
     let unit = try String(contentsOfFile: repository + "/Config/baton.service", encoding: .utf8)
-    for line in ["Type=notify", "ExecStart=/usr/local/bin/baton agent", "ExecReload=/bin/kill -HUP $MAINPID",
-      "Restart=on-failure", "#AmbientCapabilities=CAP_NET_ADMIN", "WantedBy=default.target"]
-    {
+    for line in [
+      "Type=notify", "ExecStart=/usr/local/bin/baton agent", "ExecReload=/bin/kill -HUP $MAINPID",
+      "Restart=on-failure", "#AmbientCapabilities=CAP_NET_ADMIN", "WantedBy=default.target",
+    ] {
       #expect(unit.contains("\n" + line + "\n"), "baton.service lacks \(line)")
     }
   }
@@ -93,7 +107,9 @@ import Testing
   @Test func makeInstallHonoursDestdirAndPrefix() throws {
     let destination = try TestEnvironment.temporaryDirectory("baton-install")
     defer { try? FileManager.default.removeItem(at: destination) }
-    let make = ["-C", repository, "DESTDIR=" + destination.path, "PREFIX=/usr", "BUILD=debug", "NOBUILD=1"]
+    let make = [
+      "-C", repository, "DESTDIR=" + destination.path, "PREFIX=/usr", "BUILD=debug", "NOBUILD=1",
+    ]
     let (status, output) = try runTool("/usr/bin/make", make + ["install"])
     #expect(status == 0, "\(output)")
     let expected: [(String, mode_t)] = [
@@ -106,7 +122,8 @@ import Testing
       #expect(stat(destination.path + file, &info) == 0, "\(file) not installed")
       #expect(info.st_mode & 0o777 == mode, "\(file) mode")
     }
-    let unit = try String(contentsOfFile: destination.path + "/usr/lib/systemd/user/baton.service", encoding: .utf8)
+    let unit = try String(
+      contentsOfFile: destination.path + "/usr/lib/systemd/user/baton.service", encoding: .utf8)
     #expect(unit.contains("\nExecStart=/usr/bin/baton agent\n"))
     let (versionStatus, version) = try runTool(destination.path + "/usr/bin/baton", ["--version"])
     #expect(versionStatus == 0 && version == "baton \(BatonCommand.version)\n")

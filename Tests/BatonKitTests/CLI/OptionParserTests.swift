@@ -14,14 +14,16 @@ import Testing
     let parsed = try OptionParser.parse(
       ["one", "-vfA", "--notes=dir", "two", "--config", "B", "--json", "--", "-v", "--x"],
       options: specs)
-    #expect(parsed.options.map(\.name) == ["--verbose", "--config", "--notes", "--config", "--json"])
+    #expect(
+      parsed.options.map(\.name) == ["--verbose", "--config", "--notes", "--config", "--json"])
     #expect(parsed.value("--config") == "B")
     #expect(parsed.value("--notes") == "dir")
     #expect(parsed.operands == ["one", "two", "-v", "--x"])
   }
 
   @Test func acceptsUnambiguousPrefixes() throws {
-    #expect(try OptionParser.parse(["--verb", "--no", "d"], options: specs).value("--notes") == "d")
+    #expect(
+      try OptionParser.parse(["--verb", "--no", "d"], options: specs).value("--notes") == "d")
   }
 
   @Test func stopsAtTheFirstOperandWhenAsked() throws {
@@ -45,7 +47,9 @@ import Testing
   }
 
   @Test func reportsAmbiguousPrefixes() {
-    let specs = [OptionSpec(long: "name", takesArgument: true), OptionSpec(long: "notes", takesArgument: true)]
+    let specs = [
+      OptionSpec(long: "name", takesArgument: true), OptionSpec(long: "notes", takesArgument: true),
+    ]
     #expect(throws: UsageError.self) { try OptionParser.parse(["--n", "x"], options: specs) }
   }
 }

@@ -45,3 +45,39 @@ import Testing
     #expect(ini.entries.map(\.line) == [2, 3])
   }
 }
+
+@Suite struct ConfigurationRobustnessTests {
+  let loader = ConfigurationLoader(
+    paths: BatonPaths(environment: ["HOME": "/h"]), currentDirectory: "/")
+
+  func problems(_ text: String) -> [ConfigurationProblem] {
+    do {
+      _ = try loader.parse(text, file: "f", checkFileSystem: false)
+      return []
+    } catch {
+      return error.problems
+    }
+  }
+
+  @Test func acceptsAByteOrderMark() throws {
+    let configuration = try loader.parse(
+      "\u{FEFF}[folder notes]\npath = /n\n", file: "f", checkFileSystem: false)
+    #expect(configuration.folders.map(\.name) == ["notes"])
+  }
+
+  @Test func neverCrashesOnOddInput() {
+    let long = String(repeating: "x", count: 60)
+    #expect(problems("[folder \(long)]\npath = /n\n").first?.line == 1)
+    #expect(!problems("[folder a b]\npath = /n\n").isEmpty)
+    #expect(!problems("[folder]\npath = /n\n").isEmpty)
+    #expect(!problems("\u{0}\n[agent\n=\n==\n[]\n").isEmpty)
+    #expect(!problems(String(repeating: "[agent]\n", count: 3)).isEmpty)
+    #expect(problems("[ agent ]\nname = x\n[folder a]\npath = /a\n").isEmpty)
+    for _ in 0..<200 {
+      let bytes = (0..<Int.random(in: 0..<120)).map { _ in
+        "[]=;# \nab-_.~/\t\r".randomElement()!
+      }
+      _ = problems(String(bytes))
+    }
+  }
+}

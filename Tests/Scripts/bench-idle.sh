@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Idle means idle: runs `baton agent` with nothing happening and reports
+#  - wake-ups: context switches of all its threads over the window (from
+#    /proc/PID/task/*/status, no tracer attached), then
+#  - syscalls: `strace -f -c` attached to every thread over the same window,
+#  - memory: VmRSS and VmHWM from /proc/PID/status,
+#  - the time it takes to stop on SIGTERM.
+#
+#   Tests/Scripts/bench-idle.sh [--seconds N] [--radio | --no-radio] [--bin PATH]
+#
+# --radio (the default when the venv exists) starts a simulated controller
+# (Tests/Radio/radio.py, one controller, no peer) and gives the agent its
+# tcp: spec; --no-radio gives it an unreachable tcp: spec, which only the
+# placeholder core (IdleAgentCore) survives.
+# BENCH_SHOW_LOG=1 prints the agent's log at the end.
+# BATON_BIN or --bin chooses the binary (default: the newer of the release
+# and debug builds).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+seconds=10
+radio=no
+[ -x "$top/.venv/bin/python3" ] && radio=yes
+bin=${BATON_BIN:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --radio) radio=yes; shift ;;
+    --no-radio) radio=no; shift ;;
+    --bin) bin=$2; shift 2 ;;
+    *) echo "usage: $0 [--seconds N] [--radio | --no-radio] [--bin PATH]" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$bin" ]; then
+  # The newer of the release and debug builds.
+  bin=$top/.build/debug/baton
+  if [ -x "$top/.build/release/baton" ] && [ "$top/.build/release/baton" -nt "$bin" ]; then
+    bin=$top/.build/release/baton
+  fi
+fi
+[ -x "$bin" ] || { echo "bench-idle: no baton binary at $bin; run 'swift build' first" >&2; exit 1; }
+command -v strace >/dev/null || { echo "bench-idle: strace is missing (Tests/Scripts/setup.sh installs it)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/baton-idle.XXXXXX)
+agent_pid=
+radio_pid=
+cleanup() {
+  [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null || true
+  [ -n "$radio_pid" ] && kill "$radio_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state XDG_RUNTIME_DIR=$work/run
+mkdir -p "$work/config/baton" "$work/run" "$work/notes"
+"$bin" keygen > "$work/config/baton/key"
+chmod 600 "$work/config/baton/key"
+
+controller=tcp:127.0.0.1:9
+if [ "$radio" = yes ]; then
+  mkfifo "$work/radio.in"
+  "$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers 1 < "$work/radio.in" > "$work/radio.out" &
+  radio_pid=$!
+  exec 3> "$work/radio.in"   # the radio stops when this closes
+  for _ in $(seq 100); do grep -q READY "$work/radio.out" 2>/dev/null && break; sleep 0.1; done
+  port=$(awk '/READY/ {print $2}' "$work/radio.out")
+  [ -n "$port" ] || { echo "bench-idle: the simulated radio did not start" >&2; exit 1; }
+  controller=tcp:127.0.0.1:$port
+fi
+
+"$bin" agent --notes "$work/notes" --controller "$controller" --name idle 2> "$work/agent.log" &
+agent_pid=$!
+for _ in $(seq 100); do [ -S "$work/run/baton/control" ] && break; sleep 0.05; done
+[ -S "$work/run/baton/control" ] || { cat "$work/agent.log" >&2; exit 1; }
+sleep 1   # let start-up settle
+
+# "TID SWITCHES" per thread (voluntary + involuntary context switches).
+switches() {
+  for status in /proc/"$agent_pid"/task/*/status; do
+    awk -v tid="$(basename "$(dirname "$status")")" \
+      '/^(voluntary|nonvoluntary)_ctxt_switches/ {s += $2} END {print tid, s}' "$status" 2>/dev/null || true
+  done
+}
+switches > "$work/before"
+sleep "$seconds"
+switches > "$work/after"
+# Threads present at both ends (idle libdispatch workers may exit meanwhile).
+wakeups=$(join "$work/before" "$work/after" | awk '{s += $3 - $2} END {print s + 0}')
+per_thread=$(join "$work/before" "$work/after" | while read -r tid a b; do
+  printf '%s(%s)=%d ' "$(cat /proc/"$agent_pid"/task/"$tid"/comm 2>/dev/null || echo gone)" "$tid" $((b - a))
+done)
+threads=$(wc -l < "$work/after")
+
+tids=()
+for task in /proc/"$agent_pid"/task/*; do tids+=(-p "${task##*/}"); done
+timeout -s INT "$seconds" strace -f -c -o "$work/strace.txt" "${tids[@]}" 2>/dev/null || true
+syscalls=$(awk '$NF == "total" {print $(NF-1)}' "$work/strace.txt")
+syscalls=${syscalls:-0}
+
+rss=$(awk '/^VmRSS/ {print $2}' /proc/"$agent_pid"/status)
+hwm=$(awk '/^VmHWM/ {print $2}' /proc/"$agent_pid"/status)
+
+start=$(date +%s%N)
+kill -TERM "$agent_pid"
+status=0
+wait "$agent_pid" || status=$?
+stop_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+agent_pid=
+
+echo "binary: $bin"
+echo "controller: $controller (radio: $radio)"
+echo "threads: $threads"
+echo "idle window: ${seconds} s"
+echo "context switches (all threads, no tracer): $wakeups"
+echo "  per thread: $per_thread"
+echo "syscalls under strace -f -c: $syscalls"
+if [ "$syscalls" != 0 ]; then sed -n '1,20p' "$work/strace.txt"; fi
+echo "VmRSS: ${rss} kB, VmHWM: ${hwm} kB"
+echo "stop on SIGTERM: ${stop_ms} ms, exit status $status"
+if [ -n "${BENCH_SHOW_LOG:-}" ]; then echo "agent log:"; sed 's/^/  /' "$work/agent.log"; fi
