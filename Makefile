@@ -35,7 +35,7 @@ release:
 
 test: setup
 	$(SWIFT) build
-	$(SWIFT) test
+	$(SWIFT) test --no-parallel
 
 demo:
 	Tests/Scripts/demo.sh

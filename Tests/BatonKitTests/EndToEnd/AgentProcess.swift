@@ -147,14 +147,15 @@ enum EndToEndError: Error, CustomStringConvertible {
   }
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass.
+/// Polls `condition` every 50 ms until it holds or `seconds` pass. Sleeps
+/// without blocking a thread of the cooperative pool.
 func eventually(
   _ seconds: Double = 20, _ what: String = "condition", _ condition: () throws -> Bool
-) rethrows -> Bool {
+) async rethrows -> Bool {
   let deadline = Date().addingTimeInterval(seconds)
   while Date() < deadline {
     if try condition() { return true }
-    usleep(50_000)
+    try? await Task.sleep(for: .milliseconds(50))
   }
   return try condition()
 }

@@ -9,36 +9,36 @@ import Testing
 /// The real `baton` binary, several agents on one simulated radio.
 /// Serialized: each test runs a radio and two or three agents on two cores.
 @Suite(.serialized) struct HandoffEndToEndTests {
-  @Test func aSaveInOneFolderAppearsInTheOtherAndAnEditComesBack() throws {
+  @Test func aSaveInOneFolderAppearsInTheOtherAndAnEditComesBack() async throws {
     let group = try AgentGroup(count: 2)
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
     // Bytes that must survive exactly: BOM, CRLF, trailing spaces, no final newline.
     let original: [UInt8] = [0xEF, 0xBB, 0xBF] + Array("# Groceries  \r\nmilk\r\neggs   ".utf8)
     try a.save("Groceries.md", original)
-    #expect(eventually(20, "note in B") { b.read("Groceries.md") == original }, "\(group.logs)")
+    #expect(await eventually(20, "note in B") { b.read("Groceries.md") == original }, "\(group.logs)")
 
     let edited = Array("# Groceries\nmilk\neggs\nbread\n".utf8)
     try b.save("Groceries.md", edited)
-    #expect(eventually(20, "edit back in A") { a.read("Groceries.md") == edited }, "\(group.logs)")
+    #expect(await eventually(20, "edit back in A") { a.read("Groceries.md") == edited }, "\(group.logs)")
     // No conflict copies: the edit was made on top of the received version.
     #expect(a.files() == ["Groceries.md"])
     #expect(b.files() == ["Groceries.md"])
   }
 
-  @Test func oneSaveReachesTwoPeers() throws {
+  @Test func oneSaveReachesTwoPeers() async throws {
     let group = try AgentGroup(count: 3)
     try group.startAll()
     let text = "Trip\nPack the tent.\n"
     try group.agents[0].save("trips/Trip.md", text)
     for peer in group.agents.dropFirst() {
       #expect(
-        eventually(30, "note in \(peer.name)") { peer.read("trips/Trip.md") == Array(text.utf8) },
+        await eventually(30, "note in \(peer.name)") { peer.read("trips/Trip.md") == Array(text.utf8) },
         "\(group.logs)")
     }
   }
 
-  @Test func anAgentThatWasAwayCatchesUpOnEveryNote() throws {
+  @Test func anAgentThatWasAwayCatchesUpOnEveryNote() async throws {
     let group = try AgentGroup(count: 2, controllers: 3)
     let a = group.agents[0]
     try a.start()
@@ -47,17 +47,17 @@ import Testing
     group.agents.append(c)
     try c.start()
     #expect(
-      eventually(40, "ten notes in C") {
+      await eventually(40, "ten notes in C") {
         (1...10).allSatisfy { c.read("note\($0).md") == Array("Note \($0)\nbody \($0)\n".utf8) }
       }, "\(group.logs)")
   }
 
-  @Test func concurrentEditsBothSurviveOnBothSides() throws {
+  @Test func concurrentEditsBothSurviveOnBothSides() async throws {
     let group = try AgentGroup(count: 2)
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
     try a.save("Plan.md", "Plan\nfirst\n")
-    #expect(eventually(20, "first version in B") { b.read("Plan.md") != nil }, "\(group.logs)")
+    #expect(await eventually(20, "first version in B") { b.read("Plan.md") != nil }, "\(group.logs)")
     // Both stop, both edit, both come back: a true conflict.
     a.stop()
     b.stop()
@@ -70,34 +70,34 @@ import Testing
     }
     let both: Set<[UInt8]> = [Array("Plan\nA's edit\n".utf8), Array("Plan\nB's edit\n".utf8)]
     #expect(
-      eventually(40, "both versions on both sides") {
+      await eventually(40, "both versions on both sides") {
         contents(a).isSuperset(of: both) && contents(b).isSuperset(of: both)
       }, "\(group.logs)")
     // The side that met the conflict kept its file and wrote the other edit
     // as a conflict copy; that copy is synced and both sides converge on the
     // same two files.
-    #expect(eventually(20, "the same files on both sides") { a.files() == b.files() }, "\(group.logs)")
+    #expect(await eventually(20, "the same files on both sides") { a.files() == b.files() }, "\(group.logs)")
     #expect(a.files().count == 2, "\(a.files())")
     #expect(a.files().filter { $0.hasPrefix("Plan.conflict-") && $0.hasSuffix(".md") }.count == 1)
   }
 
-  @Test func aRestartedAgentResendsNothingItsPeersHave() throws {
+  @Test func aRestartedAgentResendsNothingItsPeersHave() async throws {
     let group = try AgentGroup(count: 2)
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
     for i in 1...3 { try a.save("r\(i).md", "R\(i)\n") }
-    #expect(eventually(30, "three notes in B") { (1...3).allSatisfy { b.read("r\($0).md") != nil } })
+    #expect(await eventually(30, "three notes in B") { (1...3).allSatisfy { b.read("r\($0).md") != nil } })
     let received = try counter(b, "received")
     a.stop()
     try a.start()
     // Give the restarted agent time to advertise and be heard.
-    sleep(4)
+    try await Task.sleep(for: .seconds(4))
     try a.save("r4.md", "R4\n")
-    #expect(eventually(20, "the new note in B") { b.read("r4.md") != nil }, "\(group.logs)")
+    #expect(await eventually(20, "the new note in B") { b.read("r4.md") != nil }, "\(group.logs)")
     #expect(try counter(b, "received") == received + 1, "\(group.logs)")
   }
 
-  @Test func anAgentWithAnotherKeyGetsNothingAndGivesNothing() throws {
+  @Test func anAgentWithAnotherKeyGetsNothingAndGivesNothing() async throws {
     let group = try AgentGroup(count: 2, controllers: 3)
     let (a, b) = (group.agents[0], group.agents[1])
     let otherKey = group.base.appendingPathComponent("other.key").path
@@ -107,13 +107,13 @@ import Testing
     try group.startAll()
     try a.save("secret.md", "Secret\nfor the group only\n")
     try stranger.save("spam.md", "Spam\nnot for the group\n")
-    #expect(eventually(20, "note in B") { b.read("secret.md") != nil }, "\(group.logs)")
-    sleep(3)
+    #expect(await eventually(20, "note in B") { b.read("secret.md") != nil }, "\(group.logs)")
+    try await Task.sleep(for: .seconds(3))
     #expect(stranger.files() == ["spam.md"], "\(group.logs)")
     #expect(a.read("spam.md") == nil && b.read("spam.md") == nil, "\(group.logs)")
   }
 
-  @Test func anUndeclaredActivityTypeIsDeclined() throws {
+  @Test func anUndeclaredActivityTypeIsDeclined() async throws {
     let group = try AgentGroup(count: 2)
     let (a, b) = (group.agents[0], group.agents[1])
     // B watches its folder under another activity type, through a config file.
@@ -130,12 +130,12 @@ import Testing
     try startWithoutNotesFlag(declined)
     try a.save("note.md", "Note\nof the default type\n")
     #expect(
-      eventually(30, "a declined activity counted") { (try? counter(declined, "declined")) ?? 0 > 0 },
+      await eventually(30, "a declined activity counted") { (try? counter(declined, "declined")) ?? 0 > 0 },
       "\(group.logs)")
     #expect(declined.read("note.md") == nil)
   }
 
-  @Test func aKilledAgentLeavesNoPartialFileAndConverges() throws {
+  @Test func aKilledAgentLeavesNoPartialFileAndConverges() async throws {
     let group = try AgentGroup(count: 2, controllers: 3)
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
@@ -146,7 +146,7 @@ import Testing
       expected["big\(i).md"] = bytes
       try a.save("big\(i).md", bytes)
     }
-    #expect(eventually(30, "the first note in B") { b.read("big1.md") != nil }, "\(group.logs)")
+    #expect(await eventually(30, "the first note in B") { b.read("big1.md") != nil }, "\(group.logs)")
     b.kill9()
     for file in b.files() {
       #expect(b.read(file) == expected[file], "\(file) is whole or absent")
@@ -158,17 +158,17 @@ import Testing
     b.controller = group.radio.spec(2)
     try b.start()
     #expect(
-      eventually(60, "all notes in B") { expected.allSatisfy { b.read($0.key) == $0.value } },
+      await eventually(60, "all notes in B") { expected.allSatisfy { b.read($0.key) == $0.value } },
       "\(group.logs)")
   }
 
-  @Test func aHundredSavesInARowAllArriveOnceInTheirFinalState() throws {
+  @Test func aHundredSavesInARowAllArriveOnceInTheirFinalState() async throws {
     let group = try AgentGroup(count: 2)
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
     for i in 1...100 { try a.save("n\(i).md", "N\(i)\nfinal \(i)\n") }
     #expect(
-      eventually(90, "100 notes in B") {
+      await eventually(90, "100 notes in B") {
         (1...100).allSatisfy { b.read("n\($0).md") == Array("N\($0)\nfinal \($0)\n".utf8) }
       }, "\(group.logs)")
     #expect(b.files().count == 100, "no conflict copies or strays: \(b.files())")
