@@ -97,7 +97,8 @@ public final class HCIUserChannelTransport: HCITransport {
       // One write(2) per packet: the user channel takes whole packets only.
       let written = try packet.withUnsafeBytes { try socket.write($0) }
       if written != packet.count {
-        throw HCIUserChannelError.failed(index: index, operation: "write", errno: Errno(rawValue: EIO))
+        throw HCIUserChannelError.failed(
+          index: index, operation: "write", errno: Errno(rawValue: EIO))
       }
     }
   }

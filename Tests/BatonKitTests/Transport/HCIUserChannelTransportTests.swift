@@ -43,8 +43,13 @@ import Testing
     (EBUSY, "adapterBusy", ["EBUSY", "btmgmt --index 3 power off", "bluetoothd"]),
     (EALREADY, "adapterBusy", ["EALREADY", "btmgmt --index 3 power off"]),
     (EUSERS, "userChannelTaken", ["EUSERS", "another program"]),
-    (EPERM, "notPermitted", ["EPERM", "CAP_NET_ADMIN", "setcap cap_net_admin+ep", "root",
-      "AmbientCapabilities=CAP_NET_ADMIN"]),
+    (
+      EPERM, "notPermitted",
+      [
+        "EPERM", "CAP_NET_ADMIN", "setcap cap_net_admin+ep", "root",
+        "AmbientCapabilities=CAP_NET_ADMIN",
+      ]
+    ),
     (EACCES, "notPermitted", ["EACCES", "CAP_NET_ADMIN"]),
     (ERFKILL, "blockedByRFKill", ["rfkill unblock bluetooth"]),
     (EIO, "failed", ["EIO", "open"]),
@@ -61,9 +66,11 @@ import Testing
 
   @Test func noSuchAdapterListsTheAdaptersThatExist() {
     let present = [
-      HCIAdapterInfo(index: 0, name: "hci0", address: "00:AA:01:00:00:23", isUp: false,
+      HCIAdapterInfo(
+        index: 0, name: "hci0", address: "00:AA:01:00:00:23", isUp: false,
         type: "VIRTUAL"),
-      HCIAdapterInfo(index: 1, name: "hci1", address: "00:AA:01:01:00:24", isUp: true,
+      HCIAdapterInfo(
+        index: 1, name: "hci1", address: "00:AA:01:01:00:24", isUp: true,
         type: "USB"),
     ]
     let error = HCIUserChannelError(opening: 7, errno: Errno(rawValue: ENODEV), available: present)
