@@ -226,7 +226,7 @@ public final class HCIUserChannelTransport: HCITransport {
         var info = hci_dev_info()
         guard hci_devinfo(Int32(id), &info) == 0 else { return nil }
         return HCIAdapterInfo(info)
-      }
+      }.sorted { $0.index < $1.index }
     }
   }
 
