@@ -70,3 +70,42 @@ have_agent() { [ -x /usr/bin/baton ] && [ -f /etc/baton-has-agent ]; }
 agent_args() {
   echo "agent --controller $1 --notes $2 --key-file /etc/baton.key --name $3 --state-dir $2.state"
 }
+
+# start_agent NAME SPEC [ARGS...]: a baton agent on controller SPEC with notes
+# in /tmp/NAME (log /tmp/NAME.log); sets AGENT_PID.
+start_agent() {
+  name=$1 spec=$2; shift 2
+  mkdir -p "/tmp/$name"
+  baton $(agent_args "$spec" "/tmp/$name" "$name") --socket "/tmp/$name.sock" "$@" \
+    >"/tmp/$name.log" 2>&1 &
+  AGENT_PID=$!
+  echo "$(now) agent $name on $spec: pid $AGENT_PID"
+}
+
+# wait_for_note FILE EXPECTED SECONDS: FILE appears byte-identical to EXPECTED.
+wait_for_note() {
+  i=0
+  while [ $i -lt $(($3 * 10)) ]; do
+    if [ -f "$1" ] && cmp -s "$1" "$2"; then
+      echo "$(now) $1 arrived, byte-identical ($(sha256sum <"$1" | cut -c1-16))"
+      return 0
+    fi
+    i=$((i + 1))
+    sleep 0.1
+  done
+  echo "FAILED: $1 did not arrive byte-identical within $3 s"
+  [ -f "$1" ] && { echo "it holds:"; od -c "$1" | head; }
+  return 1
+}
+
+# still_running PID NAME: the agent has not exited (or crashed).
+still_running() {
+  kill -0 "$1" 2>/dev/null || { wait "$1"; echo "FAILED: agent $2 exited with status $?"; cat "/tmp/$2.log"; return 1; }
+}
+
+# dump_btsnoop FILE: the file, base64, between markers, for the host to decode with btmon.
+dump_btsnoop() {
+  echo "BTSNOOP-BEGIN $(basename "$1")" >/dev/console
+  base64 "$1" >/dev/console
+  echo "BTSNOOP-END" >/dev/console
+}
