@@ -101,6 +101,7 @@ printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 install_binary() {
   local bin=$1 dest=${2:-/usr/bin/$(basename "$1")}
   cp "$bin" "$root$dest"
+  strip --strip-debug "$root$dest" 2>/dev/null || true
   { ldd "$bin" 2>/dev/null || true; } | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' | while read -r lib; do
     [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")"; cp -L "$lib" "$root$lib"; }
   done
@@ -109,9 +110,9 @@ install_binary "$cache/bin/vhci-bridge"
 install_binary "$cache/bin/hci-probe"
 install_binary /usr/bin/btvirt
 install_binary /usr/bin/btmgmt
-if [ "$has_agent" = 1 ]; then
+if [ -x "$baton" ]; then
   install_binary "$baton"
-  touch "$root/etc/baton-has-agent"
+  [ "$has_agent" = 1 ] && touch "$root/etc/baton-has-agent"
   "$baton" keygen >"$work/baton.key"
   chmod 600 "$work/baton.key"
   cp "$work/baton.key" "$root/etc/baton.key"
@@ -126,7 +127,9 @@ image="$work/initramfs.cpio"
 (cd "$root" && find . | cpio -o -H newc --quiet) >"$image"
 image_mb=$(($(stat -c %s "$image") / 1048576 + 1))
 root_mb=$(($(du -sm "$root" | cut -f1) + 1))
-memory=${VM_MEMORY:-$((96 + root_mb + image_mb))}
+# The initrd stays in RAM while it is unpacked next to itself, and the root
+# tmpfs may fill only half of the RAM.
+memory=${VM_MEMORY:-$((128 + 2 * root_mb + image_mb))}
 echo "vm: kernel $kver, initramfs ${image_mb} MB (${root_mb} MB unpacked), guest RAM ${memory} MB, prepared in $(elapsed "$started") s" >&2
 
 # --- boots --------------------------------------------------------------------
@@ -149,13 +152,14 @@ boot() {
   local boot_time
   boot_time=$(awk '/VM-INIT/ {print $NF}' "$console.txt")
   echo "vm: boot $name: qemu exit $rc after $(elapsed "$t0") s; guest init at ${boot_time:-?} s, modules loaded at $(awk '/^VM-MODULES/ {print $2}' "$console.txt") s" >&2
+  local shown=0
   for c in ${cases//,/ }; do
     local line
     line=$(grep -m1 "^CASE $c " "$console.txt" || true)
     if [ -z "$line" ]; then
-      echo "CASE $c FAIL (never reported; the console follows)" >>"$results"
-      echo "----- console of boot $name -----" >&2
-      tail -60 "$console.txt" >&2
+      echo "CASE $c FAIL (never reported; see the console of boot $name)" >>"$results"
+      [ $shown = 1 ] || { echo "----- console of boot $name -----"; tail -60 "$console.txt"; } >&2
+      shown=1
     else
       echo "$line" >>"$results"
       if [[ $line == *FAIL* ]]; then
@@ -220,6 +224,7 @@ for b in "${boots[@]}"; do
     kernel)
       # Errors on a real kernel; BlueZ's btvirt; (and agents on btvirt when built).
       cases=errors,btvirt-probe
+      [ -x "$baton" ] && cases="$cases,baton-runs"
       [ "$has_agent" = 1 ] && cases="$cases,agent-btvirt"
       boot kernel "$cases"
       ;;
