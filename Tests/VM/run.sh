@@ -15,7 +15,9 @@
 # kernel and the compiled helpers in Tests/VM/cache (gitignored).
 #
 # Environment: BATON_BIN (default .build/debug/baton), VM_MEMORY (MB, default
-# computed from the image size), VM_KEEP=1 keeps the work folder.
+# computed from the image size), VM_KEEP=1 keeps the work folder, VM_VERBOSE=1
+# shows every case's log. Each boot's console is also kept in
+# Tests/VM/cache/last-run/.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -59,7 +61,7 @@ probe_sources=("$kit"/System/{Errno,FileDescriptor,Logger,Syscalls}.swift
   "$here/hci-probe/main.swift")
 if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
   echo "vm: compiling hci-probe" >&2
-  swiftc -O -swift-version 6 -static-stdlib -I "$top/Sources/CBluetooth" \
+  swiftc ${VM_PROBE_OPT:--O} -swift-version 6 -static-stdlib -I "$top/Sources/CBluetooth" \
     -module-cache-path "$cache/module-cache" "${probe_sources[@]}" -o "$cache/bin/hci-probe"
 fi
 
@@ -145,10 +147,13 @@ boot() {
   timeout 300 qemu-system-x86_64 -accel tcg -m "$memory" -smp 1 \
     -kernel "$kernel/vmlinux" -initrd "$image" \
     -nographic -no-reboot -nodefaults -serial stdio \
-    -append "console=ttyS0 quiet panic=-1 baton.cases=$cases" "$@" </dev/null >"$console" 2>&1
+    -append "console=ttyS0 quiet panic=-1 baton.cases=$cases baton.verbose=${VM_VERBOSE:-0}" "$@" </dev/null >"$console" 2>&1
   local rc=$?
   set -e
   tr -d '\r' <"$console" >"$console.txt"
+  mkdir -p "$cache/last-run"
+  cp "$console.txt" "$cache/last-run/console-$name.log"
+  [ "${VM_VERBOSE:-0}" = 1 ] && grep -E "^  [a-z-]+: " "$console.txt" >&2
   local boot_time
   boot_time=$(awk '/VM-INIT/ {print $NF}' "$console.txt")
   echo "vm: boot $name: qemu exit $rc after $(elapsed "$t0") s; guest init at ${boot_time:-?} s, modules loaded at $(awk '/^VM-MODULES/ {print $2}' "$console.txt") s" >&2

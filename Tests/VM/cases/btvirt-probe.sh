@@ -7,4 +7,8 @@ hci-probe advertise 1 12 baton-btvirt &
 ADV=$!
 sleep 0.5
 hci-probe scan 0 8 baton-btvirt
-kill $ADV $BTVIRT_PID 2>/dev/null || true
+kill $ADV 2>/dev/null || true
+# close() wakes a receive() blocked on another thread, and frees the adapter.
+hci-probe close-wakes 0
+hci-probe open 0
+kill $BTVIRT_PID

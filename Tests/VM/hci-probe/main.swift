@@ -6,6 +6,7 @@
 //
 //   hci-probe list
 //   hci-probe open N                  reset + read BD_ADDR, then close
+//   hci-probe close-wakes N           close() wakes a receive() blocked on another thread
 //   hci-probe advertise N SECONDS NAME
 //   hci-probe scan N SECONDS NAME     exit 0 once an advertisement holding NAME is heard
 //
@@ -74,6 +75,27 @@ func bringUp(_ transport: HCIUserChannelTransport) throws {
   expectSuccess("LE Set Random Address", try command(transport, 0x2005, address))
 }
 
+// Code that runs on other threads or in signal handlers must not be written
+// in main.swift's top-level code: Swift 6 makes that @MainActor, and the
+// isolation check traps (SIGILL) when another thread runs it.
+nonisolated func receiveOnce(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+  let transport = Unmanaged<HCIUserChannelTransport>.fromOpaque(argument!).takeRetainedValue()
+  let packet = try? transport.receive()
+  return UnsafeMutableRawPointer(bitPattern: packet == nil ? 1 : 2)
+}
+
+nonisolated func closeTimedOut(_ signal: Int32) {
+  let text = Array("hci-probe: receive() still blocked 3 s after close()\n".utf8)
+  text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+  _exit(3)
+}
+
+nonisolated func scanTimedOut(_ signal: Int32) {
+  let text = Array("hci-probe: no advertisement with that name heard in time\n".utf8)
+  text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+  _exit(3)
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let verb = arguments.first else {
   complain("usage: hci-probe list | open N | advertise N SECONDS NAME | scan N SECONDS NAME")
@@ -106,6 +128,30 @@ do {
       (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
     }.joined(separator: ":")
     say("hci\(index) open: reset ok, address \(printed), adapter \(transport.adapter)")
+  case "close-wakes":
+    // A receive() blocked on another thread returns nil once close() is called.
+    signal(SIGALRM, closeTimedOut)
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(transport).toOpaque()
+    let created = pthread_create(&thread, nil, receiveOnce, context)
+    guard created == 0 else {
+      complain("pthread_create failed")
+      exit(3)
+    }
+    usleep(300_000)
+    let start = now()
+    transport.close()
+    alarm(3)
+    var result: UnsafeMutableRawPointer?
+    pthread_join(thread, &result)
+    guard result == UnsafeMutableRawPointer(bitPattern: 1) else {
+      complain("receive() returned a packet instead of nil after close()")
+      exit(3)
+    }
+    try? transport.send([0x01, 0x03, 0x0C, 0x00])
+    say(
+      "hci\(index): receive() returned nil \(Int((now() - start) * 1000)) ms after close()")
+    exit(0)
   case "advertise":
     guard arguments.count >= 4, let seconds = Double(arguments[2]) else { exit(2) }
     let name = Array(arguments[3].utf8.prefix(26))
@@ -133,11 +179,7 @@ do {
     let end = now() + seconds
     var reports = 0
     // receive() blocks: SIGALRM ends the process at the deadline.
-    signal(SIGALRM) { _ in
-      let text = Array("hci-probe: no advertisement with that name heard in time\n".utf8)
-      text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
-      _exit(3)
-    }
+    signal(SIGALRM, scanTimedOut)
     alarm(UInt32(max(1, (end - now()).rounded(.up))))
     while let packet = try transport.receive() {
       // LE Meta event: Advertising Report (0x02) or Extended Advertising Report (0x0D).
