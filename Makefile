@@ -1,15 +1,24 @@
 # baton: build, test, demo, install.
-#   make test      install what is needed, build, run every test (ends with test-vm)
-#   make test-vm   the kernel adapter path (hciN) in a VM with Debian's kernel
-#   make demo      two agents on a simulated radio, handing notes to each other
-#   make install   PREFIX=/usr/local DESTDIR= : binary, man pages, user unit
+#   make test       install what is needed, build, run every test (ends with test-vm)
+#   make test-vm    the kernel adapter path (hciN) in a VM with Debian's kernel
+#   make demo       two agents on a simulated radio, handing notes to each other
+#   make install    the release binary, both man pages, the user unit and the
+#                   example configuration (PREFIX, DESTDIR, BINDIR, MANDIR,
+#                   UNITDIR and DOCDIR honoured)
+#   make uninstall  remove what 'make install' put there
+# BUILD=debug installs the debug build instead; NOBUILD=1 installs whatever
+# is already built without running swift build.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/user
+DOCDIR ?= $(PREFIX)/share/doc/baton
 SWIFT ?= swift
+BUILD ?= release
+RELEASE_FLAGS ?= --static-swift-stdlib
+INSTALL ?= install
 
-.PHONY: all build release test setup demo install clean test-vm
+.PHONY: all build release test setup demo install uninstall clean test-vm
 
 all: build
 
@@ -22,12 +31,36 @@ build:
 
 release:
 	Tests/Scripts/setup.sh --build
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(RELEASE_FLAGS)
 
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test
 	$(MAKE) test-vm
+
+demo:
+	Tests/Scripts/demo.sh
+
+install:
+ifeq ($(NOBUILD),)
+	$(SWIFT) build -c $(BUILD) $(if $(filter release,$(BUILD)),$(RELEASE_FLAGS))
+endif
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+	$(INSTALL) -m 755 .build/$(BUILD)/baton $(DESTDIR)$(BINDIR)/baton
+	$(INSTALL) -m 644 Man/baton.1 $(DESTDIR)$(MANDIR)/man1/baton.1
+	$(INSTALL) -m 644 Man/baton.conf.5 $(DESTDIR)$(MANDIR)/man5/baton.conf.5
+	sed 's|/usr/local/bin/baton|$(BINDIR)/baton|' Config/baton.service \
+		> $(DESTDIR)$(UNITDIR)/baton.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/baton.service
+	$(INSTALL) -m 644 Config/baton.conf $(DESTDIR)$(DOCDIR)/baton.conf
+	@echo "installed; for the user service: systemctl --user daemon-reload && systemctl --user enable --now baton"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(MANDIR)/man1/baton.1 \
+		$(DESTDIR)$(MANDIR)/man5/baton.conf.5 $(DESTDIR)$(UNITDIR)/baton.service \
+		$(DESTDIR)$(DOCDIR)/baton.conf
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -rf .build

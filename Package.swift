@@ -28,6 +28,7 @@ let package = Package(
     .target(
       name: "BatonKit",
       dependencies: ["CSodium", "CBluetooth", "CInih", "CSQLite", "CSystemd", "CBatonShims"],
+      exclude: ["Handoff/PROTOCOL.md"],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),
     // The thin command-line front end.

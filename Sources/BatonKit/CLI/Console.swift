@@ -1,0 +1,26 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Writes the command's output: results to stdout, errors to stderr, each
+/// text with one `write(2)` loop (no buffering to lose at `exit`).
+enum Console {
+  static func out(_ text: String) { write(1, text) }
+  static func err(_ text: String) { write(2, text) }
+
+  /// `baton: MESSAGE` on stderr, one line per line of `message`.
+  static func error(_ message: String) {
+    err(message.split(separator: "\n").map { "baton: \($0)\n" }.joined())
+  }
+
+  private static func write(_ fd: Int32, _ text: String) {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { return }
+      offset += n
+    }
+  }
+}

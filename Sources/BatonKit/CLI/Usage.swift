@@ -1,0 +1,99 @@
+/// The usage lines and `--help` texts of every subcommand. Keep in step
+/// with Man/baton.1.
+enum Usage {
+  static let agentOptions =
+    "[-v] [-f FILE] [--notes DIR] [--controller SPEC] [--key-file FILE]\n"
+    + "                   [--name NAME] [--state-dir DIR] [--hci-log FILE] [--socket PATH]"
+
+  static let agent = "usage: baton agent \(agentOptions)\n"
+  static let check = "usage: baton check \(agentOptions)\n"
+  static let keygen = "usage: baton keygen\n"
+  static let status = "usage: baton status [--json] [--socket PATH]\n"
+  static let send = "usage: baton send [--socket PATH] FILE\n"
+  static let top = """
+    usage: baton agent [options]     run the agent in the foreground
+           baton check [options]     check the configuration and key file
+           baton keygen              print a new group key
+           baton status [--json]     show what the running agent is doing
+           baton send FILE           make FILE the current activity now
+           baton --help | --version
+
+    """
+
+  static let agentOptionHelp = """
+      -f, --config FILE    read FILE instead of $XDG_CONFIG_HOME/baton/baton.conf
+          --notes DIR      watch only DIR (activity type org.baton.note, *.md),
+                           ignoring the [folder] sections of the file
+          --controller SPEC  hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]
+          --key-file FILE  the group key (default $XDG_CONFIG_HOME/baton/key)
+          --name NAME      the name peers see (default: the host name)
+          --state-dir DIR  state (default $XDG_STATE_HOME/baton)
+          --hci-log FILE   write every HCI packet to FILE (btsnoop format)
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -v, --verbose        log debug lines too
+      -h, --help           show this help
+
+    """
+
+  static let topHelp = """
+    baton: hands notes between machines over Bluetooth LE, like Handoff.
+
+    \(top)
+    Run 'baton COMMAND --help' for a command's options, and see baton(1) and
+    baton.conf(5).
+
+    Exit status: 0 success, 1 error (configuration, key, runtime),
+    2 usage error, 3 no agent running (status, send).
+
+    """
+
+  static let agentHelp = """
+    \(agent)
+    Runs the agent in the foreground until SIGTERM or SIGINT (exit 0); SIGHUP
+    reloads the configuration. Command-line options override the file.
+
+    \(agentOptionHelp)
+    """
+
+  static let checkHelp = """
+    \(check)
+    Reads and validates the configuration and the key file as 'baton agent'
+    would with the same options, prints what the agent would do, and exits
+    0 if all is well or 1 with every problem on stderr.
+
+    \(agentOptionHelp)
+    """
+
+  static let keygenHelp = """
+    \(keygen)
+    Prints a new random group key. Give the same key file, mode 0600, to
+    every agent of the group:
+
+        baton keygen > ~/.config/baton/key && chmod 600 ~/.config/baton/key
+
+    """
+
+  static let statusHelp = """
+    \(status)
+    Asks the running agent for its name, address, folders, peers in range,
+    current activity, counts and last failures.
+
+          --json           print the agent's raw JSON answer
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 3 if no agent is running.
+
+    """
+
+  static let sendHelp = """
+    \(send)
+    Asks the running agent to make the note FILE the current activity now.
+
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 3 if no agent is running.
+
+    """
+}

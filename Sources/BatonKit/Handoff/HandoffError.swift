@@ -1,0 +1,36 @@
+/// Why a handoff session or operation failed (PROTOCOL.md, "Errors").
+public enum HandoffError: Error, CustomStringConvertible, Equatable {
+  /// The peer could not prove it holds the group key (or we could not verify it).
+  case authenticationFailed(peer: String, reason: String)
+  /// The peer sent something the protocol does not allow at this point.
+  case protocolViolation(peer: String, reason: String)
+  /// The channel closed before the session finished.
+  case channelClosed(peer: String)
+  /// The peer sent nothing for the session timeout.
+  case timeout(peer: String, seconds: Double)
+  /// The channel's messages are too small for the protocol.
+  case channelTooSmall(size: Int)
+  /// The peer's name is not on the allow-list.
+  case peerNotAllowed(name: String)
+  /// The peer reported an error and ended the session.
+  case peerError(peer: String, text: String)
+
+  public var description: String {
+    switch self {
+    case .authenticationFailed(let peer, let reason):
+      "peer \(peer) failed authentication (\(reason)); check that both agents use the same key file"
+    case .protocolViolation(let peer, let reason):
+      "peer \(peer) broke the handoff protocol: \(reason)"
+    case .channelClosed(let peer):
+      "connection to \(peer) closed before the session finished; the next session will retry"
+    case .timeout(let peer, let seconds):
+      "peer \(peer) sent nothing for \((seconds * 10).rounded() / 10) s; session abandoned, the next one will retry"
+    case .channelTooSmall(let size):
+      "channel carries only \(size)-byte messages; handoff needs at least \(HandoffLimits.minimumMessageSize)"
+    case .peerNotAllowed(let name):
+      "peer '\(name)' is not in the allowed peers list; add it to the configuration to accept it"
+    case .peerError(let peer, let text):
+      "peer \(peer) ended the session: \(text)"
+    }
+  }
+}

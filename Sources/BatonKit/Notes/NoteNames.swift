@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Which file names are notes, which are editor droppings, and whether a
+/// relative path from a peer is safe to write.
+public struct NoteNames: Sendable, Equatable {
+  /// The fnmatch(3) pattern a note's file name matches (default `*.md`).
+  public let pattern: String
+
+  public init(pattern: String = "*.md") { self.pattern = pattern }
+
+  /// Longest file name component (NAME_MAX) and relative path (PATH_MAX).
+  public static let maximumComponentBytes = 255
+  public static let maximumPathBytes = 4096
+
+  /// Prefix of our own temp files (a dotfile, so every watcher ignores it).
+  static let temporaryPrefix = ".baton-write-"
+
+  /// Whether `name` (one path component) is an editor dropping or hidden
+  /// file that never counts as a note: dotfiles (`.goutputstream-*`, `.#lock`,
+  /// `.dat.nosync*`, `.file.swp`, our own temp files), backups `*~`, emacs
+  /// autosaves `#*#`, vim swap files `*.swp`/`*.swx` and its `4913` probe.
+  public static func isIgnored(_ name: String) -> Bool {
+    if name.isEmpty || name.hasPrefix(".") || name.hasSuffix("~") { return true }
+    if name.hasPrefix("#") || name.hasSuffix("#") { return true }
+    if name.hasSuffix(".swp") || name.hasSuffix(".swx") { return true }
+    if name == "4913" { return true }
+    return false
+  }
+
+  /// Whether `name` (a file name, not a path) is a note.
+  public func isNote(_ name: String) -> Bool {
+    !NoteNames.isIgnored(name) && fnmatch(pattern, name, 0) == 0
+  }
+
+  /// Whether a folder called `name` is walked (hidden folders such as `.git`
+  /// are not).
+  static func isWatchedDirectory(_ name: String) -> Bool { !name.hasPrefix(".") }
+
+  /// Checks an untrusted relative path from a peer and returns its
+  /// components. Refuses absolute paths, `.` and `..`, empty components,
+  /// NUL and control characters, over-long names, hidden components and
+  /// names that are not notes.
+  public func validate(_ path: String) throws(NotesError) -> [String] {
+    func refuse(_ reason: String) -> NotesError { .invalidPath(path: path, reason: reason) }
+    if path.isEmpty { throw refuse("it is empty") }
+    if path.utf8.first == UInt8(ascii: "/") { throw refuse("it is absolute") }
+    if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+      throw refuse("it contains a NUL or control character")
+    }
+    if path.utf8.count > NoteNames.maximumPathBytes {
+      throw refuse("it is longer than \(NoteNames.maximumPathBytes) bytes")
+    }
+    let components = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+    for component in components {
+      if component.isEmpty { throw refuse("it has an empty component (`//` or a trailing `/`)") }
+      if component == "." || component == ".." { throw refuse("it has a `\(component)` component") }
+      if component.utf8.count > NoteNames.maximumComponentBytes {
+        throw refuse("a component is longer than \(NoteNames.maximumComponentBytes) bytes")
+      }
+      if component.hasPrefix(".") { throw refuse("hidden names (starting with `.`) are not notes") }
+    }
+    let name = components[components.count - 1]
+    if NoteNames.isIgnored(name) {
+      throw refuse("\(NotesError.quoted(name)) is an editor backup, swap or lock file name")
+    }
+    if fnmatch(pattern, name, 0) != 0 {
+      throw refuse("\(NotesError.quoted(name)) does not match the note pattern \(pattern)")
+    }
+    return components
+  }
+
+  /// `<stem>.conflict-<peer>-<yyyymmddTHHMMSSZ><.ext>` for a note called
+  /// `name`, the peer's name reduced to `[A-Za-z0-9_-]` (at most 32).
+  public static func conflictName(for name: String, peer: String, time: Int) -> String {
+    var safePeer = String(
+      peer.unicodeScalars.prefix(32).map { scalar -> Character in
+        let ok =
+          (scalar.value < 0x80)
+          && (Character(scalar).isLetter || Character(scalar).isNumber || scalar == "-"
+            || scalar == "_")
+        return ok ? Character(scalar) : "_"
+      })
+    if safePeer.isEmpty { safePeer = "peer" }
+    var seconds = time_t(time)
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    let stamp =
+      "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
+      + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+    var stem = name
+    var ext = ""
+    if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+      stem = String(name[..<dot])
+      ext = String(name[dot...])
+    }
+    let suffix = ".conflict-\(safePeer)-\(stamp)\(ext)"
+    // Keep the whole name within NAME_MAX by shortening the stem.
+    while stem.utf8.count + suffix.utf8.count > maximumComponentBytes, !stem.isEmpty {
+      stem.removeLast()
+    }
+    return stem + suffix
+  }
+}

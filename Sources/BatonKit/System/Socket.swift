@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Thin wrappers for the few socket, poll and termios calls the transports
+/// use, in the style of `FileDescriptor`: every call goes through
+/// `retryingOnInterrupt`, failures are `Errno`.
+public enum Socket {
+  /// Connects a TCP stream socket to `host:port` (IPv4 or IPv6, through
+  /// getaddrinfo(3)), with `TCP_NODELAY` set. The descriptor is close-on-exec.
+  public static func connectTCP(host: String, port: UInt16) throws -> FileDescriptor {
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    var list: UnsafeMutablePointer<addrinfo>?
+    let rc = getaddrinfo(host, String(port), &hints, &list)
+    guard rc == 0, let first = list else {
+      throw SocketError.resolve(host: host, message: String(cString: gai_strerror(rc)))
+    }
+    defer { freeaddrinfo(list) }
+    var lastError = Errno.connectionRefused
+    var entry: UnsafeMutablePointer<addrinfo>? = first
+    while let info = entry {
+      entry = info.pointee.ai_next
+      let fd: Int32
+      do {
+        fd = try retryingOnInterrupt {
+          socket(
+            info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue),
+            info.pointee.ai_protocol)
+        }
+      } catch {
+        lastError = error
+        continue
+      }
+      if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
+        var one: Int32 = 1
+        _ = setsockopt(
+          fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return FileDescriptor(rawValue: fd)
+      }
+      lastError = Errno.current
+      _ = close(fd)
+    }
+    throw lastError
+  }
+
+  /// `shutdown(2)` both directions: a thread blocked reading the socket wakes up.
+  public static func shutdownBoth(_ fd: FileDescriptor) {
+    _ = shutdown(fd.rawValue, Int32(SHUT_RDWR))
+  }
+
+  /// A close-on-exec `pipe2(2)`: (read end, write end).
+  public static func pipe() throws -> (FileDescriptor, FileDescriptor) {
+    var fds: [Int32] = [0, 0]
+    try retryingOnInterrupt { Glibc.pipe(&fds) }
+    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    return (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+  }
+
+  /// Blocks in `poll(2)` until one of `fds` is readable (or hung up); returns
+  /// the indices of those that are.
+  public static func waitReadable(_ fds: [FileDescriptor]) throws -> [Int] {
+    var polls = fds.map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
+    _ = try retryingOnInterrupt { poll(&polls, nfds_t(polls.count), -1) }
+    return polls.indices.filter { polls[$0].revents != 0 }
+  }
+}
+
+/// A serial line in raw mode: termios(3) settings for an H4 UART.
+public enum SerialLine {
+  /// The baud rates termios knows, as `speed_t` constants (`B115200` ...).
+  static let speeds: [Int: speed_t] = [
+    9600: speed_t(B9600), 19200: speed_t(B19200), 38400: speed_t(B38400),
+    57600: speed_t(B57600), 115200: speed_t(B115200), 230400: speed_t(B230400),
+    460800: speed_t(B460800), 500000: speed_t(B500000), 921600: speed_t(B921600),
+    1_000_000: speed_t(B1000000), 1_500_000: speed_t(B1500000), 2_000_000: speed_t(B2000000),
+    3_000_000: speed_t(B3000000), 4_000_000: speed_t(B4000000),
+  ]
+
+  /// Whether termios supports `baud`.
+  public static func isSupported(baud: Int) -> Bool { speeds[baud] != nil }
+
+  /// Puts `fd` in raw 8N1 mode at `baud`, with RTS/CTS hardware flow control
+  /// (`CRTSCTS`) when `hardwareFlowControl`, and discards pending bytes.
+  public static func configure(_ fd: FileDescriptor, baud: Int, hardwareFlowControl: Bool) throws {
+    guard let speed = speeds[baud] else { throw Errno(rawValue: EINVAL) }
+    var tio = termios()
+    try retryingOnInterrupt { tcgetattr(fd.rawValue, &tio) }
+    cfmakeraw(&tio)
+    tio.c_cflag |= tcflag_t(CLOCAL | CREAD)
+    if hardwareFlowControl {
+      tio.c_cflag |= tcflag_t(CRTSCTS)
+    } else {
+      tio.c_cflag &= ~tcflag_t(CRTSCTS)
+    }
+    withUnsafeMutableBytes(of: &tio.c_cc) { cc in
+      cc[Int(VMIN)] = 1
+      cc[Int(VTIME)] = 0
+    }
+    try retryingOnInterrupt { cfsetispeed(&tio, speed) }
+    try retryingOnInterrupt { cfsetospeed(&tio, speed) }
+    try retryingOnInterrupt { tcsetattr(fd.rawValue, TCSANOW, &tio) }
+    _ = tcflush(fd.rawValue, TCIOFLUSH)
+  }
+}
+
+/// Failures of `Socket` beyond plain errno values.
+public enum SocketError: Error, CustomStringConvertible {
+  case resolve(host: String, message: String)
+  public var description: String {
+    switch self {
+    case .resolve(let host, let message):
+      "cannot resolve host \"\(host)\": \(message); check the controller spec's host name"
+    }
+  }
+}

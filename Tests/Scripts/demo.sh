@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The demo: two baton agents on a simulated radio, handing notes to each other.
+#
+# Installs what it needs, builds, starts a simulated radio (two bumble
+# controllers) and two agents, "alice" and "bob", each with its own notes
+# folder. Saves a note in alice's folder and shows it arriving in bob's. Then
+# leaves everything running, with the folder paths printed, so that you can edit
+# notes in your own editor and watch them move, until Ctrl-C stops it all.
+#
+# BATON_DEMO_SECONDS=N stops it by itself after N seconds (0: right after the
+# first handoff); the tests use that.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+Tests/Scripts/setup.sh
+swift build --product baton 2>&1 | grep -E "error|warning: unre|Compiling|Build" | tail -n 3 || true
+baton="$top/.build/debug/baton"
+[ -x "$baton" ] || { echo "demo: the build failed (no $baton)" >&2; exit 1; }
+
+demo=$(mktemp -d /tmp/baton-demo.XXXXXX)
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  echo
+  echo "demo: stopping the agents and the radio"
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  echo "demo: stopped; the notes stay in $demo"
+}
+trap cleanup INT TERM EXIT
+
+# The simulated radio: prints "READY port1 port2" once its controllers listen.
+mkfifo "$demo/radio.out"
+.venv/bin/python3 Tests/Radio/radio.py --controllers 2 >"$demo/radio.out" </dev/null &
+pids+=($!)
+read -r ready port1 port2 <"$demo/radio.out"
+[ "$ready" = READY ] || { echo "demo: the simulated radio did not start" >&2; exit 1; }
+
+"$baton" keygen >"$demo/group.key"
+chmod 600 "$demo/group.key"
+
+start_agent() { # name port
+  local name=$1 port=$2
+  mkdir -p "$demo/$name/notes" "$demo/$name/state" "$demo/$name/run"
+  chmod 700 "$demo/$name/run"
+  XDG_RUNTIME_DIR="$demo/$name/run" "$baton" agent \
+    --name "$name" --notes "$demo/$name/notes" --controller "tcp:127.0.0.1:$port" \
+    --key-file "$demo/group.key" --state-dir "$demo/$name/state" \
+    >"$demo/$name/agent.log" 2>&1 &
+  pids+=($!)
+}
+start_agent alice "$port1"
+start_agent bob "$port2"
+echo "demo: radio on ports $port1 and $port2; agents alice and bob started"
+
+note="$demo/alice/notes/Welcome.md"
+printf '# Welcome to baton\nThis note was saved in alice'"'"'s folder at %s.\n' "$(date +%T)" >"$note.tmp"
+mv "$note.tmp" "$note"
+echo "demo: saved $note"
+
+start=$(date +%s.%N)
+for _ in $(seq 1 300); do
+  if cmp -s "$note" "$demo/bob/notes/Welcome.md" 2>/dev/null; then break; fi
+  sleep 0.1
+done
+if ! cmp -s "$note" "$demo/bob/notes/Welcome.md" 2>/dev/null; then
+  echo "demo: the note did not reach bob within 30 s; the agents' logs:" >&2
+  tail -n 20 "$demo"/alice/agent.log "$demo"/bob/agent.log >&2
+  exit 1
+fi
+elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')
+echo "demo: it arrived in bob's folder after $elapsed s:"
+echo
+sed 's/^/    /' "$demo/bob/notes/Welcome.md"
+echo
+
+if [ "${BATON_DEMO_SECONDS:-}" = 0 ]; then exit 0; fi
+cat <<TXT
+Both agents keep running. Edit notes with your own editor, in either folder:
+    alice: $demo/alice/notes
+    bob:   $demo/bob/notes
+Their logs: $demo/alice/agent.log and $demo/bob/agent.log
+Status:     XDG_RUNTIME_DIR=$demo/alice/run $baton status
+Press Ctrl-C to stop everything.
+TXT
+if [ -n "${BATON_DEMO_SECONDS:-}" ]; then sleep "$BATON_DEMO_SECONDS"; else while :; do sleep 3600; done; fi

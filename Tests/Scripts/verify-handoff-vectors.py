@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Independent check of the test vectors in Sources/BatonKit/Handoff/PROTOCOL.md.
+
+Recomputes every vector from the specification with Python's hashlib (BLAKE2b)
+and the `cryptography` package (ChaCha20, ChaCha20-Poly1305), plus HChaCha20
+written out here, without any baton or libsodium code. Exits 1 on a mismatch.
+
+Run: .venv/bin/python3 Tests/Scripts/verify-handoff-vectors.py
+"""
+import hashlib
+import pathlib
+import re
+import struct
+import sys
+
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+DOC = pathlib.Path(__file__).resolve().parents[2] / "Sources/BatonKit/Handoff/PROTOCOL.md"
+
+
+def vectors():
+    text = DOC.read_text()
+    block = text.split("<!-- vectors -->")[1].split("```")[1]
+    out = {}
+    for line in block.splitlines():
+        m = re.match(r"\s*([A-Za-z0-9_]+)\s*=\s*([0-9a-f ]+)$", line)
+        if m:
+            out[m.group(1)] = bytes.fromhex(m.group(2).replace(" ", ""))
+    return out
+
+
+def kdf(key, subkey_id, context):
+    # crypto_kdf_derive_from_key: BLAKE2b-256, key=master, salt=id LE || 0^8, person=ctx || 0^8
+    return hashlib.blake2b(
+        b"", digest_size=32, key=key,
+        salt=struct.pack("<Q", subkey_id) + bytes(8),
+        person=context.encode() + bytes(8)).digest()
+
+
+def rotl(v, c):
+    return ((v << c) & 0xFFFFFFFF) | (v >> (32 - c))
+
+
+def hchacha20(key, nonce16):
+    s = list(struct.unpack("<4I", b"expand 32-byte k")) + list(struct.unpack("<8I", key)) + list(
+        struct.unpack("<4I", nonce16))
+
+    def qr(a, b, c, d):
+        s[a] = (s[a] + s[b]) & 0xFFFFFFFF; s[d] = rotl(s[d] ^ s[a], 16)
+        s[c] = (s[c] + s[d]) & 0xFFFFFFFF; s[b] = rotl(s[b] ^ s[c], 12)
+        s[a] = (s[a] + s[b]) & 0xFFFFFFFF; s[d] = rotl(s[d] ^ s[a], 8)
+        s[c] = (s[c] + s[d]) & 0xFFFFFFFF; s[b] = rotl(s[b] ^ s[c], 7)
+
+    for _ in range(10):
+        qr(0, 4, 8, 12); qr(1, 5, 9, 13); qr(2, 6, 10, 14); qr(3, 7, 11, 15)
+        qr(0, 5, 10, 15); qr(1, 6, 11, 12); qr(2, 7, 8, 13); qr(3, 4, 9, 14)
+    return struct.pack("<8I", *(s[0:4] + s[12:16]))
+
+
+def xchacha20_xor(key, nonce24, data):
+    # crypto_stream_xchacha20: HChaCha20 subkey, then original ChaCha20 with a
+    # 64-bit counter (0) and the last 8 nonce bytes.
+    sub = hchacha20(key, nonce24[:16])
+    enc = Cipher(algorithms.ChaCha20(sub, bytes(8) + nonce24[16:]), mode=None).encryptor()
+    return enc.update(data)
+
+
+def xchacha20poly1305_seal(key, nonce24, plaintext, ad):
+    sub = hchacha20(key, nonce24[:16])
+    return ChaCha20Poly1305(sub).encrypt(bytes(4) + nonce24[16:], plaintext, ad)
+
+
+def string(s):
+    b = s.encode()
+    return struct.pack("<H", len(b)) + b
+
+
+def vv(pairs):
+    out = struct.pack("<H", len(pairs))
+    for device, counter in sorted(pairs):
+        out += struct.pack("<QQ", device, counter)
+    return out
+
+
+def main():
+    v = vectors()
+    got = {}
+    group = bytes(range(32))
+    got["group_key"] = group
+    got["k_beacon_enc"] = kdf(group, 1, "baton-bc")
+    got["k_beacon_mac"] = kdf(group, 2, "baton-bc")
+    got["k_auth"] = kdf(group, 1, "baton-au")
+    got["k_payload"] = kdf(group, 1, "baton-pl")
+
+    # Beacon
+    plain = bytes([1]) + (0x123456).to_bytes(3, "little") + (0x89ABCDEF).to_bytes(4, "little")
+    got["beacon_plaintext"] = plain
+    nonce = bytes(range(0xA0, 0xA8))
+    header = bytes.fromhex("0201061bffffff")
+    ct = xchacha20_xor(got["k_beacon_enc"], nonce + bytes(16), plain)
+    tag = hashlib.blake2b(header + nonce + ct, digest_size=16, key=got["k_beacon_mac"]).digest()[:8]
+    got["beacon_nonce"] = nonce
+    got["beacon"] = header + nonce + ct + tag
+
+    # Handshake
+    alice, bob = 0x0102030405060708, 0x1112131415161718
+    ident = lambda d, n: struct.pack("<Q", d) + string(n)
+    m1 = bytes([1, 1]) + b"\x11" * 32
+    head2 = bytes([2, 1]) + b"\x22" * 32 + b"\x33" * 24
+    m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
+    head3 = bytes([3]) + b"\x44" * 24
+    m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
+    okm = hashlib.blake2b(b"baton-session-1" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob),
+                          digest_size=64, key=got["k_payload"]).digest()
+    got["hs_m1"], got["hs_m2"], got["hs_m3"] = m1, m2, m3
+    got["k_initiator_to_responder"], got["k_responder_to_initiator"] = okm[:32], okm[32:]
+
+    # A NOTE message in frame 5 from the initiator
+    content = b"# Hi\n"
+    chash = hashlib.blake2b(content, digest_size=32).digest()
+    version = vv([(alice, 2), (bob, 1)])
+    body = (string("org.example.notes") + string("Hi") + string("a.md") + version + struct.pack("<Q", alice)
+            + string("alice") + chash + struct.pack("<I", len(content)) + content)
+    frame_plain = bytes([6, 0]) + body
+    fheader = bytes([0x10]) + struct.pack("<Q", 5)
+    frame = fheader + xchacha20poly1305_seal(okm[:32], fheader[1:] + bytes(16), frame_plain, fheader)
+    got["content_hash"] = chash
+    got["version_vector"] = version
+    got["frame_plaintext"] = frame_plain
+    got["frame"] = frame
+
+    # Beacon hashes
+    ah = hashlib.blake2b(string("org.example.notes") + string("a.md") + version, digest_size=32).digest()
+    got["activity_hash"] = ah[:3]
+    dg = hashlib.blake2b(string("org.example.notes") + string("a.md") + chash, digest_size=32).digest()
+    got["index_digest"] = dg[:4]
+
+    bad = 0
+    for name, value in got.items():
+        if name not in v:
+            print(f"MISSING {name} in PROTOCOL.md"); bad += 1
+        elif v[name] != value:
+            print(f"MISMATCH {name}\n  doc {v[name].hex()}\n  got {value.hex()}"); bad += 1
+        else:
+            print(f"ok {name}")
+    print("all vectors verified" if not bad else f"{bad} vector(s) wrong")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
