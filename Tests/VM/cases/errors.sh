@@ -10,14 +10,23 @@ have_agent && tools="$tools agent"
 for tool in $tools; do
   if [ "$tool" = agent ]; then
     mkdir -p /tmp/notes-e
-    chmod 777 /tmp/notes-e
-    command() { echo "baton $(agent_args "hci$1" /tmp/notes-e vm-errors)"; }
+    # (timeout: an agent that wrongly starts must not hang the case)
+    run() { timeout 20 baton $(agent_args "hci$1" /tmp/notes-e vm-errors); }
+    # As the unprivileged user nobody (no CAP_NET_ADMIN), with its own key
+    # file and folders: the key must be readable by its owner only.
+    mkdir -p /tmp/nobody/notes
+    cp /etc/baton.key /tmp/nobody/key
+    chown -R nobody:nogroup /tmp/nobody
+    chmod 600 /tmp/nobody/key
+    run_unprivileged() {
+      timeout 20 su -s /bin/sh nobody -c "KEY=/tmp/nobody/key; . /cases/lib.sh; \
+        baton \$(agent_args hci$1 /tmp/nobody/notes vm-nobody)"
+    }
   else
-    command() { echo "hci-probe open $1"; }
+    run() { hci-probe open "$1"; }
+    # As the unprivileged user nobody: no CAP_NET_ADMIN.
+    run_unprivileged() { su -s /bin/sh nobody -c "hci-probe open $1"; }
   fi
-  run() { $(command "$1"); }
-  # As the unprivileged user nobody: no CAP_NET_ADMIN.
-  run_unprivileged() { su -s /bin/sh nobody -c "$(command "$1")"; }
 
   expect_failure "$tool: no such adapter" \
     "hci7: no such Bluetooth adapter (ENODEV)" "adapters present: hci0" "hci1" "--controller hci0" -- \

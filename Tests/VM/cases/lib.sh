@@ -66,9 +66,11 @@ $1"; shift; done
 # Whether this image holds a baton with the agent command.
 have_agent() { [ -x /usr/bin/baton ] && [ -f /etc/baton-has-agent ]; }
 
-# The agent's arguments for a notes folder DIR on adapter/controller SPEC.
+# agent_args SPEC DIR NAME: the agent's arguments for notes folder DIR on
+# controller SPEC (key file $KEY, default /etc/baton.key).
 agent_args() {
-  echo "agent --controller $1 --notes $2 --key-file /etc/baton.key --name $3 --state-dir $2.state"
+  echo "agent --controller $1 --notes $2 --key-file ${KEY:-/etc/baton.key} --name $3" \
+    "--state-dir $2.state --socket $2.sock"
 }
 
 # start_agent NAME SPEC [ARGS...]: a baton agent on controller SPEC with notes
@@ -76,7 +78,7 @@ agent_args() {
 start_agent() {
   name=$1 spec=$2; shift 2
   mkdir -p "/tmp/$name"
-  baton $(agent_args "$spec" "/tmp/$name" "$name") --socket "/tmp/$name.sock" "$@" \
+  baton $(agent_args "$spec" "/tmp/$name" "$name") "$@" \
     >"/tmp/$name.log" 2>&1 &
   AGENT_PID=$!
   echo "$(now) agent $name on $spec: pid $AGENT_PID"
