@@ -247,7 +247,7 @@ for b in "${boots[@]}"; do
       peer=$!
       pids="$pids $peer"
       # shellcheck disable=SC2046
-      boot radio bridge-scan,bridge-advertise $(virtio_serial "$guest_port")
+      boot radio bridge-scan,bridge-advertise,bridge-connect $(virtio_serial "$guest_port")
       if grep -q "^HEARD baton-vm" "$work/host-peer.out"; then
         echo "CASE host-hears-guest PASS" >>"$results"
       else

@@ -9,6 +9,7 @@
 //   hci-probe close-wakes N           close() wakes a receive() blocked on another thread
 //   hci-probe advertise N SECONDS NAME
 //   hci-probe scan N SECONDS NAME     exit 0 once an advertisement holding NAME is heard
+//   hci-probe connect N SECONDS NAME  connect to NAME, exchange ATT MTU over ACL, disconnect
 //
 // Exit status: 0 success, 1 the transport's error (its message on stderr),
 // 2 usage, 3 the expected traffic did not happen.
@@ -65,8 +66,12 @@ func expectSuccess(_ name: String, _ result: [UInt8]) {
 
 func bringUp(_ transport: HCIUserChannelTransport) throws {
   expectSuccess("Reset", try command(transport, 0x0C03))
+  // bumble's Reset leaves scanning and advertising on: turn them off (status ignored).
+  _ = try command(transport, 0x200C, [0, 0])
+  _ = try command(transport, 0x200A, [0])
   // Set Event Mask (all), LE Set Event Mask (all), random static address.
-  expectSuccess("Set Event Mask", try command(transport, 0x0C01, [UInt8](repeating: 0xFF, count: 8)))
+  expectSuccess(
+    "Set Event Mask", try command(transport, 0x0C01, [UInt8](repeating: 0xFF, count: 8)))
   expectSuccess(
     "LE Set Event Mask", try command(transport, 0x2001, [UInt8](repeating: 0xFF, count: 8)))
   var address = [UInt8](repeating: 0, count: 6)
@@ -88,6 +93,20 @@ nonisolated func closeTimedOut(_ signal: Int32) {
   let text = Array("hci-probe: receive() still blocked 3 s after close()\n".utf8)
   text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
   _exit(3)
+}
+
+nonisolated func connectTimedOut(_ signal: Int32) {
+  let text = Array("hci-probe: connect: no connection and ATT exchange in time\n".utf8)
+  text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+  _exit(3)
+}
+
+/// Whether `needle` occurs in `haystack`.
+func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+  guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+  return (0...(haystack.count - needle.count)).contains {
+    Array(haystack[$0..<$0 + needle.count]) == needle
+  }
 }
 
 nonisolated func scanTimedOut(_ signal: Int32) {
@@ -168,6 +187,68 @@ do {
     say("hci\(index) advertising \(arguments[3])")
     let end = now() + seconds
     while now() < end { usleep(100_000) }
+  case "connect":
+    // Scan for NAME, connect to it as central, exchange ATT MTU over ACL
+    // (the peer's GATT server answers), disconnect.
+    guard arguments.count >= 4, let seconds = Double(arguments[2]) else { exit(2) }
+    signal(SIGALRM, connectTimedOut)
+    alarm(UInt32(max(1, seconds.rounded(.up))))
+    let name = Array(arguments[3].utf8)
+    try bringUp(transport)
+    expectSuccess(
+      "LE Set Scan Parameters", try command(transport, 0x200B, [0x00, 0x10, 0, 0x10, 0, 0x01, 0]))
+    expectSuccess("LE Set Scan Enable", try command(transport, 0x200C, [1, 0]))
+    var peer: (type: UInt8, address: [UInt8])?
+    while peer == nil, let packet = try transport.receive() {
+      guard packet.count > 14, packet[0] == 0x04, packet[1] == 0x3E, contains(packet, name)
+      else { continue }
+      if packet[3] == 0x02 {
+        peer = (packet[6], Array(packet[7..<13]))
+      } else if packet[3] == 0x0D {
+        peer = (packet[7], Array(packet[8..<14]))
+      }
+    }
+    guard let peer else { exit(3) }
+    expectSuccess("LE Set Scan Disable", try command(transport, 0x200C, [0, 0]))
+    let connect: [UInt8] =
+      [0x10, 0, 0x10, 0, 0x00, peer.type] + peer.address
+      + [0x01, 0x18, 0, 0x28, 0, 0, 0, 0xF4, 0x01, 0, 0, 0, 0]
+    expectSuccess("LE Create Connection", try command(transport, 0x200D, connect))
+    var handle: UInt16?
+    while handle == nil, let packet = try transport.receive() {
+      // LE Connection Complete (0x01) or Enhanced (0x0A): status, handle.
+      guard packet.count > 6, packet[0] == 0x04, packet[1] == 0x3E,
+        packet[3] == 0x01 || packet[3] == 0x0A
+      else { continue }
+      guard packet[4] == 0 else {
+        complain("connection failed: status \(packet[4])")
+        exit(3)
+      }
+      handle = UInt16(packet[5]) | UInt16(packet[6] & 0x0F) << 8
+    }
+    guard let handle else { exit(3) }
+    // ACL, first packet: L2CAP length 3, CID 4 (ATT), Exchange MTU Request (0x02), MTU 256.
+    let att: [UInt8] = [0x03, 0x00, 0x04, 0x00, 0x02, 0x00, 0x01]
+    try transport.send(
+      [0x02, UInt8(handle & 0xFF), UInt8(handle >> 8) | 0x20, UInt8(att.count), 0] + att)
+    while let packet = try transport.receive() {
+      // ACL on our handle, CID 4, opcode 0x03: Exchange MTU Response.
+      guard packet.count >= 12, packet[0] == 0x02,
+        UInt16(packet[1]) | UInt16(packet[2] & 0x0F) << 8 == handle,
+        packet[7] == 0x04, packet[8] == 0x00, packet[9] == 0x03
+      else { continue }
+      let mtu = Int(packet[10]) | Int(packet[11]) << 8
+      say("hci\(index) connected to \(arguments[3]) (handle \(handle)), ATT MTU exchanged: \(mtu)")
+      break
+    }
+    // Disconnect (reason 0x13) and wait for Disconnection Complete.
+    try transport.send([0x01, 0x06, 0x04, 3, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x13])
+    while let packet = try transport.receive() {
+      if packet.count >= 4, packet[0] == 0x04, packet[1] == 0x05 {
+        say("hci\(index) disconnected")
+        break
+      }
+    }
   case "scan":
     guard arguments.count >= 4, let seconds = Double(arguments[2]) else { exit(2) }
     let name = Array(arguments[3].utf8)
@@ -189,7 +270,9 @@ do {
       reports += 1
       let bytes = Array(packet)
       if bytes.count >= name.count,
-        (0...(bytes.count - name.count)).contains(where: { Array(bytes[$0..<$0 + name.count]) == name })
+        (0...(bytes.count - name.count)).contains(where: {
+          Array(bytes[$0..<$0 + name.count]) == name
+        })
       {
         say("hci\(index) heard \(arguments[3]) (\(reports) reports, subevent \(packet[3]))")
         exit(0)
