@@ -26,7 +26,7 @@ public final class HCIUserChannelTransport: HCITransport {
 
   private struct State {
     var closed = false
-    var receiving = false
+    var receivers = 0
     var descriptorsClosed = false
   }
 
@@ -106,14 +106,14 @@ public final class HCIUserChannelTransport: HCITransport {
   public func receive() throws -> [UInt8]? {
     let open = state.withLock { state -> Bool in
       if state.closed { return false }
-      state.receiving = true
+      state.receivers += 1
       return true
     }
     guard open else { return nil }
     defer {
       state.withLock { state in
-        state.receiving = false
-        if state.closed { closeDescriptors(&state) }
+        state.receivers -= 1
+        if state.closed && state.receivers == 0 { closeDescriptors(&state) }
       }
     }
     while true {
@@ -129,7 +129,8 @@ public final class HCIUserChannelTransport: HCITransport {
       if fds[1].revents != 0 || state.withLock({ $0.closed }) { return nil }
       if fds[0].revents & Int16(POLLIN) == 0 {
         // POLLHUP/POLLERR without data: the adapter went away (unplugged).
-        log.warning("hci\(index): adapter gone (poll revents \(fds[0].revents))")
+        let flags = fds[0].revents & Int16(POLLERR) != 0 ? "POLLERR" : "POLLHUP"
+        log.warning("hci\(index): adapter gone (\(flags) on the user channel)")
         return nil
       }
       let packet = try withUnsafeTemporaryAllocation(
@@ -140,8 +141,9 @@ public final class HCIUserChannelTransport: HCITransport {
           n = try socket.read(into: buffer)
         } catch let error as Errno where error == .wouldBlock {
           return []
-        } catch let error as Errno where error == Errno(rawValue: ENODEV) {
-          log.warning("hci\(index): adapter gone (ENODEV)")
+        } catch let error as Errno where [ENODEV, EPIPE, ENETDOWN].contains(error.rawValue) {
+          // The kernel unregistered the adapter (unplugged, driver unloaded).
+          log.warning("hci\(index): adapter gone (\(error.name))")
           return nil
         } catch let error as Errno {
           throw HCIUserChannelError.failed(index: index, operation: "read", errno: error)
@@ -158,7 +160,7 @@ public final class HCIUserChannelTransport: HCITransport {
     state.withLock { state in
       guard !state.closed else { return }
       state.closed = true
-      if state.receiving {
+      if state.receivers > 0 {
         // The reader closes the descriptors when it wakes up.
         var one: UInt8 = 1
         _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)

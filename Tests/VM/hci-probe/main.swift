@@ -6,6 +6,7 @@
 //
 //   hci-probe list
 //   hci-probe open N                  reset + read BD_ADDR, then close
+//   hci-probe until-gone N            receive() returns nil once the adapter is removed
 //   hci-probe close-wakes N           close() wakes a receive() blocked on another thread
 //   hci-probe advertise N SECONDS NAME
 //   hci-probe scan N SECONDS NAME     exit 0 once an advertisement holding NAME is heard
@@ -147,6 +148,13 @@ do {
       (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
     }.joined(separator: ":")
     say("hci\(index) open: reset ok, address \(printed), adapter \(transport.adapter)")
+  case "until-gone":
+    // Blocks in receive() until the adapter disappears: it must return nil.
+    say("hci\(index) waiting for the adapter to go away")
+    while let packet = try transport.receive() {
+      say("hci\(index) packet of \(packet.count) bytes")
+    }
+    say("hci\(index) receive() returned nil: adapter gone")
   case "close-wakes":
     // A receive() blocked on another thread returns nil once close() is called.
     signal(SIGALRM, closeTimedOut)
