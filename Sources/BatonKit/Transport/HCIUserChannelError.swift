@@ -73,9 +73,10 @@ public enum HCIUserChannelError: Error, Equatable, Sendable, CustomStringConvert
     case .adapterBusy(let index, let errno):
       return
         "\(name): adapter is up or in use (\(errno.symbol)): the HCI user channel needs it "
-        + "down and not used by bluetoothd. Take it down with `btmgmt --index \(index) "
-        + "power off` (or `hciconfig \(name) down`), or stop bluetoothd "
-        + "(`systemctl stop bluetooth`), then start baton again"
+        + "down and used by no one else. If bluetoothd has it, take it down with "
+        + "`btmgmt --index \(index) power off` (or `hciconfig \(name) down`) or stop "
+        + "bluetoothd (`systemctl stop bluetooth`); if another program holds its user "
+        + "channel (another baton agent?), stop that one; then start baton again"
     case .userChannelTaken:
       return
         "\(name): another program already holds this adapter's user channel (EUSERS): "

@@ -41,6 +41,17 @@ for tool in $tools; do
     hci-probe open 0  # the suggested fix made it usable
   fi
 
+  # Another program holding hci1's user channel: busy too, and the message
+  # says that another program (another agent?) may be the one.
+  hci-probe until-gone 1 >/tmp/hold.log 2>&1 &
+  HOLD=$!
+  sleep 0.3
+  expect_failure "$tool: held by another program" \
+    "hci1: adapter is up or in use (EBUSY)" "another baton agent" -- \
+    run 1
+  kill $HOLD
+  wait $HOLD || true
+
   expect_failure "$tool: not permitted" \
     "hci0: not permitted (EPERM)" "CAP_NET_ADMIN" "setcap cap_net_admin+ep" -- \
     run_unprivileged 0
