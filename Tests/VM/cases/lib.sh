@@ -56,6 +56,7 @@ $1"; shift; done
   set -e
   echo "$what: exit status $rc; output:"; cat /tmp/out.log
   [ "$rc" -ne 0 ] || { echo "FAILED: $what: exited 0"; return 1; }
+  [ "$rc" -ne 124 ] && [ "$rc" -ne 143 ] || { echo "FAILED: $what: still running after 20 s (it should exit with the error)"; return 1; }
   [ "$rc" -lt 128 ] || { echo "FAILED: $what: crashed (status $rc)"; return 1; }
   echo "$phrases" | while IFS= read -r p; do
     [ -z "$p" ] && continue
