@@ -126,10 +126,9 @@ if [ -x "$baton" ]; then
   mkdir -p "$root/cases/data"
   cp "$here"/cases/data/* "$root/cases/data/" 2>/dev/null || true
 fi
-# The loader's search path for libraries copied from outside the usual places.
-dirs=$(cd "$root" && find . -name '*.so*' -printf '/%h\n' | sed 's|^/\./|/|' | sort -u)
-printf '%s\n' $dirs >"$root/etc/ld.so.conf"
-ldconfig -r "$root"
+# The loader's search path for the copied libraries (init exports it as
+# LD_LIBRARY_PATH: `ldconfig -r` would need root).
+(cd "$root" && find . -name '*.so*' -printf '/%h\n' | sed 's|^/\./|/|' | sort -u) >"$root/etc/ld.so.conf"
 image="$work/initramfs.cpio"
 (cd "$root" && find . | cpio -o -H newc --quiet) >"$image"
 image_mb=$(($(stat -c %s "$image") / 1048576 + 1))
