@@ -188,7 +188,7 @@ check_btsnoop() {
   names=$(awk '/^BTSNOOP-BEGIN/ {print $2}' "$1")
   for n in $names; do
     awk -v n="$n" '$0 == "BTSNOOP-BEGIN " n {on=1; next} /^BTSNOOP-END/ {on=0} on' "$1" \
-      | base64 -d >"$work/$n" 2>/dev/null || true
+      | grep -E '^[A-Za-z0-9+/=]+$' | base64 -d >"$work/$n" 2>/dev/null || true
     local decoded="$work/$n.txt" packets
     if btmon -r "$work/$n" >"$decoded" 2>&1 \
       && ! grep -qiE "malformed|invalid (size|length|packet)|too short|unknown packet" "$decoded"; then
