@@ -17,7 +17,8 @@
 # Environment: BATON_BIN (default .build/debug/baton), VM_MEMORY (MB, default
 # computed from the image size), VM_KEEP=1 keeps the work folder, VM_VERBOSE=1
 # shows every case's log. Each boot's console is also kept in
-# Tests/VM/cache/last-run/. VM_FORCE_AGENT=1 runs the agent cases even when
+# Tests/VM/cache/last-run/. VM_CASES=a,b replaces the kernel boot's cases.
+# VM_FORCE_AGENT=1 runs the agent cases even when
 # the agent does not seem to open hciN controllers.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,9 +77,10 @@ if [ -x "$baton" ]; then
   mkdir "$probe_dir/n"
   "$baton" keygen >"$probe_dir/key" 2>/dev/null || true
   chmod 600 "$probe_dir/key"
-  if timeout 3 "$baton" agent --controller hci0 --notes "$probe_dir/n" --key-file "$probe_dir/key" \
-    --name probe --state-dir "$probe_dir/s" --socket "$probe_dir/sock" </dev/null 2>&1 \
-    | grep -q "no Bluetooth support\|no such Bluetooth adapter"; then
+  answer=$(timeout 10 "$baton" agent --controller hci0 --notes "$probe_dir/n" \
+    --key-file "$probe_dir/key" --name probe --state-dir "$probe_dir/s" \
+    --socket "$probe_dir/sock" </dev/null 2>&1 || true)
+  if grep -q "no Bluetooth support\|no such Bluetooth adapter" <<<"$answer"; then
     has_agent=1
   fi
   rm -rf "$probe_dir"
@@ -232,7 +234,7 @@ for b in "${boots[@]}"; do
   case $b in
     kernel)
       # Errors on a real kernel; BlueZ's btvirt; (and agents on btvirt when built).
-      cases=errors,btvirt-probe
+      cases=${VM_CASES:-errors,btvirt-probe}
       [ -x "$baton" ] && cases="$cases,baton-runs"
       [ "$has_agent" = 1 ] && cases="$cases,agent-btvirt"
       boot kernel "$cases"

@@ -79,7 +79,7 @@ agent_args() {
 start_agent() {
   name=$1 spec=$2; shift 2
   mkdir -p "/tmp/$name"
-  baton $(agent_args "$spec" "/tmp/$name" "$name") "$@" \
+  baton $(agent_args "$spec" "/tmp/$name" "$name") --verbose "$@" \
     >"/tmp/$name.log" 2>&1 &
   AGENT_PID=$!
   echo "$(now) agent $name on $spec: pid $AGENT_PID"
