@@ -110,8 +110,14 @@ func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
   }
 }
 
+/// Advertising reports seen by `scan`, for its timeout message. Written by
+/// the main thread only; the SIGALRM handler that reads it runs on the main
+/// thread too (the only thread `scan` has), so a torn read cannot happen.
+nonisolated(unsafe) var reportsSeen = 0
+
 nonisolated func scanTimedOut(_ signal: Int32) {
-  let text = Array("hci-probe: no advertisement with that name heard in time\n".utf8)
+  let text = Array(
+    "hci-probe: no advertisement with that name heard in time (\(reportsSeen) reports)\n".utf8)
   text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
   _exit(3)
 }
@@ -276,6 +282,7 @@ do {
         packet[3] == 0x02 || packet[3] == 0x0D
       else { continue }
       reports += 1
+      reportsSeen = reports
       let bytes = Array(packet)
       if bytes.count >= name.count,
         (0...(bytes.count - name.count)).contains(where: {
