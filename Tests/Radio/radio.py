@@ -20,12 +20,19 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 
 from bumble import hci
 from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
+
+
+# A test process may have started us with SIGTERM/SIGINT blocked (the Swift
+# test runner blocks them and posix_spawn passes the mask on): unblock them, or
+# stopping us by signal waits for SIGKILL.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 async def main() -> None:
@@ -65,7 +72,8 @@ async def main() -> None:
             if not stop.done():
                 stop.set_result(None)
 
-    if not sys.stdin.isatty():
+    # Only a pipe can be watched for its end (epoll refuses /dev/null and files).
+    if stat.S_ISFIFO(os.fstat(sys.stdin.fileno()).st_mode):
         loop.add_reader(sys.stdin.fileno(), stdin_closed)
 
     await stop

@@ -1,21 +1,19 @@
 import Synchronization
 
-/// Builds the agent core that `baton agent` runs.
-///
-/// THE SEAM: the handoff agent core (Agent/HandoffAgent.swift) replaces the
-/// body of this function. Until then it returns `IdleAgentCore`, which
-/// watches nothing, talks to no controller and idles until cancelled, so
-/// that the daemon shell (signals, control socket, sd_notify, reload) can be
-/// built and tested on its own.
+/// Builds the agent core that `baton agent` runs: the handoff agent
+/// (`HandoffAgent`), which joins the notes folders, the handoff engine and
+/// the BLE host. `hciLog`, when given, overrides the configuration's.
 public func makeAgentCore(configuration: AgentConfiguration, key: GroupKey, hciLog: String?)
   throws -> any AgentCore
 {
-  IdleAgentCore(configuration: configuration)
+  var configuration = configuration
+  if let hciLog { configuration.hciLog = hciLog }
+  return HandoffAgent(configuration: configuration, key: key)
 }
 
-/// A placeholder core: reports its configuration in `status()`, accepts
-/// reloads, refuses `send`, and otherwise sleeps without waking up until
-/// its task is cancelled.
+/// A core without a radio, for testing the daemon shell on its own: reports
+/// its configuration in `status()`, accepts reloads, refuses `send`, and
+/// otherwise sleeps without waking up until its task is cancelled.
 public final class IdleAgentCore: AgentCore {
   private let state: Mutex<AgentStatus>
   private let log = Logger(label: "agent")

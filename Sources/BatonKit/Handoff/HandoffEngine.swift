@@ -7,6 +7,19 @@ import Foundation
 /// sessions over; everything it needs of a notes folder goes through
 /// `NoteFolderAccess`. All state changes happen on the actor, so two sessions
 /// at once (even with the same peer) never interleave inside one note's update.
+///
+/// Wiring, for the agent:
+/// - at start: `HandoffStore(directory: stateDir)` (the directory must exist),
+///   then the engine; log `status().storeRecovery` if set (the engine logs it too);
+/// - each save the folder watcher reports: `localSave(_:activityType:)`;
+///   after an inotify overflow: `rescan()`;
+/// - advertise `currentBeacon()`; set it again after every `localSave`, every
+///   session, and at every address rotation (it is re-sealed on each call);
+///   `beaconContent()` tells whether the content changed;
+/// - for each advertisement heard: if `shouldConnect(beacon:from:)`, connect,
+///   open an L2CAP channel and `runSession(over:initiator: true, peerAddress:)`;
+/// - for each incoming L2CAP channel: `runSession(over:initiator: false, ...)`;
+/// - `baton status`: `status()`.
 public actor HandoffEngine {
   let keys: HandoffKeys
   let me: PeerIdentity
@@ -24,7 +37,8 @@ public actor HandoffEngine {
   /// the same beacon again while we are unchanged needs no connection.
   var completed: Set<DigestPair> = []
   /// Beacon contents we connected for, per address, and when.
-  var attempts: [String: (content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant)] = [:]
+  var attempts: [String: (content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant)] =
+    [:]
   /// Addresses that failed the handshake for a given beacon content.
   var failedBeacons: Set<String> = []
   /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
@@ -44,14 +58,34 @@ public actor HandoffEngine {
     policy: HandoffPolicy = HandoffPolicy()
   ) {
     keys = HandoffKeys(groupKey: key)
-    let name = String(decoding: Array(deviceName.utf8.prefix(HandoffLimits.maxNameBytes)), as: UTF8.self)
+    let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
     me = PeerIdentity(device: store.deviceID, name: name)
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]
-    for f in folders { map[f.activityType] = f.folder }
+    for f in folders {
+      if !HandoffLimits.isValidActivityType(f.activityType) {
+        logger.warning("activity type '\(f.activityType)' of \(f.folder.root) is not reverse-DNS")
+      }
+      if map[f.activityType] != nil {
+        logger.warning("two folders declare \(f.activityType); only \(f.folder.root) is used")
+      }
+      map[f.activityType] = f.folder
+    }
     self.folders = map
     self.policy = policy
     if let recovery = store.recovery { logger.error(recovery) }
+  }
+
+  /// The same, with folders given as (activity type, folder) pairs.
+  public init(
+    key: GroupKey, deviceName: String, store: HandoffStore,
+    folders: [(activityType: String, folder: any NoteFolderAccess)],
+    policy: HandoffPolicy = HandoffPolicy()
+  ) {
+    self.init(
+      key: key, deviceName: deviceName, store: store,
+      folders: folders.map { HandoffFolder(activityType: $0.activityType, folder: $0.folder) },
+      policy: policy)
   }
 
   /// This agent's device id.
@@ -86,9 +120,9 @@ public actor HandoffEngine {
     }
     for (type, folder) in folders {
       var present: Set<String> = []
-      for entry in folder.indexEntries() {
+      for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
+        // A note grown over the limit counts as absent: no longer offered.
         present.insert(entry.relativePath)
-        guard entry.size <= policy.maxNoteSize else { continue }
         recordLocal(type, entry.relativePath, hash: entry.hash, size: entry.size)
       }
       for (key, note) in index
@@ -118,7 +152,8 @@ public actor HandoffEngine {
     let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
     let note = StoredNote(
       entry: HandoffIndexEntry(
-        activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device))
+        activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
+    )
     index[key] = note
     persist { try store.save(note) }
     logger.debug("local version of \(type):\(path) is now \(version)")
@@ -131,15 +166,18 @@ public actor HandoffEngine {
   public func localSave(_ save: NoteSave, activityType: String) {
     ensureScanned()
     guard folders[activityType] != nil else {
-      logger.warning("save of \(save.relativePath) has undeclared activity type \(activityType); ignored")
+      logger.warning(
+        "save of \(save.relativePath) has undeclared activity type \(activityType); ignored")
       return
     }
     guard save.bytes.count <= policy.maxNoteSize else {
       logger.warning(
-        "\(save.relativePath) is \(save.bytes.count) bytes, over the \(policy.maxNoteSize)-byte limit; not sent")
+        "\(save.relativePath) is \(save.bytes.count) bytes, over the \(policy.maxNoteSize)-byte limit; not sent"
+      )
       return
     }
-    let changed = recordLocal(activityType, save.relativePath, hash: save.hash, size: save.bytes.count)
+    let changed = recordLocal(
+      activityType, save.relativePath, hash: save.hash, size: save.bytes.count)
     let note = index[Self.key(activityType, save.relativePath)]
     if changed || note?.entry.origin == me.device {
       current = (activityType, save.relativePath)
@@ -150,8 +188,9 @@ public actor HandoffEngine {
   // MARK: Beacon
 
   /// The entries we offer to peers (deleted ones are not offered).
+  /// Only notes of folders configured now are offered.
   var offered: [HandoffIndexEntry] {
-    index.values.filter { !$0.deleted }.map(\.entry)
+    index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
   }
 
   var currentEntry: HandoffIndexEntry? {
@@ -186,13 +225,18 @@ public actor HandoffEngine {
     else { return false }
     let mine = HandoffIndexEntry.digest(offered)
     guard content.indexDigest != mine else { return false }
-    guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else { return false }
+    guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
+      return false
+    }
     guard !failedBeacons.contains(address + "|\(content)") else { return false }
     let now = ContinuousClock.now
     if let last = attempts[address], last.content == content, last.mine == mine,
       now - last.time < policy.retryInterval
     {
       return false
+    }
+    if attempts.count > 512 {
+      attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
     }
     attempts[address] = (content, mine, now)
     return true
@@ -206,7 +250,7 @@ public actor HandoffEngine {
     return HandoffStatus(
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
-      peers: (try? store.peers()) ?? [], noteCount: offered.count)
+      peers: (try? store.peers()) ?? [], noteCount: offered.count, storeRecovery: store.recovery)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

@@ -54,12 +54,21 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     return v == 0 ? 1 : v  // 0 means "no current activity"
   }
 
-  /// The 32-bit digest of a whole index, as carried in the beacon: BLAKE2b-256 over
-  /// the entries sorted by (type, path) bytewise, each `string type, string path, hash`.
+  /// The 32-bit digest of a whole index, as carried in the beacon: the first 4
+  /// bytes (little-endian) of `fullDigest`.
   static func digest<S: Sequence>(_ entries: S) -> UInt32 where S.Element == HandoffIndexEntry {
+    let h = fullDigest(entries)
+    return UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16 | UInt32(h[3]) << 24
+  }
+
+  /// BLAKE2b-256 over the entries sorted by (type, path) bytewise, each
+  /// `string type, string path, hash`.
+  static func fullDigest<S: Sequence>(_ entries: S) -> [UInt8]
+  where S.Element == HandoffIndexEntry {
     let sorted = entries.sorted {
       ($0.activityType.utf8.lexicographicallyPrecedes($1.activityType.utf8))
-        || ($0.activityType == $1.activityType && $0.path.utf8.lexicographicallyPrecedes($1.path.utf8))
+        || ($0.activityType == $1.activityType
+          && $0.path.utf8.lexicographicallyPrecedes($1.path.utf8))
     }
     var w = ByteWriter()
     for e in sorted {
@@ -67,8 +76,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
       w.string(e.path)
       w.raw(e.hash.bytes)
     }
-    let h = HandoffCrypto.hash(w.bytes)
-    return UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16 | UInt32(h[3]) << 24
+    return HandoffCrypto.hash(w.bytes)
   }
 }
 
@@ -147,12 +155,39 @@ public enum HandoffLimits {
   public static let maxControlBytes = 64 << 10
   /// The smallest `maximumMessageSize` a channel must offer.
   public static let minimumMessageSize = 200
+
+  /// `text` cut at a character boundary so that its UTF-8 fits in `toBytes` bytes.
+  public static func truncated(_ text: String, toBytes max: Int) -> String {
+    guard text.utf8.count > max else { return text }
+    var out = ""
+    for c in text {
+      guard out.utf8.count + String(c).utf8.count <= max else { break }
+      out.append(c)
+    }
+    return out
+  }
+
+  /// Whether `type` is a reverse-DNS activity type: at least two dot-separated
+  /// labels of ASCII letters, digits, `-` and `_`, at most 255 bytes.
+  public static func isValidActivityType(_ type: String) -> Bool {
+    guard type.utf8.count <= maxActivityTypeBytes else { return false }
+    let labels = type.split(separator: ".", omittingEmptySubsequences: false)
+    return labels.count >= 2
+      && labels.allSatisfy { label in
+        !label.isEmpty
+          && label.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+              || $0 == 0x2D || $0 == 0x5F
+          }
+      }
+  }
 }
 
 /// The messages of a session, each carried (fragmented if needed) in sealed frames.
 enum HandoffMessage: Equatable {
   case getActivity
-  case activity(HandoffIndexEntry?, title: String)
+  /// The current activity (if any) and the sender's full index digest.
+  case activity(HandoffIndexEntry?, title: String, indexDigest: [UInt8])
   case getIndex
   case index([HandoffIndexEntry])
   case getNote(activityType: String, path: String)
@@ -163,12 +198,22 @@ enum HandoffMessage: Equatable {
   case error(code: UInt8, text: String)
 
   enum UnavailableReason: UInt8 {
-    case unknown = 1, tooLarge = 2, unreadable = 3
+    case unknown = 1
+    case tooLarge = 2
+    case unreadable = 3
   }
 
   enum Kind: UInt8 {
-    case getActivity = 1, activity, getIndex, index, getNote, note, noteUnavailable, turn, done,
-      error
+    case getActivity = 1
+    case activity = 2
+    case getIndex = 3
+    case index = 4
+    case getNote = 5
+    case note = 6
+    case noteUnavailable = 7
+    case turn = 8
+    case done = 9
+    case error = 10
   }
 
   var kind: Kind {
@@ -199,7 +244,8 @@ enum HandoffMessage: Equatable {
     var w = ByteWriter()
     switch self {
     case .getActivity, .getIndex: break
-    case .activity(let entry, let title):
+    case .activity(let entry, let title, let digest):
+      w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
       if let entry {
         w.u8(1)
         entry.encode(into: &w)
@@ -224,7 +270,7 @@ enum HandoffMessage: Equatable {
       w.u32(indexDigest)
     case .error(let code, let text):
       w.u8(code)
-      w.string(String(text.utf8.prefix(512)) ?? "")
+      w.string(HandoffLimits.truncated(text, toBytes: 512))
     }
     return w.bytes
   }
@@ -232,18 +278,21 @@ enum HandoffMessage: Equatable {
   static func decode(kind rawKind: UInt8, body: [UInt8], maxNoteSize: Int) throws(WireError)
     -> HandoffMessage
   {
-    guard let kind = Kind(rawValue: rawKind) else { throw WireError("unknown message kind \(rawKind)") }
+    guard let kind = Kind(rawValue: rawKind) else {
+      throw WireError("unknown message kind \(rawKind)")
+    }
     var r = WireReader(body)
     let message: HandoffMessage
     switch kind {
     case .getActivity: message = .getActivity
     case .getIndex: message = .getIndex
     case .activity:
+      let digest = try r.raw(32)
       switch try r.u8() {
-      case 0: message = .activity(nil, title: "")
+      case 0: message = .activity(nil, title: "", indexDigest: digest)
       case 1:
         let entry = try HandoffIndexEntry.decode(from: &r)
-        message = .activity(entry, title: try r.string(max: 1024))
+        message = .activity(entry, title: try r.string(max: 1024), indexDigest: digest)
       default: throw WireError("activity presence flag")
       }
     case .index, .turn:

@@ -62,6 +62,8 @@ public struct HandoffStatus: Sendable {
   public var currentActivity: HandoffIndexEntry?
   public var peers: [PeerRecord]
   public var noteCount: Int
+  /// Set when the state database was found damaged at start and rebuilt.
+  public var storeRecovery: String?
 }
 
 /// What one session did.

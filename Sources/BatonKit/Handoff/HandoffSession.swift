@@ -21,6 +21,7 @@ extension HandoffEngine {
     } catch let error as HandoffError {
       await channel.close()
       if case .authenticationFailed = error, let attempt = attempts[peerAddress] {
+        if failedBeacons.count > 1024 { failedBeacons.removeAll() }
         failedBeacons.insert(peerAddress + "|\(attempt.content)")
       }
       fail(activityType: "-", peer: peerAddress, reason: error.description)
@@ -38,7 +39,9 @@ extension HandoffEngine {
       fail(activityType: "-", peer: secure.peerLabel, reason: error.description)
       throw error
     }
-    persist { try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date())) }
+    persist {
+      try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date()))
+    }
     logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
     var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
     do {
@@ -49,7 +52,11 @@ extension HandoffEngine {
       }
     } catch {
       await channel.close()
-      fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
+      if let (type, path) = secure.transferring {
+        fail(activityType: type, peer: secure.peerLabel, reason: "transfer of \(path): \(error)")
+      } else {
+        fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
+      }
       throw error
     }
     await channel.close()
@@ -57,26 +64,35 @@ extension HandoffEngine {
     count(HandoffCounter.sessions)
     logger.info(
       "session with \(secure.peerLabel): received \(summary.received.count), sent \(summary.sent.count)"
-        + (summary.conflictCopies.isEmpty ? "" : ", \(summary.conflictCopies.count) conflict copies"))
+        + (summary.conflictCopies.isEmpty
+          ? "" : ", \(summary.conflictCopies.count) conflict copies"))
     return summary
   }
 
-  private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws {
+  private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
+  {
     try await ch.send(.getActivity)
-    guard case .activity(let activity, let title) = try await ch.receive() else {
+    guard case .activity(let activity, let title, let peerDigest) = try await ch.receive() else {
       throw violation(ch, "expected ACTIVITY")
     }
     if let activity {
       logger.debug("\(ch.peerLabel) is on \(activity.activityType):\(activity.path) '\(title)'")
+      // The current activity first, on its own: usually all a session has to do.
+      try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
+    }
+    if HandoffCrypto.constantTimeEqual(HandoffIndexEntry.fullDigest(offered), peerDigest) {
+      // Same notes on both sides: nothing to catch up in either direction.
+      let mine = HandoffIndexEntry.digest(offered)
+      try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
+      settle(DigestPair(peer: mine, mine: mine))
+      _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
+      return
     }
     try await ch.send(.getIndex)
     guard case .index(let peerIndex) = try await ch.receive() else {
       throw violation(ch, "expected INDEX")
     }
-    var wanted = needs(peerIndex, from: ch.peerLabel, summary: &summary)
-    if let activity, let at = wanted.firstIndex(of: activity) {
-      wanted.insert(wanted.remove(at: at), at: 0)  // the current activity first
-    }
+    let wanted = needs(peerIndex.filter { $0 != activity }, from: ch.peerLabel, summary: &summary)
     try await pull(wanted, &ch, &summary)
     try await ch.send(.turn(offered))
     while true {
@@ -84,7 +100,7 @@ extension HandoffEngine {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        completed.insert(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -94,7 +110,8 @@ extension HandoffEngine {
     }
   }
 
-  private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws {
+  private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
+  {
     while true {
       switch try await ch.receive() {
       case .getActivity:
@@ -103,7 +120,8 @@ extension HandoffEngine {
           let bytes = (try? folder.readNote(entry.path)) ?? []
           title = ActivityPayload.title(of: bytes, path: entry.path)
         }
-        try await ch.send(.activity(currentEntry, title: title))
+        try await ch.send(
+          .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.fullDigest(offered)))
       case .getIndex:
         try await ch.send(.index(offered))
       case .getNote(let type, let path):
@@ -113,9 +131,13 @@ extension HandoffEngine {
         try await pull(wanted, &ch, &summary)
         let mine = HandoffIndexEntry.digest(offered)
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-        completed.insert(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
+        settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
+        return
+      case .done(_, let peerDigest):
+        // The initiator found nothing to catch up.
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -123,6 +145,12 @@ extension HandoffEngine {
         throw violation(ch, "unexpected message")
       }
     }
+  }
+
+  /// Remembers a settled (peer digest, own digest) pair; the memory is bounded.
+  private func settle(_ pair: DigestPair) {
+    if completed.count > 1024 { completed.removeAll() }
+    completed.insert(pair)
   }
 
   private func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
@@ -146,12 +174,15 @@ extension HandoffEngine {
         continue
       }
       guard e.size <= policy.maxNoteSize else {
-        decline(e, from: peer, reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
+        decline(
+          e, from: peer,
+          reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
         summary.declined += 1
         continue
       }
       guard Self.isSafePath(e.path) else {
-        fail(activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
+        fail(
+          activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
         summary.failed += 1
         continue
       }
@@ -216,6 +247,7 @@ extension HandoffEngine {
     _ wanted: [HandoffIndexEntry], _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     for e in wanted {
+      ch.transferring = (e.activityType, e.path)  // kept if this transfer throws
       try await ch.send(.getNote(activityType: e.activityType, path: e.path))
       switch try await ch.receive() {
       case .note(let payload):
@@ -230,6 +262,7 @@ extension HandoffEngine {
       default:
         throw violation(ch, "expected NOTE")
       }
+      ch.transferring = nil
     }
   }
 
@@ -240,33 +273,39 @@ extension HandoffEngine {
     let type = p.activityType
     guard let folder = folders[type] else {
       decline(
-        HandoffIndexEntry(activityType: type, path: p.path, hash: p.hash, size: p.content.count,
+        HandoffIndexEntry(
+          activityType: type, path: p.path, hash: p.hash, size: p.content.count,
           version: p.version, origin: p.origin), from: peer, reason: "undeclared activity type")
       summary.declined += 1
       return
     }
     guard Self.isSafePath(p.path), p.content.count <= policy.maxNoteSize,
-      ContentHash(of: p.content) == p.hash
+      ContentHash(of: p.content) == p.hash, String(validating: p.content, as: UTF8.self) != nil
     else {
-      fail(activityType: type, peer: peer, reason: "bad payload for \(p.path): hash, size or path")
+      fail(
+        activityType: type, peer: peer,
+        reason: "bad payload for \(p.path): hash, size, path or UTF-8 do not check")
       summary.failed += 1
       return
     }
     let key = Self.key(type, p.path)
-    let local = index[key].flatMap { $0.deleted ? nil : $0 }
+    let stored = index[key]
     var conflict = false
-    if let local {
-      switch p.version.compare(local.entry.version) {
+    if let stored {
+      switch p.version.compare(stored.entry.version) {
       case .older:
-        return  // an old or replayed version: nothing to do
+        return  // an old or replayed version (even of a deleted note): nothing to do
       case .equal:
-        guard local.entry.hash != p.hash, Self.wins(p.hash, over: local.entry.hash) else { return }
+        guard !stored.deleted, stored.entry.hash != p.hash,
+          Self.wins(p.hash, over: stored.entry.hash)
+        else { return }
       case .newer:
         break
       case .concurrent:
-        conflict = local.entry.hash != p.hash
+        conflict = !stored.deleted && stored.entry.hash != p.hash
       }
     }
+    let local = stored.flatMap { $0.deleted ? nil : $0 }
     let merged = (index[key]?.entry.version ?? VersionVector()).merged(with: p.version)
     let outcome: NoteWriteOutcome
     do {
@@ -294,10 +333,12 @@ extension HandoffEngine {
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
       // The incoming bytes went to `path`; the local file stays. Its version
       // absorbs the incoming one, so the resolution dominates both everywhere.
-      var note = index[key] ?? StoredNote(
-        entry: HandoffIndexEntry(
-          activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
-          origin: me.device))
+      var note =
+        index[key]
+        ?? StoredNote(
+          entry: HandoffIndexEntry(
+            activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
+            origin: me.device))
       note.entry.version = merged
       note.deleted = false
       index[key] = note
@@ -323,6 +364,14 @@ extension HandoffEngine {
   // MARK: Serving
 
   private func serve(
+    _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
+  ) async throws {
+    ch.transferring = (type, path)  // kept if this transfer throws
+    try await serveNote(type, path, &ch, &summary)
+    ch.transferring = nil
+  }
+
+  private func serveNote(
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     let key = Self.key(type, path)

@@ -66,7 +66,8 @@ public final class InMemoryMessageChannel: MessageChannel {
 
   /// Hands `message` to this end's receiver; false if this end is closed.
   private func deliver(_ message: [UInt8]) -> Bool {
-    let (accepted, waiter) = inbox.withLock { box -> (Bool, CheckedContinuation<[UInt8]?, Never>?) in
+    let (accepted, waiter) = inbox.withLock {
+      box -> (Bool, CheckedContinuation<[UInt8]?, Never>?) in
       guard !box.closed else { return (false, nil) }
       if let waiter = box.waiter {
         box.waiter = nil

@@ -21,6 +21,8 @@ struct SecureChannel {
   private var receiveCounter: UInt64 = 0
   let timeout: Duration
   let maxNoteSize: Int
+  /// The note being transferred, so that a failure mid-transfer names it.
+  var transferring: (activityType: String, path: String)?
 
   // MARK: Handshake
 
@@ -62,7 +64,8 @@ struct SecureChannel {
         throw await fail("its challenge response does not verify")
       }
       peer = id
-      m3 = makeResponse(hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), me: me, keys: keys)
+      m3 = makeResponse(
+        hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), me: me, keys: keys)
       try await channel.send(m3)
     } else {
       m1 = try await next()
@@ -101,11 +104,15 @@ struct SecureChannel {
   ) -> [UInt8] {
     let head = [challengeResponse, Beacon.protocolVersion] + challenge + nonce
     return head
-      + HandoffCrypto.seal(identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+      + HandoffCrypto.seal(
+        identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
   }
 
-  static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys) -> PeerIdentity? {
-    openIdentity(m2, headerBytes: 58, type: challengeResponse, ad: labelResponder + m1, key: keys.auth)
+  static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys)
+    -> PeerIdentity?
+  {
+    openIdentity(
+      m2, headerBytes: 58, type: challengeResponse, ad: labelResponder + m1, key: keys.auth)
   }
 
   /// M3: `0x03, nonce[24], seal(identity)` with AD `"baton-auth-I" || M1 || M2 || M3[0..<25]`.
@@ -115,7 +122,8 @@ struct SecureChannel {
   ) -> [UInt8] {
     let head = [response] + nonce
     return head
-      + HandoffCrypto.seal(identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
+      + HandoffCrypto.seal(
+        identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
   }
 
   static func openResponse(
@@ -143,7 +151,7 @@ struct SecureChannel {
   static func identityBytes(_ id: PeerIdentity) -> [UInt8] {
     var w = ByteWriter()
     w.u64(id.device.rawValue)
-    w.string(String(decoding: Array(id.name.utf8.prefix(HandoffLimits.maxNameBytes)), as: UTF8.self))
+    w.string(HandoffLimits.truncated(id.name, toBytes: HandoffLimits.maxNameBytes))
     return w.bytes
   }
 
@@ -156,7 +164,9 @@ struct SecureChannel {
     if type == challengeResponse, m[1] != Beacon.protocolVersion { return nil }
     let head = Array(m[0..<headerBytes])
     let nonce = Array(m[(headerBytes - 24)..<headerBytes])
-    guard let plain = HandoffCrypto.open(Array(m[headerBytes...]), ad: ad + head, nonce: nonce, key: key)
+    guard
+      let plain = HandoffCrypto.open(
+        Array(m[headerBytes...]), ad: ad + head, nonce: nonce, key: key)
     else { return nil }
     var r = WireReader(plain)
     guard let device = try? r.u64(), let name = try? r.string(max: HandoffLimits.maxNameBytes),
@@ -236,7 +246,8 @@ struct SecureChannel {
       body += plain[2...]
       guard body.count <= limit else {
         await channel.close()
-        throw HandoffError.protocolViolation(peer: peerLabel, reason: "message exceeds \(limit) bytes")
+        throw HandoffError.protocolViolation(
+          peer: peerLabel, reason: "message exceeds \(limit) bytes")
       }
       if plain[1] == 0 { break }
     }
@@ -270,6 +281,9 @@ func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer
   }
   switch first {
   case .message(let message): return message
-  case .timedOut: throw HandoffError.timeout(peer: peer, seconds: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+  case .timedOut:
+    throw HandoffError.timeout(
+      peer: peer,
+      seconds: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
   }
 }

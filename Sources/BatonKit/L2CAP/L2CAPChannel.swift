@@ -64,6 +64,9 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   /// The largest message `send` takes: the peer's MTU.
   public var maximumMessageSize: Int { remoteMTU }
 
+  /// The address of the peer at the other end.
+  public var peerAddress: BluetoothAddress { link.peerAddress }
+
   /// Whether the channel is closed.
   public var isClosed: Bool { state.withLock { $0.closed != nil } }
 

@@ -13,6 +13,8 @@ final class L2CAPLink: Sendable {
   static let responseTimeout: Duration = .seconds(5)
 
   let handle: UInt16
+  /// The peer at the other end of the connection.
+  let peerAddress: BluetoothAddress
   let connectionDescription: String
   private let controller: HCIController
   /// Who accepts channels on a PSM (the host's listeners); nil: refused.
@@ -35,10 +37,11 @@ final class L2CAPLink: Sendable {
   private let state = Mutex(State())
 
   init(
-    handle: UInt16, description: String, controller: HCIController,
+    handle: UInt16, peerAddress: BluetoothAddress, description: String, controller: HCIController,
     acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
   ) {
     self.handle = handle
+    self.peerAddress = peerAddress
     self.connectionDescription = description
     self.controller = controller
     self.acceptor = acceptor

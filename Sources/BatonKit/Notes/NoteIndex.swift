@@ -57,10 +57,10 @@ final class NoteIndex: Sendable {
   }
 
   /// Reads the file at `relativePath` and brings the index up to date.
-  /// Returns the save to report: nil when the bytes are already indexed, are
-  /// our own write-back, or the file is not a valid note (warned once per
-  /// version) or gone.
-  func examine(_ relativePath: String) -> NoteSave? {
+  /// Returns the event to report: a save when the bytes are new (not
+  /// indexed, not our own write-back), a removal when an indexed note
+  /// turned invalid (warned once per version), else nil.
+  func examine(_ relativePath: String) -> NotesEvent? {
     commit(inspect(relativePath))
   }
 
@@ -83,8 +83,8 @@ final class NoteIndex: Sendable {
     }
   }
 
-  /// Applies an inspection to the index; returns the save to report.
-  func commit(_ inspection: Inspection) -> NoteSave? {
+  /// Applies an inspection to the index; returns the event to report.
+  func commit(_ inspection: Inspection) -> NotesEvent? {
     switch inspection {
     case .unchanged:
       return nil
@@ -100,8 +100,7 @@ final class NoteIndex: Sendable {
           "skipping \(NoteFile.join(root, relativePath)): \(reason); it is retried once it"
             + " changes")
       }
-      if wasIndexed { log.debug("dropped \(relativePath) from the index") }
-      return nil
+      return wasIndexed ? .removed(relativePath: relativePath) : nil
     case .note(let relativePath, let bytes, let hash):
       let isNew = state.withLock { s -> Bool in
         s.skipped[relativePath] = nil
@@ -118,7 +117,7 @@ final class NoteIndex: Sendable {
       }
       if !isNew { return nil }
       log.debug("save \(relativePath) \(bytes.count) bytes \(hash.short)")
-      return NoteSave(relativePath: relativePath, bytes: bytes)
+      return .saved(NoteSave(relativePath: relativePath, bytes: bytes))
     }
   }
 

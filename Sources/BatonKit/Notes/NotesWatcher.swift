@@ -19,6 +19,10 @@ import Synchronization
 /// only when its hash differs from the index. Removals: `IN_MOVED_FROM` and
 /// `IN_DELETE` are checked after a delay, so a backup-and-rename save (vim,
 /// emacs) is not mistaken for a deletion. `IN_Q_OVERFLOW`: a full rescan.
+///
+/// Limits: a change made without closing a write descriptor (truncate(2) by
+/// path, writes through mmap) or a hard link made with link(2) is seen at
+/// the note's next close or rename, or at the next rescan.
 final class NotesWatcher: @unchecked Sendable {
   // @unchecked: all mutable state below is touched only by the watcher's
   // own thread after `prepare()` (which runs before that thread starts;
@@ -29,7 +33,7 @@ final class NotesWatcher: @unchecked Sendable {
     /// How long after a close or move a note is read (coalescing).
     var settleNanoseconds: UInt64 = 2_000_000
     /// How long after a delete or move away a removal is confirmed.
-    var removalDelayNanoseconds: UInt64 = 60_000_000
+    var removalDelayNanoseconds: UInt64 = 200_000_000
     /// Pretend `inotify_add_watch` fails with ENOSPC after this many watches.
     var simulatedWatchLimit: Int? = nil
     /// Sees every raw event (tests check that editors made their droppings).
@@ -203,7 +207,7 @@ final class NotesWatcher: @unchecked Sendable {
       }
       drain()
       for (path, inspection) in inspections where !overflowed && !touched.contains(path) {
-        if let save = index.commit(inspection) { continuation?.yield(.saved(save)) }
+        if let event = index.commit(inspection) { continuation?.yield(event) }
       }
       touched.removeAll()
     }
@@ -278,7 +282,7 @@ final class NotesWatcher: @unchecked Sendable {
     let old = directories
     directories.removeAll()
     var present = Set<String>()
-    var saves: [NoteSave] = []
+    var changes: [NotesEvent] = []
     func walk(_ relativeDirectory: String) {
       let path = NoteFile.join(index.root, relativeDirectory)
       let watch: Inotify.Watch
@@ -300,18 +304,18 @@ final class NotesWatcher: @unchecked Sendable {
         case .directory where NoteNames.isWatchedDirectory(name): walk(child)
         case .file where names.isNote(name):
           present.insert(child)
-          if let save = index.examine(child) { saves.append(save) }
+          if let event = index.examine(child) { changes.append(event) }
         default: break
         }
       }
     }
     walk("")
     for (watch, _) in old where directories[watch] == nil { inotify.removeWatch(watch) }
-    for save in saves { continuation?.yield(.saved(save)) }
+    for event in changes { continuation?.yield(event) }
     for path in index.dropAll(except: present) {
       continuation?.yield(.removed(relativePath: path))
     }
-    log.info("rescan found \(saves.count) changed notes, \(present.count) in all")
+    log.info("rescan found \(changes.count) changed notes, \(present.count) in all")
   }
 
   /// The number of folders a full watch of `root` needs.

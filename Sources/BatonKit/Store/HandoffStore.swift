@@ -67,7 +67,8 @@ public final class HandoffStore: Sendable {
       for suffix in ["", "-wal", "-shm"] {
         _ = rename(path + suffix, aside + suffix)
       }
-      recovery = "state database \(path) is damaged (\(error.message)); moved it to \(aside) and"
+      recovery =
+        "state database \(path) is damaged (\(error.message)); moved it to \(aside) and"
         + " started a new one, rebuilt from the notes folders"
       opened = try HandoffStore.openChecked(path)
     }
@@ -76,14 +77,16 @@ public final class HandoffStore: Sendable {
     db = Mutex(opened.0)
   }
 
-  private static func openChecked(_ path: String) throws(SQLiteError) -> (SQLiteDatabase, DeviceID) {
+  private static func openChecked(_ path: String) throws(SQLiteError) -> (SQLiteDatabase, DeviceID)
+  {
     let db = try SQLiteDatabase(path: path)
     try db.execute("PRAGMA journal_mode=WAL")
     try db.execute("PRAGMA synchronous=NORMAL")
     let check = try db.query("PRAGMA quick_check")
     guard check.first?.first?.text == "ok" else {
       throw SQLiteError(
-        code: 11, message: check.first?.first?.text ?? "quick_check failed", context: "checking \(path)")
+        code: 11, message: check.first?.first?.text ?? "quick_check failed",
+        context: "checking \(path)")
     }
     try db.execute(
       """
@@ -174,7 +177,8 @@ public final class HandoffStore: Sendable {
   /// The current activity (type and path), remembered across restarts.
   public func currentActivity() throws(SQLiteError) -> (activityType: String, path: String)? {
     try with { db throws(SQLiteError) in
-      let rows = try db.query("SELECT key, value FROM meta WHERE key IN ('current_type', 'current_path')")
+      let rows = try db.query(
+        "SELECT key, value FROM meta WHERE key IN ('current_type', 'current_path')")
       var values: [String: String] = [:]
       for row in rows {
         if let key = row[0].text, let value = row[1].text { values[key] = value }
@@ -187,7 +191,8 @@ public final class HandoffStore: Sendable {
   public func setCurrentActivity(activityType: String, path: String) throws(SQLiteError) {
     try with { db throws(SQLiteError) in
       try db.transaction { () throws(SQLiteError) in
-        try db.query("INSERT OR REPLACE INTO meta VALUES ('current_type', ?)", [.text(activityType)])
+        try db.query(
+          "INSERT OR REPLACE INTO meta VALUES ('current_type', ?)", [.text(activityType)])
         try db.query("INSERT OR REPLACE INTO meta VALUES ('current_path', ?)", [.text(path)])
       }
     }

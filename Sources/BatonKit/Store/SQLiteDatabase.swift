@@ -97,7 +97,9 @@ final class SQLiteDatabase {
       case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, transient)
       case .blob(let v):
         rc = v.withUnsafeBytes {
-          sqlite3_bind_blob(statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), transient)
+          sqlite3_bind_blob(
+            statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count),
+            transient)
         }
       }
       guard rc == SQLITE_OK else { throw error(rc, "binding parameter \(index) of \(sql)") }

@@ -38,7 +38,9 @@ import Testing
     _ = await runSession(b, a)
     let before = await b.engine.beaconContent()
     // The folder watcher reports the write-back as a save: same bytes, no new version.
-    await b.engine.localSave(NoteSave(relativePath: "n.md", bytes: Array("one".utf8)), activityType: HandoffTestAgent.notesType)
+    await b.engine.localSave(
+      NoteSave(relativePath: "n.md", bytes: Array("one".utf8)),
+      activityType: HandoffTestAgent.notesType)
     #expect(await b.engine.beaconContent() == before)
     let (r1, _) = await runSession(a, b)
     #expect(r1.value?.received == [])
@@ -47,12 +49,33 @@ import Testing
   @Test func catchUpOfTenNotes() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let c = try HandoffTestAgent("carol", key: key)
-    for i in 0..<10 { await a.save("notes/n\(i).md", "note \(i)\n" + String(repeating: "x", count: i * 300)) }
+    for i in 0..<10 {
+      await a.save("notes/n\(i).md", "note \(i)\n" + String(repeating: "x", count: i * 300))
+    }
     let (rc, ra) = await runSession(c, a)
     #expect(rc.succeeded && ra.succeeded)
     #expect(c.folder.contents == a.folder.contents)
     #expect(c.folder.paths.count == 10)
     #expect(await c.counter(HandoffCounter.received) == 10)
+  }
+
+  @Test func aSingleSaveMovesWithoutAnIndexExchange() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    for i in 0..<50 { await a.save("old/\(i).md", "old note \(i)") }
+    _ = await runSession(b, a)
+    await a.save("new.md", "# New\nsaved just now")
+    let (i, r) = InMemoryMessageChannel.pair(maximumMessageSize: 2048)
+    let (ri, rr) = (RecordingChannel(i), RecordingChannel(r))
+    async let one = b.engine.runSession(over: ri, initiator: true, peerAddress: "a")
+    async let two = a.engine.runSession(over: rr, initiator: false, peerAddress: "b")
+    let (x, _) = try await (one, two)
+    #expect(x.received == ["\(HandoffTestAgent.notesType):new.md"])
+    let sent = ri.sent.withLock { $0 } + rr.sent.withLock { $0 }
+    // Handshake (3), GET_ACTIVITY, ACTIVITY, GET_NOTE, NOTE, DONE: no INDEX of 51 entries.
+    #expect(sent.count == 8)
+    #expect(sent.reduce(0) { $0 + $1.count } < 1200)
+    #expect(b.folder.contents == a.folder.contents)
   }
 
   @Test func notesFlowInBothDirectionsInOneSession() async throws {
@@ -77,12 +100,17 @@ import Testing
     #expect(ra.succeeded && rb.succeeded)
     for agent in [a, b] {
       let texts = Set(agent.folder.contents.values)
-      #expect(texts.contains("alice's edit") && texts.contains("bob's edit"), "\(agent.name): \(agent.folder.contents)")
+      #expect(
+        texts.contains("alice's edit") && texts.contains("bob's edit"),
+        "\(agent.name): \(agent.folder.contents)")
     }
     #expect(a.folder.contents == b.folder.contents)
     #expect(await a.counter(HandoffCounter.conflicts) == 1)
     let failures = await a.engine.status().failures
-    #expect(failures.contains { $0.reason.contains("concurrent edit") && $0.activityType == HandoffTestAgent.notesType })
+    #expect(
+      failures.contains {
+        $0.reason.contains("concurrent edit") && $0.activityType == HandoffTestAgent.notesType
+      })
     // Settled: another session changes nothing and makes no new copies.
     let (r1, r2) = await runSession(b, a)
     #expect(r1.value?.received == [] && r2.value?.received == [])
@@ -106,10 +134,36 @@ import Testing
     var summary = SessionSummary(peerName: "x", peerDevice: DeviceID(rawValue: 9))
     let old = ActivityPayload(
       activityType: HandoffTestAgent.notesType, title: "v1", path: "r.md",
-      version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID, originName: "alice",
+      version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID,
+      originName: "alice",
       hash: ContentHash(of: Array("v1".utf8)), content: Array("v1".utf8))
     await b.engine.applyForTest(old, summary: &summary)
     #expect(b.folder.text("r.md") == "v2" && summary.received.isEmpty)
+  }
+
+  @Test func deletionIsNotPropagatedAndOldCopiesDoNotComeBack() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("gone.md", "v1")
+    _ = await runSession(b, a)
+    b.folder.remove("gone.md")
+    await b.engine.rescan()
+    #expect(await b.engine.status().noteCount == 0)
+    // Alice still has v1: it is not fetched back, and her copy stays.
+    let (r1, r2) = await runSession(b, a)
+    #expect(r1.value?.received == [] && r2.value?.received == [])
+    #expect(b.folder.paths.isEmpty && a.folder.text("gone.md") == "v1")
+    var summary = SessionSummary(peerName: "x", peerDevice: DeviceID(rawValue: 9))
+    let old = ActivityPayload(
+      activityType: HandoffTestAgent.notesType, title: "v1", path: "gone.md",
+      version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID,
+      originName: "alice", hash: ContentHash(of: Array("v1".utf8)), content: Array("v1".utf8))
+    await b.engine.applyForTest(old, summary: &summary)
+    #expect(b.folder.paths.isEmpty)
+    // A newer edit made elsewhere brings it back.
+    await a.save("gone.md", "v2")
+    _ = await runSession(b, a)
+    #expect(b.folder.text("gone.md") == "v2")
   }
 
   @Test func wrongKeyGetsNothing() async throws {
@@ -130,7 +184,8 @@ import Testing
   }
 
   @Test func undeclaredTypeIsDeclinedAndCountedOnce() async throws {
-    let a = try HandoffTestAgent("alice", key: key, types: [HandoffTestAgent.notesType, HandoffTestAgent.otherType])
+    let a = try HandoffTestAgent(
+      "alice", key: key, types: [HandoffTestAgent.notesType, HandoffTestAgent.otherType])
     let b = try HandoffTestAgent("bob", key: key)
     await a.save("n.md", "note")
     await a.save("j1.md", "journal 1", type: HandoffTestAgent.otherType)
@@ -164,6 +219,9 @@ import Testing
     #expect(!r1.succeeded && !r2.succeeded)
     let partial = b.folder.contents
     #expect(partial.count < 10)
+    let failure = await b.engine.status().failures.first
+    #expect(failure?.activityType == HandoffTestAgent.notesType)
+    #expect(failure?.reason.contains("transfer of d") == true)
     for (path, text) in partial { #expect(a.folder.text(path) == text, "half-applied \(path)") }
     let (r3, r4) = await runSession(b, a)
     #expect(r3.succeeded && r4.succeeded)
@@ -214,7 +272,8 @@ import Testing
   }
 
   @Test func silentPeerTimesOut() async throws {
-    let a = try HandoffTestAgent("alice", key: key, policy: HandoffPolicy(receiveTimeout: .milliseconds(300)))
+    let a = try HandoffTestAgent(
+      "alice", key: key, policy: HandoffPolicy(receiveTimeout: .milliseconds(300)))
     let (ours, _) = InMemoryMessageChannel.pair()
     await #expect(throws: HandoffError.self) {
       try await a.engine.runSession(over: ours, initiator: false, peerAddress: "silent")
@@ -252,7 +311,8 @@ import Testing
   @Test func shouldConnectOnlyWhenSomethingDiffers() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
-    #expect(await !b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))  // both empty
+    // Both empty: nothing to fetch.
+    #expect(await !b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))
     await a.save("s.md", "s")
     let beacon = await a.engine.currentBeacon()
     #expect(await b.engine.shouldConnect(beacon: beacon, from: "A"))
@@ -273,7 +333,8 @@ import Testing
     await a.save("s.md", "s")
     let captured = await a.engine.currentBeacon()
     #expect(await b.engine.shouldConnect(beacon: captured, from: "M"))
-    _ = await runSession(b, mallory, responderAddress: "M")  // mallory replays alice's beacon but cannot authenticate
+    // Mallory replays alice's beacon but cannot authenticate.
+    _ = await runSession(b, mallory, responderAddress: "M")
     #expect(await !b.engine.shouldConnect(beacon: captured, from: "M"))
   }
 }

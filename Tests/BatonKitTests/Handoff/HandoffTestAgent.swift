@@ -23,14 +23,18 @@ struct HandoffTestAgent {
     self.name = name
     self.key = key
     self.policy = policy
-    self.stateDirectory = try stateDirectory ?? TestEnvironment.temporaryDirectory("handoff-\(name)").path
+    self.stateDirectory =
+      try stateDirectory ?? TestEnvironment.temporaryDirectory("handoff-\(name)").path
     var folders: [String: InMemoryNoteFolder] = [:]
-    for type in types { folders[type] = existing?[type] ?? InMemoryNoteFolder(root: "/\(name)/\(type)") }
+    for type in types {
+      folders[type] = existing?[type] ?? InMemoryNoteFolder(root: "/\(name)/\(type)")
+    }
     self.folders = folders
     let store = try HandoffStore(directory: self.stateDirectory)
     engine = HandoffEngine(
       key: key, deviceName: name, store: store,
-      folders: folders.map { HandoffFolder(activityType: $0.key, folder: $0.value) }, policy: policy)
+      folders: folders.map { HandoffFolder(activityType: $0.key, folder: $0.value) }, policy: policy
+    )
   }
 
   /// The same agent restarted: a new store connection and engine on the same state.
@@ -43,7 +47,8 @@ struct HandoffTestAgent {
   /// A local save, as the folder watcher reports it.
   func save(_ path: String, _ text: String, type: String = notesType) async {
     folders[type]!.put(path, text)
-    await engine.localSave(NoteSave(relativePath: path, bytes: Array(text.utf8)), activityType: type)
+    await engine.localSave(
+      NoteSave(relativePath: path, bytes: Array(text.utf8)), activityType: type)
   }
 
   func counter(_ name: String) async -> Int { await engine.status().counters[name] ?? 0 }
@@ -59,13 +64,15 @@ func runSession(
   async let first: Result<SessionSummary, any Error> = {
     do {
       return .success(
-        try await initiator.engine.runSession(over: a, initiator: true, peerAddress: responderAddress ?? "addr-\(responder.name)"))
+        try await initiator.engine.runSession(
+          over: a, initiator: true, peerAddress: responderAddress ?? "addr-\(responder.name)"))
     } catch { return .failure(error) }
   }()
   async let second: Result<SessionSummary, any Error> = {
     do {
       return .success(
-        try await responder.engine.runSession(over: b, initiator: false, peerAddress: "addr-\(initiator.name)"))
+        try await responder.engine.runSession(
+          over: b, initiator: false, peerAddress: "addr-\(initiator.name)"))
     } catch { return .failure(error) }
   }()
   return await (first, second)

@@ -16,7 +16,8 @@ import Testing
     "hs_m1": "01011111111111111111111111111111111111111111111111111111111111111111",
     "hs_m2":
       "020122222222222222222222222222222222222222222222222222222222222222223333333333333333333333333333333333333333333333330118374675f30553b65b9a85a44c2e1a79c1f97bc90fea2aa73c3ce5f5",
-    "hs_m3": "0344444444444444444444444444444444444444444444444440e977f6b280ddc0baf05cd1e7b45466ad6a104ebd7b30ac5fdc1cb6ae19b1",
+    "hs_m3":
+      "0344444444444444444444444444444444444444444444444440e977f6b280ddc0baf05cd1e7b45466ad6a104ebd7b30ac5fdc1cb6ae19b1",
     "k_initiator_to_responder": "19ef5b6b27bfdbe9900048de2b61c6a27e853ce47364d43bc4e832c3e5c3156e",
     "k_responder_to_initiator": "f238a2ae583881cbec5d44fdca2da4b5fbd50b5eae4b7f2638c75c026995f7da",
     "content_hash": "d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8",
@@ -94,10 +95,26 @@ import Testing
         "Sources/BatonKit/Handoff/PROTOCOL.md"), encoding: .utf8)
     var documented: [String: String] = [:]
     for line in doc.split(separator: "\n") {
-      let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+      let parts = line.split(separator: "=", maxSplits: 1).map {
+        $0.trimmingCharacters(in: .whitespaces)
+      }
       if parts.count == 2, Self.expected[parts[0]] != nil { documented[parts[0]] = parts[1] }
     }
     #expect(documented == Self.expected)
+  }
+
+  /// The independent check: Python's hashlib and `cryptography` recompute every
+  /// vector from the document alone.
+  @Test func pythonRecomputesTheDocumentedVectors() throws {
+    let script = TestEnvironment.repository.appendingPathComponent(
+      "Tests/Scripts/verify-handoff-vectors.py"
+    ).path
+    let child = try ChildProcess(TestEnvironment.python, [script])
+    var lines: [String] = []
+    while let line = child.readLine() { lines.append(line) }
+    #expect(child.wait() == 0, "\(lines.joined(separator: "\n"))")
+    #expect(lines.last == "all vectors verified")
+    #expect(lines.filter { $0.hasPrefix("ok ") }.count >= Self.expected.count)
   }
 
   @Test func framesAndHandshakeOpenWithTheVectorKeys() throws {
@@ -110,11 +127,13 @@ import Testing
     var otherM1 = m1
     otherM1[5] ^= 1
     #expect(SecureChannel.openChallengeResponse(m2, hello: otherM1, keys: keys) == nil)
-    #expect(SecureChannel.openResponse(m3, hello: otherM1, challengeResponse: m2, keys: keys) == nil)
+    #expect(
+      SecureChannel.openResponse(m3, hello: otherM1, challengeResponse: m2, keys: keys) == nil)
     let key = try #require([UInt8](hexString: Self.expected["k_initiator_to_responder"]!))
     let frame = try #require([UInt8](hexString: Self.expected["frame"]!))
     #expect(
-      SecureChannel.openFrame(frame, counter: 5, key: key)?.hexString == Self.expected["frame_plaintext"])
+      SecureChannel.openFrame(frame, counter: 5, key: key)?.hexString
+        == Self.expected["frame_plaintext"])
     #expect(SecureChannel.openFrame(frame, counter: 6, key: key) == nil)  // replayed out of order
     var header = frame
     header[1] = 6  // a header claiming another counter

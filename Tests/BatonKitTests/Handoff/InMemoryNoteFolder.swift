@@ -15,6 +15,7 @@ final class InMemoryNoteFolder: NoteFolderAccess {
 
   /// A local edit (what the user does); the test reports it with `localSave`.
   func put(_ path: String, _ text: String) { files.withLock { $0[path] = Array(text.utf8) } }
+  func remove(_ path: String) { files.withLock { $0[path] = nil } }
   func text(_ path: String) -> String? {
     files.withLock { $0[path] }.map { String(decoding: $0, as: UTF8.self) }
   }
@@ -25,7 +26,9 @@ final class InMemoryNoteFolder: NoteFolderAccess {
 
   func indexEntries() -> [NoteIndexEntry] {
     files.withLock { files in
-      files.map { NoteIndexEntry(relativePath: $0.key, size: $0.value.count, hash: ContentHash(of: $0.value)) }
+      files.map {
+        NoteIndexEntry(relativePath: $0.key, size: $0.value.count, hash: ContentHash(of: $0.value))
+      }
     }
   }
 

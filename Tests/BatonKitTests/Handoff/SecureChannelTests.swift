@@ -35,7 +35,9 @@ final class RecordingChannel: MessageChannel {
     // Replay bob's side of the session to alice: she sends a fresh challenge, so
     // bob's old M3 does not verify and she serves nothing.
     let (attacker, victim) = InMemoryMessageChannel.pair()
-    async let session = Result(catching: { try await a.engine.runSession(over: victim, initiator: false, peerAddress: "replayer") })
+    async let session = Result(catching: {
+      try await a.engine.runSession(over: victim, initiator: false, peerAddress: "replayer")
+    })
     var answered: [[UInt8]] = []
     for message in recorded {
       try? await attacker.send(message)
@@ -53,9 +55,14 @@ final class RecordingChannel: MessageChannel {
   @Test func garbageInsteadOfAHandshakeIsRejected() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let validHello = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
-    for garbage in [[UInt8](), [1, 1], HandoffCrypto.random(34), [0x01, 0x02] + HandoffCrypto.random(32), validHello] {
+    for garbage in [
+      [UInt8](), [1, 1], HandoffCrypto.random(34), [0x01, 0x02] + HandoffCrypto.random(32),
+      validHello,
+    ] {
       let (attacker, victim) = InMemoryMessageChannel.pair()
-      async let session = Result(catching: { try await a.engine.runSession(over: victim, initiator: false, peerAddress: "x") })
+      async let session = Result(catching: {
+        try await a.engine.runSession(over: victim, initiator: false, peerAddress: "x")
+      })
       try await attacker.send(garbage)
       _ = try await attacker.receive()  // M2 or the close
       try? await attacker.send(HandoffCrypto.random(120))
@@ -76,15 +83,24 @@ final class RecordingChannel: MessageChannel {
       var maximumMessageSize: Int { inner.maximumMessageSize }
       func send(_ message: [UInt8]) async throws {
         var m = message
-        if count.withLock({ $0 += 1; return $0 }) == 3 { m[m.count - 1] ^= 0x80 }
+        if count.withLock({
+          $0 += 1
+          return $0
+        }) == 3 {
+          m[m.count - 1] ^= 0x80
+        }
         try await inner.send(m)
       }
       func receive() async throws -> [UInt8]? { try await inner.receive() }
       func close() async { await inner.close() }
     }
     let (i, r) = InMemoryMessageChannel.pair()
-    async let one = Result(catching: { try await b.engine.runSession(over: Flipper(i), initiator: true, peerAddress: "a") })
-    async let two = Result(catching: { try await a.engine.runSession(over: r, initiator: false, peerAddress: "b") })
+    async let one = Result(catching: {
+      try await b.engine.runSession(over: Flipper(i), initiator: true, peerAddress: "a")
+    })
+    async let two = Result(catching: {
+      try await a.engine.runSession(over: r, initiator: false, peerAddress: "b")
+    })
     let (x, y) = await (one, two)
     #expect(!x.succeeded && !y.succeeded)
     #expect(b.folder.paths.isEmpty)

@@ -81,7 +81,7 @@ import Testing
       var arguments = ["-N", "-u", "NONE", "-i", "NONE", "-Es", "--cmd", "set backupskip="]
       if editor == .vimBackupCopy { arguments += ["--cmd", "set backupcopy=yes"] }
       arguments += ["-c", "call append(line('$'), 'appended by vim')", "-c", "wq", note]
-      #expect(try run("/usr/bin/vim", arguments) == 0)
+      #expect(try runProgram("/usr/bin/vim", arguments) == 0)
     case .nano:
       try nanoViaTmux(note, typing: "typed by nano ")
     case .emacs:
@@ -91,9 +91,9 @@ import Testing
         "(progn (setq backup-enable-predicate (lambda (_name) t) backup-inhibited nil)"
         + " (goto-char (point-max)) (insert \"appended by emacs\\n\")"
         + " (auto-save-mode 1) (do-auto-save t) (save-buffer))"
-      #expect(try run("/usr/bin/emacs", ["--batch", "-Q", note, "--eval", program]) == 0)
+      #expect(try runProgram("/usr/bin/emacs", ["--batch", "-Q", note, "--eval", program]) == 0)
     case .sed:
-      #expect(try run("/usr/bin/sed", ["-i", "s/first line/edited by sed/", note]) == 0)
+      #expect(try runProgram("/usr/bin/sed", ["-i", "s/first line/edited by sed/", note]) == 0)
     case .gedit:
       let temporary = fixture.path(".goutputstream-\(UUID().uuidString.prefix(6))")
       try Data("# Note\nwritten like gedit\n".utf8).write(to: URL(fileURLWithPath: temporary))
@@ -111,16 +111,16 @@ import Testing
     case .cp:
       let source = outside.appendingPathComponent("src.md")
       try Data("# Note\ncopied over\n".utf8).write(to: source)
-      #expect(try run("/bin/cp", [source.path, note]) == 0)
+      #expect(try runProgram("/bin/cp", [source.path, note]) == 0)
     case .cpNew:
       let source = outside.appendingPathComponent("src.md")
       try Data("# New\ncopied in\n".utf8).write(to: source)
-      #expect(try run("/bin/cp", [source.path, fixture.path("new.md")]) == 0)
+      #expect(try runProgram("/bin/cp", [source.path, fixture.path("new.md")]) == 0)
       return "new.md"
     case .mv:
       let source = outside.appendingPathComponent("moved.md")
       try Data("# Moved\nmoved in\n".utf8).write(to: source)
-      #expect(try run("/bin/mv", [source.path, fixture.path("moved.md")]) == 0)
+      #expect(try runProgram("/bin/mv", [source.path, fixture.path("moved.md")]) == 0)
       return "moved.md"
     case .foundationAtomic:
       try Data("# Note\nwritten atomically\n".utf8).write(
@@ -136,7 +136,7 @@ import Testing
     var environment = ProcessInfo.processInfo.environment
     environment["TERM"] = "xterm"
     func tmux(_ arguments: [String]) throws -> Int32 {
-      try run(
+      try runProgram(
         "/usr/bin/tmux", ["-L", socket, "-f", "/dev/null"] + arguments, environment: environment)
     }
     defer { _ = try? tmux(["kill-server"]) }

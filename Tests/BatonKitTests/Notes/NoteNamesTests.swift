@@ -76,3 +76,32 @@ import Testing
     #expect(long.hasSuffix(".conflict-peer-19700101T000000Z.md"))
   }
 }
+
+@Suite struct InotifyTests {
+  @Test func parsesEventRecordsWithTheNameAtOffset16() {
+    func record(wd: Int32, mask: UInt32, cookie: UInt32, name: String, padded: Int) -> [UInt8] {
+      var bytes: [UInt8] = []
+      for word in [UInt32(bitPattern: wd), mask, cookie, UInt32(padded)] {
+        bytes += [
+          UInt8(word & 0xFF), UInt8(word >> 8 & 0xFF), UInt8(word >> 16 & 0xFF), UInt8(word >> 24),
+        ]
+      }
+      let nameBytes = Array(name.utf8)
+      return bytes + nameBytes + [UInt8](repeating: 0, count: padded - nameBytes.count)
+    }
+    let buffer =
+      record(wd: 1, mask: 0x8, cookie: 0, name: "note.md", padded: 16)
+      + record(wd: 2, mask: 0x4000_0100, cookie: 7, name: "", padded: 0)
+      + record(wd: 3, mask: 0x40, cookie: 9, name: "crème.md", padded: 32)
+    let events = Inotify.parse(buffer[...])
+    #expect(events.count == 3)
+    #expect(
+      events[0]
+        == Inotify.Event(watch: .init(rawValue: 1), mask: .closeWrite, cookie: 0, name: "note.md"))
+    #expect(
+      events[1].mask == [.create, .isDirectory] && events[1].name.isEmpty && events[1].cookie == 7)
+    #expect(events[2].mask == .movedFrom && events[2].name == "crème.md")
+    // A truncated record does not crash.
+    #expect(Inotify.parse(buffer[..<20]).count == 1)
+  }
+}

@@ -159,9 +159,10 @@ import Testing
     let incoming = Array(("# incoming\n" + String(repeating: "x", count: 200_000)).utf8)
     let isRoot = getuid() == 0
     if isRoot {
-      #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir.path]) == 0)
+      #expect(
+        try runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir.path]) == 0)
     }
-    defer { if isRoot { _ = try? run("/bin/umount", [dir.path]) } }
+    defer { if isRoot { _ = try? runProgram("/bin/umount", [dir.path]) } }
     if isRoot {
       try Data(original).write(to: dir.appendingPathComponent("n.md"))
       let folder = try NotesFolder(root: dir.path)
@@ -177,7 +178,7 @@ import Testing
       #expect(contents(dir, "n.md") == original)
       #expect(listing(dir) == ["n.md"])
       #expect(folder.indexEntries().isEmpty)
-      #expect(try run("/bin/mount", ["-o", "remount,ro", dir.path]) == 0)
+      #expect(try runProgram("/bin/mount", ["-o", "remount,ro", dir.path]) == 0)
     } else {
       try Data(original).write(to: dir.appendingPathComponent("n.md"))
       chmod(dir.path, 0o555)

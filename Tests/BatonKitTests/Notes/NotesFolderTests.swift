@@ -19,7 +19,7 @@ import Testing
   }
 
   @Test func indexesNestedNotesAndSkipsTheRest() throws {
-    CapturedLog.install()
+    NotesLogCapture.install()
     let outside = try TestEnvironment.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: outside) }
     try Data("# outside\n".utf8).write(to: outside.appendingPathComponent("o.md"))
@@ -47,9 +47,9 @@ import Testing
     #expect(entries.map(\.relativePath) == ["a/b/deep.md", "top.md"])
     #expect(entries[1].size == 6)
     #expect(entries[1].hash == ContentHash(of: Array("# top\n".utf8)))
-    let bad = CapturedLog.lines(containing: fixture.path("bad.md"))
+    let bad = NotesLogCapture.lines(containing: fixture.path("bad.md"))
     #expect(bad.count == 1 && bad[0].contains("not valid UTF-8") && bad[0].hasPrefix("<4>"))
-    let big = CapturedLog.lines(containing: fixture.path("big.md"))
+    let big = NotesLogCapture.lines(containing: fixture.path("big.md"))
     #expect(big.count == 1 && big[0].contains("over the maximum note size of 1000"))
     // buildIndex() without a watch gives the same index.
     let again = try NotesFolder(root: fixture.root, maximumNoteSize: 1000)
@@ -57,22 +57,30 @@ import Testing
   }
 
   @Test func invalidFileIsWarnedOnceAndRetriedOnlyWhenItChanges() async throws {
-    CapturedLog.install()
+    NotesLogCapture.install()
     let fixture = try NotesFixture()
     defer { fixture.close() }
     let path = fixture.path("bad.md")
     try fixture.write("bad.md", [0x23, 0x20, 0xC3, 0x28, 0x0A])
-    try await Task.sleep(nanoseconds: 200_000_000)
-    #expect(CapturedLog.lines(containing: path).count == 1)
+    for _ in 0..<500 where NotesLogCapture.lines(containing: path).isEmpty {
+      try await Task.sleep(nanoseconds: 10_000_000)
+    }
+    #expect(NotesLogCapture.lines(containing: path).count == 1)
     // Opened for writing and closed without a change: IN_CLOSE_WRITE, same
     // size and mtime: no second warning, no read.
     let fd = open(path, O_WRONLY)
     close(fd)
-    try await Task.sleep(nanoseconds: 200_000_000)
-    #expect(CapturedLog.lines(containing: path).count == 1)
+    try await Task.sleep(nanoseconds: 300_000_000)
+    #expect(NotesLogCapture.lines(containing: path).count == 1)
     try fixture.write("bad.md", Array("# fixed\n".utf8))
     let events = await fixture.recorder.wait { !$0.isEmpty }
     #expect(events == [.saved(NoteSave(relativePath: "bad.md", bytes: Array("# fixed\n".utf8)))])
+    // A note that turns invalid leaves the index (a removal), warned again.
+    try fixture.write("bad.md", [0x23, 0x0A, 0xFF])
+    await fixture.recorder.wait { $0.count > 1 }
+    #expect(fixture.recorder.removals == ["bad.md"])
+    #expect(fixture.folder.indexEntries().isEmpty)
+    #expect(NotesLogCapture.lines(containing: path).count == 2)
   }
 
   @Test func newSubfoldersAreWatchedAndScannedAtOnce() async throws {
@@ -85,8 +93,8 @@ import Testing
       let dir = "d\(i)/e/f"
       try FileManager.default.createDirectory(
         atPath: fixture.path(dir), withIntermediateDirectories: true)
-      try fixture.write("\(dir)/n.md", noteBytes("n\(i)"))
-      try fixture.write("d\(i)/m.md", noteBytes("m\(i)"))
+      try fixture.write("\(dir)/n.md", sampleNoteBytes("n\(i)"))
+      try fixture.write("d\(i)/m.md", sampleNoteBytes("m\(i)"))
       expected.formUnion(["\(dir)/n.md", "d\(i)/m.md"])
     }
     let events = await fixture.recorder.wait { $0.count >= expected.count }
@@ -161,15 +169,15 @@ import Testing
         atPath: fixture.path("b\(i % 10)"), withIntermediateDirectories: true)
     }
     // First state, then (as a checkout would) the final state right after.
-    for i in 0..<count { try fixture.write("b\(i % 10)/n\(i).md", noteBytes("first \(i)")) }
+    for i in 0..<count { try fixture.write("b\(i % 10)/n\(i).md", sampleNoteBytes("first \(i)")) }
     for i in 0..<count where i % 2 == 0 {
-      try fixture.write("b\(i % 10)/n\(i).md", noteBytes("final \(i)", size: 300))
+      try fixture.write("b\(i % 10)/n\(i).md", sampleNoteBytes("final \(i)", size: 300))
     }
     let finals = Dictionary(
       uniqueKeysWithValues: (0..<count).map { i in
         (
           "b\(i % 10)/n\(i).md",
-          i % 2 == 0 ? noteBytes("final \(i)", size: 300) : noteBytes("first \(i)")
+          i % 2 == 0 ? sampleNoteBytes("final \(i)", size: 300) : sampleNoteBytes("first \(i)")
         )
       })
     await fixture.recorder.wait(timeout: 20) { events in
@@ -196,13 +204,13 @@ import Testing
     for save in saves {
       let path = save.relativePath
       let i = Int(path.split(separator: "n").last!.dropLast(3))!
-      #expect(save.bytes == noteBytes("first \(i)") || save.bytes == finals[path])
+      #expect(save.bytes == sampleNoteBytes("first \(i)") || save.bytes == finals[path])
     }
     #expect(fixture.folder.indexEntries().count == count)
   }
 
   @Test func queueOverflowRescanFindsEveryChange() async throws {
-    CapturedLog.install()
+    NotesLogCapture.install()
     let fixture = try NotesFixture { dir in
       for i in 0..<50 {
         try Data("# old \(i)\n".utf8).write(to: dir.appendingPathComponent("n\(i).md"))
@@ -233,7 +241,7 @@ import Testing
     for i in 50..<60 { #expect(saves["n\(i).md"] == Array("# added \(i)\n".utf8)) }
     #expect(Set(fixture.recorder.removals) == Set((20..<30).map { "n\($0).md" }))
     #expect(events.count == 40)
-    #expect(CapturedLog.lines(containing: "overflowed; rescanning \(fixture.root)").count == 1)
+    #expect(NotesLogCapture.lines(containing: "overflowed; rescanning \(fixture.root)").count == 1)
     #expect(fixture.folder.indexEntries().count == 50)
     // Still watching after the rescan.
     fixture.recorder.reset()

@@ -22,7 +22,7 @@ extension TestEnvironment {
 }
 
 /// Collects a notes folder's events as they arrive.
-final class EventRecorder: Sendable {
+final class NotesEventRecorder: Sendable {
   private final class Store: Sendable {
     let events = Mutex<[NotesEvent]>([])
   }
@@ -89,8 +89,8 @@ final class EventRecorder: Sendable {
 final class NotesFixture: Sendable {
   let directory: URL
   let folder: NotesFolder
-  let recorder: EventRecorder
-  let sink: ObservedSink
+  let recorder: NotesEventRecorder
+  let sink: NotesObservedEvents
 
   var root: String { folder.root }
 
@@ -101,12 +101,12 @@ final class NotesFixture: Sendable {
     directory = try TestEnvironment.temporaryDirectory("baton-notes")
     try populate(directory)
     var tuning = NotesWatcher.Tuning()
-    let sink = ObservedSink()
+    let sink = NotesObservedEvents()
     tuning.observer = { path, mask in sink.append(path, mask) }
     folder = try NotesFolder(
       root: directory.path, pattern: pattern, maximumNoteSize: maximumNoteSize, tuning: tuning)
     self.sink = sink
-    recorder = EventRecorder(try folder.start())
+    recorder = NotesEventRecorder(try folder.start())
   }
 
   /// Every raw (path, mask) the watcher saw, for checking editor droppings.
@@ -129,7 +129,7 @@ final class NotesFixture: Sendable {
 }
 
 /// The watcher's raw-event observer's store.
-final class ObservedSink: Sendable {
+final class NotesObservedEvents: Sendable {
   private let box = Mutex<[(String, Inotify.Mask)]>([])
   func append(_ path: String, _ mask: Inotify.Mask) { box.withLock { $0.append((path, mask)) } }
   var all: [(String, Inotify.Mask)] { box.withLock { $0 } }
@@ -137,11 +137,18 @@ final class ObservedSink: Sendable {
 
 /// Warnings logged by the notes layer, captured once for all tests (lines
 /// are told apart by the unique temporary paths in them).
-enum CapturedLog {
+enum NotesLogCapture {
   private static let lines = Mutex<[String]>([])
   private static let installed: Bool = {
     Logger.sink.capture { priority, line in
-      CapturedLog.lines.withLock { $0.append("<\(priority.rawValue)>\(line)") }
+      let text = "<\(priority.rawValue)>\(line)"
+      if line.hasPrefix("notes:") {
+        NotesLogCapture.lines.withLock { $0.append(text) }
+      } else {
+        // Other layers' lines still go to stderr, as without a capture.
+        let bytes = Array((text + "\n").utf8)
+        bytes.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+      }
     }
     return true
   }()
@@ -155,7 +162,7 @@ enum CapturedLog {
 
 /// Runs a program to completion; returns its exit code.
 @discardableResult
-func run(
+func runProgram(
   _ path: String, _ arguments: [String], environment: [String: String]? = nil
 ) throws -> Int32 {
   let child = try ChildProcess(
@@ -165,7 +172,7 @@ func run(
 }
 
 /// Random-looking but reproducible note bytes of about `size`.
-func noteBytes(_ title: String, size: Int = 200, seed: Int = 0) -> [UInt8] {
+func sampleNoteBytes(_ title: String, size: Int = 200, seed: Int = 0) -> [UInt8] {
   var text = "# \(title)\n"
   var i = seed
   while text.utf8.count < size {

@@ -19,11 +19,14 @@ import Testing
       try store.save(StoredNote(entry: entry("a.md", "A", device)))
       try store.save(StoredNote(entry: entry("b.md", "B", device), deleted: true))
       try store.setCurrentActivity(activityType: "org.example.notes", path: "a.md")
-      try store.recordPeer(PeerRecord(device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000)))
+      try store.recordPeer(
+        PeerRecord(
+          device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000)))
       try store.increment("sent", by: 2)
       try store.increment("sent")
       for i in 0..<5 {
-        try store.recordFailure(FailureRecord(activityType: "t", peer: "p", reason: "r\(i)"), keep: 3)
+        try store.recordFailure(
+          FailureRecord(activityType: "t", peer: "p", reason: "r\(i)"), keep: 3)
       }
       #expect(store.recovery == nil)
     }
@@ -31,17 +34,26 @@ import Testing
     #expect(store.deviceID == device)
     #expect(store.recovery == nil)
     let notes = try store.notes().sorted { $0.entry.path < $1.entry.path }
-    #expect(notes == [
-      StoredNote(entry: entry("a.md", "A", device)),
-      StoredNote(entry: entry("b.md", "B", device), deleted: true),
-    ])
-    #expect(try store.note(activityType: "org.example.notes", path: "a.md")?.entry.version == VersionVector([device: 3]))
+    #expect(
+      notes == [
+        StoredNote(entry: entry("a.md", "A", device)),
+        StoredNote(entry: entry("b.md", "B", device), deleted: true),
+      ])
+    #expect(
+      try store.note(activityType: "org.example.notes", path: "a.md")?.entry.version
+        == VersionVector([device: 3]))
     #expect(try store.currentActivity()?.path == "a.md")
-    #expect(try store.peers() == [PeerRecord(device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000))])
+    #expect(
+      try store.peers() == [
+        PeerRecord(
+          device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000))
+      ])
     #expect(try store.counters()["sent"] == 3)
     #expect(try store.failures().map(\.reason) == ["r4", "r3", "r2"])
-    let mode = try String(decoding: FileManager.default.contents(atPath: dir + "/handoff.db").map(Array.init) ?? [], as: UTF8.self)
-    #expect(mode.hasPrefix("SQLite format 3"))
+    let header = String(
+      decoding: FileManager.default.contents(atPath: dir + "/handoff.db").map(Array.init) ?? [],
+      as: UTF8.self)
+    #expect(header.hasPrefix("SQLite format 3"))
     #expect(try store.journalMode() == "wal")
   }
 
@@ -62,6 +74,7 @@ import Testing
     let status = await restarted.engine.status()
     #expect(restarted.engine.deviceID != oldID)
     #expect(status.noteCount == 4)  // rebuilt from the folder
+    #expect(status.storeRecovery?.contains("damaged") == true)
     let aside = try FileManager.default.contentsOfDirectory(atPath: a.stateDirectory)
       .filter { $0.hasPrefix("handoff.db.damaged-") }
     #expect(!aside.isEmpty)
@@ -71,9 +84,30 @@ import Testing
     #expect(b.folder.contents == a.folder.contents)
   }
 
+  @Test func damagedPageInsideTheFileIsDetected() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    do {
+      let store = try HandoffStore(directory: dir)
+      for i in 0..<400 {
+        try store.save(
+          StoredNote(
+            entry: entry("dir/note-\(i).md", String(repeating: "x", count: i), store.deviceID)))
+      }
+    }  // the last connection closes: the WAL is checkpointed into the main file
+    let path = dir + "/handoff.db"
+    var bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
+    #expect(bytes.count >= 4 * 4096)
+    for i in (2 * 4096)..<(3 * 4096) { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    let store = try HandoffStore(directory: dir)
+    #expect(store.recovery != nil)
+    #expect(try store.notes().isEmpty)  // a fresh database; the engine rebuilds it from the folders
+  }
+
   @Test func notADatabaseAtAllIsRecovered() throws {
     let dir = try TestEnvironment.temporaryDirectory("store").path
-    try Data("this is not sqlite, just text\n".utf8).write(to: URL(fileURLWithPath: dir + "/handoff.db"))
+    try Data("this is not sqlite, just text\n".utf8).write(
+      to: URL(fileURLWithPath: dir + "/handoff.db"))
     let store = try HandoffStore(directory: dir)
     #expect(store.recovery?.contains("damaged") == true)
     try store.increment("x")

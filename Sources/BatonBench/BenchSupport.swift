@@ -1,0 +1,83 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What several benchmarks share: the repository, temporary folders, the
+/// simulated radio and child processes.
+enum Bench {
+  /// The repository's top folder (this file is Sources/BatonBench/BenchSupport.swift).
+  static let repository: String = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+  static func temporaryDirectory(_ label: String) throws -> String {
+    let path = NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+  }
+
+  /// Starts `command` with stdout and stderr appended to `log`.
+  static func spawn(
+    _ command: String, _ arguments: [String], log: String, environment: [String: String] = [:]
+  ) throws -> Process {
+    FileManager.default.createFile(atPath: log, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: command)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let handle = FileHandle(forWritingAtPath: log)
+    process.standardOutput = handle
+    process.standardError = handle
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return process
+  }
+
+  /// A fresh simulated radio (Tests/Radio/radio.py in the project's venv).
+  static func startRadio(controllers: Int, in directory: String) throws -> (process: Process, ports: [UInt16]) {
+    let python = repository + "/.venv/bin/python3"
+    guard FileManager.default.isExecutableFile(atPath: python) else {
+      throw BenchError.usage("no simulated-radio venv: run Tests/Scripts/setup.sh")
+    }
+    let log = directory + "/radio.out"
+    let process = try spawn(
+      python, [repository + "/Tests/Radio/radio.py", "--controllers", String(controllers)], log: log)
+    for _ in 0..<200 {
+      if let text = try? String(contentsOfFile: log, encoding: .utf8),
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") })
+      {
+        return (process, line.split(separator: " ").dropFirst().compactMap { UInt16($0) })
+      }
+      usleep(50_000)
+    }
+    process.terminate()
+    throw BenchError.failed("the simulated radio did not start (see \(log))")
+  }
+
+  /// The bytes of every packet in a btsnoop file (records' included lengths).
+  static func btsnoopPayloadBytes(_ path: String) -> Int {
+    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else { return 0 }
+    let bytes = [UInt8](data)
+    var offset = 16
+    var total = 0
+    while offset + 24 <= bytes.count {
+      let included = Int(bytes[offset + 4]) << 24 | Int(bytes[offset + 5]) << 16
+        | Int(bytes[offset + 6]) << 8 | Int(bytes[offset + 7])
+      total += included
+      offset += 24 + included
+    }
+    return total
+  }
+}
+
+enum BenchError: Error, CustomStringConvertible {
+  case usage(String)
+  case failed(String)
+  var description: String {
+    switch self {
+    case .usage(let text): text
+    case .failed(let text): "benchmark failed: \(text)"
+    }
+  }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import Synchronization
+
+/// The agent's side of the radio: opens the controller (and reopens it with
+/// back-off when it is lost), advertises the engine's beacon, scans for
+/// peers' beacons, and runs a handoff session over an L2CAP channel with
+/// every keyed peer that has something we lack, or that connects to us.
+///
+/// Everything that happens on one open controller is handled by one loop over
+/// one stream of events, so the decisions (connect or not, re-seal the
+/// beacon, rotate the address) never race each other; sessions run as child
+/// tasks of that loop and end with it.
+final class AgentRadio: Sendable {
+  /// How long a peer counts as in range after its last beacon.
+  static let inRangeWindow: TimeInterval = 60
+  /// The longest we wait for a connection to a peer to complete.
+  static let connectTimeout: Duration = .seconds(5)
+  /// Back-off between attempts to reopen a lost controller.
+  static let reopenDelays: [Duration] = [.seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30)]
+
+  enum Event: Sendable {
+    case report(AdvertisingReport)
+    case channel(L2CAPChannel)
+    case beaconChanged
+    case rotate
+    case sessionEnded(address: String)
+    case closed(reason: String)
+  }
+
+  private struct Peer {
+    var lastSeen: Date
+    var rssi: Int
+  }
+
+  private struct State {
+    var host: BLEHost?
+    var events: AsyncStream<Event>.Continuation?
+    /// Keyed peers heard, by address.
+    var heard: [String: Peer] = [:]
+    /// Peer names learnt in sessions, by address.
+    var names: [String: String] = [:]
+    /// Addresses with a session under way (either direction).
+    var busy: Set<String> = []
+  }
+
+  let configuration: AgentConfiguration
+  let engine: HandoffEngine
+  private let state = Mutex(State())
+  private let log = Logger(label: "radio")
+
+  init(configuration: AgentConfiguration, engine: HandoffEngine) {
+    self.configuration = configuration
+    self.engine = engine
+  }
+
+  /// Our current address, once the controller is open.
+  var address: String? { state.withLock { $0.host?.address.description } }
+
+  /// The engine's index or current activity changed: re-seal the beacon.
+  func beaconChanged() { _ = state.withLock { $0.events?.yield(.beaconChanged) } }
+
+  /// Keyed peers heard within the last minute, most recent first.
+  func peersInRange() -> [AgentStatus.Peer] {
+    let cutoff = Date().addingTimeInterval(-Self.inRangeWindow)
+    return state.withLock { s in
+      s.heard.filter { $0.value.lastSeen >= cutoff }
+        .map { AgentStatus.Peer(name: s.names[$0.key] ?? "?", address: $0.key, lastSeen: $0.value.lastSeen, rssi: $0.value.rssi) }
+        .sorted { $0.lastSeen > $1.lastSeen }
+    }
+  }
+
+  // MARK: The controller's life
+
+  /// Runs until cancelled. The first open failing is fatal (the message says
+  /// what to do); a controller lost later is reopened with back-off.
+  func run() async throws {
+    let spec = configuration.controller.description
+    var failures = 0
+    var everOpened = false
+    while !Task.isCancelled {
+      let host: BLEHost
+      do {
+        host = try await BLEHost.open(controller: spec, hciLog: configuration.hciLog)
+      } catch {
+        if Task.isCancelled { return }
+        if !everOpened { throw AgentError.controller(spec: spec, reason: "\(error)") }
+        let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
+        failures += 1
+        log.warning("cannot reopen the controller \(spec): \(error); trying again in \(delay)")
+        try? await Task.sleep(for: delay)
+        continue
+      }
+      everOpened = true
+      failures = 0
+      let reason = await serve(host)
+      if Task.isCancelled { return }
+      log.error("lost the controller \(spec): \(reason); reopening it")
+    }
+  }
+
+  /// Advertises, scans and runs sessions on one open controller until it is
+  /// lost or the task is cancelled; then stops advertising and releases it.
+  private func serve(_ host: BLEHost) async -> String {
+    let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    state.withLock {
+      $0.host = host
+      $0.events = continuation
+      $0.busy = []
+    }
+    defer {
+      state.withLock {
+        $0.host = nil
+        $0.events = nil
+      }
+      continuation.finish()
+    }
+    let interval = Int(configuration.advertisingInterval.components.seconds * 1000)
+      + Int(configuration.advertisingInterval.components.attoseconds / 1_000_000_000_000_000)
+    let reports: AsyncStream<AdvertisingReport>
+    let channels = host.listen(psm: HandoffAgent.psm)
+    do {
+      try await host.startAdvertising(data: await engine.currentBeacon(), intervalMilliseconds: interval)
+      reports = try await host.startScanning()
+    } catch {
+      await host.close()
+      return "bring-up failed: \(error)"
+    }
+    log.info("advertising as \(host.address) every \(interval) ms and scanning")
+
+    return await withTaskGroup(of: Void.self, returning: String.self) { group in
+      group.addTask { for await report in reports { continuation.yield(.report(report)) } }
+      group.addTask { for await channel in channels { continuation.yield(.channel(channel)) } }
+      let rotation = configuration.addressRotation
+      group.addTask {
+        while !Task.isCancelled {
+          try? await Task.sleep(for: rotation)
+          if !Task.isCancelled { continuation.yield(.rotate) }
+        }
+      }
+      group.addTask {
+        let error = await host.waitUntilClosed()
+        continuation.yield(.closed(reason: error.map { "\($0)" } ?? "closed"))
+      }
+
+      var reason = "stopped"
+      loop: for await event in events {
+        switch event {
+        case .report(let report):
+          if let address = await shouldInitiate(report) {
+            group.addTask {
+              await self.initiate(to: report.address, on: host)
+              continuation.yield(.sessionEnded(address: address))
+            }
+          }
+        case .channel(let channel):
+          let address = channel.peerAddress.description
+          state.withLock { _ = $0.busy.insert(address) }
+          group.addTask {
+            await self.respond(on: channel, from: address)
+            continuation.yield(.sessionEnded(address: address))
+          }
+        case .sessionEnded(let address):
+          state.withLock { _ = $0.busy.remove(address) }
+          await refreshBeacon(host)
+        case .beaconChanged:
+          await refreshBeacon(host)
+        case .rotate:
+          do {
+            let address = try await host.rotateAddress()
+            log.info("address rotated to \(address)")
+            await refreshBeacon(host)
+          } catch {
+            log.warning("cannot rotate the address: \(error)")
+          }
+        case .closed(let why):
+          reason = why
+          break loop
+        }
+      }
+      // Stopping (cancelled) or lost: release the controller first, so that
+      // sessions blocked on their channels end at once, then the children.
+      if !host.isClosed {
+        try? await host.stopAdvertising()
+        await host.close()
+      }
+      group.cancelAll()
+      return reason
+    }
+  }
+
+  // MARK: Decisions and sessions
+
+  /// Records a keyed peer's beacon; returns its address when we should
+  /// connect to it now.
+  private func shouldInitiate(_ report: AdvertisingReport) async -> String? {
+    guard await engine.isGroupBeacon(report.data) else { return nil }
+    let address = report.address.description
+    let busy = state.withLock { s -> Bool in
+      s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi)
+      return s.busy.contains(address)
+    }
+    guard !busy, await engine.shouldConnect(beacon: report.data, from: address) else { return nil }
+    let claimed = state.withLock { $0.busy.insert(address).inserted }
+    return claimed ? address : nil
+  }
+
+  private func initiate(to peer: BluetoothAddress, on host: BLEHost) async {
+    let address = peer.description
+    // A short random delay: when two agents want each other at the same
+    // moment, one usually connects first and the other then finds it busy.
+    try? await Task.sleep(for: .milliseconds(Int.random(in: 0...150)))
+    do {
+      let connection = try await host.connect(to: peer, timeout: Self.connectTimeout)
+      do {
+        let channel = try await host.openChannel(connection, psm: HandoffAgent.psm)
+        let summary = try await engine.runSession(over: channel, initiator: true, peerAddress: address)
+        state.withLock { $0.names[address] = summary.peerName }
+      } catch {
+        log.info("session with \(address) ended early: \(error)")
+      }
+      await host.disconnect(connection)
+    } catch {
+      log.info("cannot connect to \(address): \(error)")
+    }
+  }
+
+  private func respond(on channel: L2CAPChannel, from address: String) async {
+    do {
+      let summary = try await engine.runSession(over: channel, initiator: false, peerAddress: address)
+      state.withLock { $0.names[address] = summary.peerName }
+    } catch {
+      log.info("session from \(address) ended early: \(error)")
+    }
+  }
+
+  private func refreshBeacon(_ host: BLEHost) async {
+    guard !host.isClosed else { return }
+    do {
+      try await host.updateAdvertisingData(await engine.currentBeacon())
+    } catch {
+      log.warning("cannot update the advertised beacon: \(error)")
+    }
+  }
+}

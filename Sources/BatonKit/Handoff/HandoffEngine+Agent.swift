@@ -1,0 +1,17 @@
+/// What the agent asks of the engine beyond sessions: `baton send`, and
+/// which beacons come from keyed peers (for `baton status`).
+extension HandoffEngine {
+  /// Makes a note the current activity even if it did not change (`baton
+  /// send`): the beacon then names it.
+  public func makeCurrent(activityType: String, path: String) {
+    ensureScanned()
+    guard index[Self.key(activityType, path)] != nil else { return }
+    current = (activityType, path)
+    persist { try store.setCurrentActivity(activityType: activityType, path: path) }
+  }
+
+  /// Whether `data` is a beacon sealed with our group key.
+  public func isGroupBeacon(_ data: [UInt8]) -> Bool {
+    Beacon.open(advertisingData: data, keys: keys) != nil
+  }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Save-to-peer latency of handoff between two agents on the simulated radio,
+# and HCI bytes per note byte. Options go to `baton-bench handoff`
+# (--saves N, --interval MS, --keep).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+Tests/Scripts/setup.sh
+swift build -c release --product baton >/dev/null
+swift build -c release --product baton-bench >/dev/null
+exec .build/release/baton-bench handoff "$@"
