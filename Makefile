@@ -1,5 +1,6 @@
 # baton: build, test, demo, install.
-#   make test       install what is needed, build, run every test
+#   make test       install what is needed, build, run every test (ends with test-vm)
+#   make test-vm    the kernel adapter path (hciN) in a VM with Debian's kernel
 #   make demo       two agents on a simulated radio, handing notes to each other
 #   make install    the release binary (Swift runtime linked statically,
 #                   stripped), both man pages, the user unit and the
@@ -18,7 +19,7 @@ BUILD ?= release
 RELEASE_FLAGS ?= --static-swift-stdlib
 INSTALL ?= install
 
-.PHONY: all build release test setup demo install uninstall clean
+.PHONY: all build release test setup demo install uninstall clean test-vm
 
 all: build
 
@@ -36,6 +37,7 @@ release:
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel
+	$(MAKE) test-vm
 
 demo:
 	Tests/Scripts/demo.sh
@@ -63,3 +65,9 @@ uninstall:
 
 clean:
 	rm -rf .build
+
+# The kernel adapter path (hciN, HCI user channel) inside a VM running Debian's
+# kernel under qemu; installs qemu etc. itself, caches the kernel in Tests/VM/cache.
+test-vm: setup
+	$(SWIFT) build
+	Tests/VM/run.sh
