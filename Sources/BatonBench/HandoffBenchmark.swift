@@ -66,8 +66,12 @@ enum HandoffBenchmark {
     try await Task.sleep(for: .seconds(2))
 
     print("handoff benchmark: \(saves) saves per size, two agents on the simulated radio")
-    print("advertising interval: \(interval.map { "\($0) ms" } ?? "the default (\(AgentConfiguration.defaultAdvertisingInterval))")"
-      + " (the simulated radio sends a legacy advertisement every N ms for interval N)")
+    let asked = interval ?? Int(AgentConfiguration.defaultAdvertisingInterval.components.seconds * 1000
+      + AgentConfiguration.defaultAdvertisingInterval.components.attoseconds / 1_000_000_000_000_000)
+    let units = asked * 8 / 5
+    print(
+      "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the simulated radio reads"
+        + " units as milliseconds, so it advertises every \(units) ms)")
     var noteBytes = 0
     for size in [200, 2_000, 20_000] {
       var latencies: [Double] = []
