@@ -29,7 +29,8 @@ extension BLEHost {
     log.info("advertising \(data.count) bytes every \(intervalMilliseconds) ms as \(address)")
   }
 
-  /// Replaces the advertising data; takes effect at the next advertisement.
+  /// Replaces the advertising data; takes effect at the next advertisement
+  /// (advertising is re-enabled so that every controller reports the change).
   public func updateAdvertisingData(_ data: [UInt8]) async throws {
     guard data.count <= 31 else {
       throw HCIError.invalidArgument(
@@ -39,6 +40,14 @@ extension BLEHost {
     defer { advertisingGate.release() }
     try await controller.send(.leSetAdvertisingData(data))
     state.withLock { $0.advertisingData = data }
+    // Re-enabling makes controllers that report an advertiser only when it
+    // starts (BlueZ's btvirt) report the new data; the disable may fail when
+    // the controller stopped advertising by itself (btvirt, after we
+    // connected as central), which is fine.
+    if state.withLock({ $0.advertisingEnabled }) {
+      try? await setAdvertisingEnabled(false)
+      try await setAdvertisingEnabled(true)
+    }
     log.debug("advertising data replaced (\(data.count) bytes)")
   }
 
