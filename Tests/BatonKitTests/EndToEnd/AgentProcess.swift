@@ -121,6 +121,19 @@ final class AgentProcess: @unchecked Sendable {
     return out.sorted()
   }
 
+  /// Runs `baton ARGS` against this agent; returns the exit code and what it
+  /// printed (stdout and stderr).
+  func run(_ arguments: [String]) throws -> (Int32, String) {
+    let out = stateDirectory.deletingLastPathComponent().appendingPathComponent("run.out").path
+    try? FileManager.default.removeItem(atPath: out)
+    let child = try ChildProcess(
+      TestEnvironment.batonBinary, arguments, captureStdout: false, stdoutPath: out,
+      stderrPath: out, environment: environment)
+    let code = child.wait()
+    defer { try? FileManager.default.removeItem(atPath: out) }
+    return (code, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+  }
+
   /// `baton status --json` against this agent, decoded loosely.
   func status() throws -> [String: Any] {
     let out = stateDirectory.deletingLastPathComponent().appendingPathComponent("status.json").path

@@ -175,6 +175,32 @@ import Testing
     #expect(try counter(b, "received") == 100, "\(group.logs)")
   }
 
+  @Test func sendMakesANoteCurrentAndStatusShowsPeersAndCounts() async throws {
+    let group = try AgentGroup(count: 2)
+    let (a, b) = (group.agents[0], group.agents[1])
+    try group.startAll()
+    try a.save("One.md", "# One\nfirst\n")
+    try a.save("Two.md", "# Two\nsecond\n")
+    #expect(await eventually(20, "both notes in B") { b.read("One.md") != nil && b.read("Two.md") != nil }, "\(group.logs)")
+
+    let (code, output) = try a.run(["send", a.notes.appendingPathComponent("One.md").path])
+    #expect(code == 0, "\(output)")
+    #expect(output.contains("One.md"), "\(output)")
+    let status = try a.status()
+    let current = status["currentActivity"] as? [String: Any]
+    #expect(current?["path"] as? String == "One.md", "\(status)")
+    #expect(current?["title"] as? String == "One", "\(status)")
+    #expect(current?["type"] as? String == "org.baton.note", "\(status)")
+    #expect(try counter(a, "sent") >= 2, "\(status)")
+    // B has heard A's beacons and learnt its name in the session.
+    let peers = try b.status()["peers"] as? [[String: Any]] ?? []
+    #expect(peers.contains { $0["name"] as? String == "agentA" }, "\(peers)")
+
+    let (outside, message) = try a.run(["send", "/etc/hostname"])
+    #expect(outside == 1, "\(message)")
+    #expect(message.contains("not in a watched folder"), "\(message)")
+  }
+
   // MARK: helpers
 
   private func counter(_ agent: AgentProcess, _ name: String) throws -> Int {
