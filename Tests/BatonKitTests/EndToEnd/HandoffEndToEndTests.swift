@@ -201,6 +201,28 @@ import Testing
     #expect(message.contains("not in a watched folder"), "\(message)")
   }
 
+  @Test func theAddressRotatesAndPeersStillFindEachOther() async throws {
+    let group = try AgentGroup(count: 2)
+    let (a, b) = (group.agents[0], group.agents[1])
+    // The shortest rotation the configuration allows: one minute.
+    let config = group.base.appendingPathComponent("rotate.conf")
+    try "[agent]\naddress-rotation = 1\n".write(to: config, atomically: true, encoding: .utf8)
+    let rotating = try group.makeAgent(0, name: a.name, extraArguments: ["-f", config.path])
+    group.agents[0] = rotating
+    try rotating.start()
+    try b.start()
+    #expect(await eventually(10, "an address") { (try? rotating.status()["address"] as? String) != nil })
+    let first = try rotating.status()["address"] as? String
+    #expect(
+      await eventually(75, "a new address") {
+        let now = try? rotating.status()["address"] as? String
+        return now != nil && now != first
+      }, "\(group.logs)")
+    // The beacon was re-sealed under the new address and still works.
+    try rotating.save("after.md", "After\nthe rotation\n")
+    #expect(await eventually(20, "the note in B") { b.read("after.md") != nil }, "\(group.logs)")
+  }
+
   // MARK: helpers
 
   private func counter(_ agent: AgentProcess, _ name: String) throws -> Int {
