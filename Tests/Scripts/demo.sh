@@ -19,6 +19,9 @@ baton="$top/.build/debug/baton"
 [ -x "$baton" ] || { echo "demo: the build failed (no $baton)" >&2; exit 1; }
 
 demo=$(mktemp -d /tmp/baton-demo.XXXXXX)
+# The children run in sessions of their own (setsid), so that Ctrl-C reaches
+# only this script, which then stops the agents first and the radio last.
+radio_pid=
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -26,14 +29,15 @@ cleanup() {
   echo "demo: stopping the agents and the radio"
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "$radio_pid" ]; then kill -TERM "$radio_pid" 2>/dev/null || true; wait "$radio_pid" 2>/dev/null || true; fi
   echo "demo: stopped; the notes stay in $demo"
 }
 trap cleanup INT TERM EXIT
 
 # The simulated radio: prints "READY port1 port2" once its controllers listen.
 mkfifo "$demo/radio.out"
-.venv/bin/python3 Tests/Radio/radio.py --controllers 2 >"$demo/radio.out" </dev/null &
-pids+=($!)
+setsid .venv/bin/python3 Tests/Radio/radio.py --controllers 2 >"$demo/radio.out" </dev/null &
+radio_pid=$!
 read -r ready port1 port2 <"$demo/radio.out"
 [ "$ready" = READY ] || { echo "demo: the simulated radio did not start" >&2; exit 1; }
 
@@ -44,7 +48,7 @@ start_agent() { # name port
   local name=$1 port=$2
   mkdir -p "$demo/$name/notes" "$demo/$name/state" "$demo/$name/run"
   chmod 700 "$demo/$name/run"
-  XDG_RUNTIME_DIR="$demo/$name/run" "$baton" agent \
+  XDG_RUNTIME_DIR="$demo/$name/run" setsid "$baton" agent \
     --name "$name" --notes "$demo/$name/notes" --controller "tcp:127.0.0.1:$port" \
     --key-file "$demo/group.key" --state-dir "$demo/$name/state" \
     >"$demo/$name/agent.log" 2>&1 &
