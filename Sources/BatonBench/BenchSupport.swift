@@ -21,7 +21,7 @@ enum Bench {
   static func spawn(
     _ command: String, _ arguments: [String], log: String, environment: [String: String] = [:]
   ) throws -> Process {
-    FileManager.default.createFile(atPath: log, contents: nil)
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: command)
     process.arguments = arguments

@@ -38,7 +38,7 @@ enum HandoffBenchmark {
     let radio = try Bench.startRadio(controllers: 2, in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
-    FileManager.default.createFile(atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
+    _ = FileManager.default.createFile(atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
     chmod(keyPath, 0o600)
 
     var agents: [(notes: String, hciLog: String, process: Process)] = []
@@ -80,7 +80,7 @@ enum HandoffBenchmark {
         while bytes.count < size { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
         let name = "bench-\(size)-\(i).md"
         let temporary = agents[0].notes + "/.tmp-" + name
-        FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
         let start = ContinuousClock.now
         rename(temporary, agents[0].notes + "/" + name)
         let target = agents[1].notes + "/" + name

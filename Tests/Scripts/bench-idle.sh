@@ -6,28 +6,23 @@
 #  - memory: VmRSS and VmHWM from /proc/PID/status,
 #  - the time it takes to stop on SIGTERM.
 #
-#   Tests/Scripts/bench-idle.sh [--seconds N] [--radio | --no-radio] [--bin PATH]
+#   Tests/Scripts/bench-idle.sh [--seconds N] [--bin PATH]
 #
-# --radio (the default when the venv exists) starts a simulated controller
-# (Tests/Radio/radio.py, one controller, no peer) and gives the agent its
-# tcp: spec; --no-radio gives it an unreachable tcp: spec, which only the
-# placeholder core (IdleAgentCore) survives.
+# The agent runs on a simulated controller (Tests/Radio/radio.py, one
+# controller, no peer), advertising and scanning as it always does.
 # BENCH_SHOW_LOG=1 prints the agent's log at the end.
 # BATON_BIN or --bin chooses the binary (default: the newer of the release
 # and debug builds).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=10
-radio=no
-[ -x "$top/.venv/bin/python3" ] && radio=yes
+[ -x "$top/.venv/bin/python3" ] || { echo "bench-idle: no simulated-radio venv; run Tests/Scripts/setup.sh" >&2; exit 1; }
 bin=${BATON_BIN:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    --radio) radio=yes; shift ;;
-    --no-radio) radio=no; shift ;;
     --bin) bin=$2; shift 2 ;;
-    *) echo "usage: $0 [--seconds N] [--radio | --no-radio] [--bin PATH]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds N] [--bin PATH]" >&2; exit 2 ;;
   esac
 done
 if [ -z "$bin" ]; then
@@ -55,17 +50,14 @@ mkdir -p "$work/config/baton" "$work/run" "$work/notes"
 "$bin" keygen > "$work/config/baton/key"
 chmod 600 "$work/config/baton/key"
 
-controller=tcp:127.0.0.1:9
-if [ "$radio" = yes ]; then
-  mkfifo "$work/radio.in"
-  "$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers 1 < "$work/radio.in" > "$work/radio.out" &
-  radio_pid=$!
-  exec 3> "$work/radio.in"   # the radio stops when this closes
-  for _ in $(seq 100); do grep -q READY "$work/radio.out" 2>/dev/null && break; sleep 0.1; done
-  port=$(awk '/READY/ {print $2}' "$work/radio.out")
-  [ -n "$port" ] || { echo "bench-idle: the simulated radio did not start" >&2; exit 1; }
-  controller=tcp:127.0.0.1:$port
-fi
+mkfifo "$work/radio.in"
+"$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers 1 < "$work/radio.in" > "$work/radio.out" &
+radio_pid=$!
+exec 3> "$work/radio.in"   # the radio stops when this closes
+for _ in $(seq 100); do grep -q READY "$work/radio.out" 2>/dev/null && break; sleep 0.1; done
+port=$(awk '/READY/ {print $2}' "$work/radio.out")
+[ -n "$port" ] || { echo "bench-idle: the simulated radio did not start" >&2; exit 1; }
+controller=tcp:127.0.0.1:$port
 
 "$bin" agent --notes "$work/notes" --controller "$controller" --name idle 2> "$work/agent.log" &
 agent_pid=$!
@@ -107,7 +99,7 @@ stop_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 agent_pid=
 
 echo "binary: $bin"
-echo "controller: $controller (radio: $radio)"
+echo "controller: $controller (simulated radio, one controller)"
 echo "threads: $threads"
 echo "idle window: ${seconds} s"
 echo "context switches (all threads, no tracer): $wakeups"

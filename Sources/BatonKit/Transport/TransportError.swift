@@ -13,8 +13,6 @@ public enum TransportError: Error, CustomStringConvertible, Equatable {
   case readFailed(transport: String, reason: String)
   /// The packet handed to `send` is not a whole H4 packet.
   case badPacket(length: Int)
-  /// This transport is not part of the build yet.
-  case unavailable(String)
 
   public var description: String {
     switch self {
@@ -31,8 +29,6 @@ public enum TransportError: Error, CustomStringConvertible, Equatable {
       "cannot read from \(transport): \(reason); the controller is gone, reopen it"
     case .badPacket(let length):
       "refusing to send a \(length)-byte H4 packet (needs a type byte and a header)"
-    case .unavailable(let what):
-      "\(what) is not built yet"
     }
   }
 }

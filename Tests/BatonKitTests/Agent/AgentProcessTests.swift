@@ -8,7 +8,7 @@ import Testing
 
 /// `baton agent` as a process on a simulated controller of its own:
 /// signals, reload, the control socket and sd_notify. The assertions hold
-/// for the placeholder core and for the handoff core alike.
+/// for the handoff agent on a simulated controller.
 @Suite struct AgentProcessTests {
   func start(_ sandbox: BatonSandbox, _ extra: [String] = [], environment: [String: String] = [:])
     throws -> (ChildProcess, String)

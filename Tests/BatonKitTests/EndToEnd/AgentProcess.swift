@@ -57,7 +57,7 @@ final class AgentProcess: @unchecked Sendable {
   func start() throws {
     let line = "=== start \(Date())\n"
     if !FileManager.default.fileExists(atPath: logPath) {
-      FileManager.default.createFile(atPath: logPath, contents: nil)
+      _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     }
     if let handle = FileHandle(forWritingAtPath: logPath) {
       handle.seekToEndOfFile()
@@ -191,7 +191,7 @@ final class AgentGroup: @unchecked Sendable {
   }
 
   static func writeKey(_ key: GroupKey, to path: String) throws {
-    FileManager.default.createFile(atPath: path, contents: Data(key.fileText.utf8))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(key.fileText.utf8))
     chmod(path, 0o600)
   }
 

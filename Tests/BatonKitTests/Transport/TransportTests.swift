@@ -31,7 +31,8 @@ struct TransportTests {
     } catch {
       #expect(error.description.contains("tcp:HOST:PORT"))
     }
-    // The placeholder kernel transport says it is not built (replaced at merge).
+    // This kernel has no Bluetooth: a kernel adapter cannot be opened
+    // (HCIUserChannelTransportTests checks the message).
     #expect(throws: (any Error).self) { _ = try ControllerSpec.kernel(index: 0).open() }
   }
 
