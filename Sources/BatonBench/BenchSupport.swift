@@ -35,14 +35,17 @@ enum Bench {
   }
 
   /// A fresh simulated radio (Tests/Radio/radio.py in the project's venv).
-  static func startRadio(controllers: Int, in directory: String) throws -> (process: Process, ports: [UInt16]) {
+  static func startRadio(controllers: Int, in directory: String) throws -> (
+    process: Process, ports: [UInt16]
+  ) {
     let python = repository + "/.venv/bin/python3"
     guard FileManager.default.isExecutableFile(atPath: python) else {
       throw BenchError.usage("no simulated-radio venv: run Tests/Scripts/setup.sh")
     }
     let log = directory + "/radio.out"
     let process = try spawn(
-      python, [repository + "/Tests/Radio/radio.py", "--controllers", String(controllers)], log: log)
+      python, [repository + "/Tests/Radio/radio.py", "--controllers", String(controllers)], log: log
+    )
     for _ in 0..<200 {
       if let text = try? String(contentsOfFile: log, encoding: .utf8),
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") })
@@ -62,7 +65,8 @@ enum Bench {
     var offset = 16
     var total = 0
     while offset + 24 <= bytes.count {
-      let included = Int(bytes[offset + 4]) << 24 | Int(bytes[offset + 5]) << 16
+      let included =
+        Int(bytes[offset + 4]) << 24 | Int(bytes[offset + 5]) << 16
         | Int(bytes[offset + 6]) << 8 | Int(bytes[offset + 7])
       total += included
       offset += 24 + included

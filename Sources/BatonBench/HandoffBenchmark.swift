@@ -38,36 +38,50 @@ enum HandoffBenchmark {
     let radio = try Bench.startRadio(controllers: 2, in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
-    _ = FileManager.default.createFile(atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
+    _ = FileManager.default.createFile(
+      atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
     chmod(keyPath, 0o600)
 
     var agents: [(notes: String, hciLog: String, process: Process)] = []
     for (index, name) in ["A", "B"].enumerated() {
       let home = base + "/" + name
       for sub in ["notes", "state", "run"] {
-        try FileManager.default.createDirectory(atPath: home + "/" + sub, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+          atPath: home + "/" + sub, withIntermediateDirectories: true)
       }
       chmod(home + "/run", 0o700)
       var args = [
         "agent", "--name", name, "--notes", home + "/notes", "--controller",
-        "tcp:127.0.0.1:\(radio.ports[index])", "--key-file", keyPath, "--state-dir", home + "/state",
+        "tcp:127.0.0.1:\(radio.ports[index])", "--key-file", keyPath, "--state-dir",
+        home + "/state",
         "--hci-log", home + "/hci.btsnoop",
       ]
       if let interval {
         let config = home + "/baton.conf"
-        try "[agent]\nadvertising-interval = \(interval)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "[agent]\nadvertising-interval = \(interval)\n".write(
+          toFile: config, atomically: true, encoding: .utf8)
         args += ["-f", config]
       }
-      let process = try Bench.spawn(baton, args, log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
+      let process = try Bench.spawn(
+        baton, args, log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
       agents.append((home + "/notes", home + "/hci.btsnoop", process))
     }
-    defer { for agent in agents { agent.process.terminate(); agent.process.waitUntilExit() } }
+    defer {
+      for agent in agents {
+        agent.process.terminate()
+        agent.process.waitUntilExit()
+      }
+    }
     // Let both come up and hear each other once.
     try await Task.sleep(for: .seconds(2))
 
     print("handoff benchmark: \(saves) saves per size, two agents on the simulated radio")
-    let asked = interval ?? Int(AgentConfiguration.defaultAdvertisingInterval.components.seconds * 1000
-      + AgentConfiguration.defaultAdvertisingInterval.components.attoseconds / 1_000_000_000_000_000)
+    let asked =
+      interval
+      ?? Int(
+        AgentConfiguration.defaultAdvertisingInterval.components.seconds * 1000
+          + AgentConfiguration.defaultAdvertisingInterval.components.attoseconds
+          / 1_000_000_000_000_000)
     let units = asked * 8 / 5
     print(
       "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the simulated radio reads"
@@ -90,14 +104,21 @@ enum HandoffBenchmark {
           usleep(1000)
         }
         let elapsed = ContinuousClock.now - start
-        guard elapsed < .seconds(30) else { throw BenchError.failed("\(name) did not arrive within 30 s") }
-        latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+        guard elapsed < .seconds(30) else {
+          throw BenchError.failed("\(name) did not arrive within 30 s")
+        }
+        latencies.append(
+          Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
         noteBytes += bytes.count
       }
       latencies.sort()
       let median = latencies[latencies.count / 2]
-      let p95 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.95).rounded(.up)) - 1)]
-      print(String(format: "%6d B notes: save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms", size, median, p95))
+      let p95 = latencies[
+        min(latencies.count - 1, Int((Double(latencies.count) * 0.95).rounded(.up)) - 1)]
+      print(
+        String(
+          format: "%6d B notes: save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
+          size, median, p95))
     }
     // Stop the agents so that their btsnoop logs are complete.
     for agent in agents {
@@ -107,7 +128,8 @@ enum HandoffBenchmark {
     let hciBytes = agents.map { Bench.btsnoopPayloadBytes($0.hciLog) }
     print(
       String(
-        format: "HCI bytes per note byte: %.2f (A %d B + B %d B over %d note bytes; includes advertising, scanning and handshakes)",
+        format:
+          "HCI bytes per note byte: %.2f (A %d B + B %d B over %d note bytes; includes advertising, scanning and handshakes)",
         Double(hciBytes.reduce(0, +)) / Double(noteBytes), hciBytes[0], hciBytes[1], noteBytes))
   }
 }

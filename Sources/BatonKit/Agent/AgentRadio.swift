@@ -21,7 +21,9 @@ final class AgentRadio: Sendable {
   /// The longest we wait for a connection to a peer to complete.
   static let connectTimeout: Duration = .seconds(5)
   /// Back-off between attempts to reopen a lost controller.
-  static let reopenDelays: [Duration] = [.seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30)]
+  static let reopenDelays: [Duration] = [
+    .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
+  ]
 
   enum Event: Sendable {
     case report(AdvertisingReport)
@@ -71,7 +73,11 @@ final class AgentRadio: Sendable {
     let cutoff = Date().addingTimeInterval(-Self.inRangeWindow)
     return state.withLock { s in
       s.heard.filter { $0.value.lastSeen >= cutoff }
-        .map { AgentStatus.Peer(name: s.names[$0.key] ?? "?", address: $0.key, lastSeen: $0.value.lastSeen, rssi: $0.value.rssi) }
+        .map {
+          AgentStatus.Peer(
+            name: s.names[$0.key] ?? "?", address: $0.key, lastSeen: $0.value.lastSeen,
+            rssi: $0.value.rssi)
+        }
         .sorted { $0.lastSeen > $1.lastSeen }
     }
   }
@@ -128,12 +134,14 @@ final class AgentRadio: Sendable {
       }
       continuation.finish()
     }
-    let interval = Int(configuration.advertisingInterval.components.seconds * 1000)
+    let interval =
+      Int(configuration.advertisingInterval.components.seconds * 1000)
       + Int(configuration.advertisingInterval.components.attoseconds / 1_000_000_000_000_000)
     let reports: AsyncStream<AdvertisingReport>
     let channels = host.listen(psm: HandoffAgent.psm)
     do {
-      try await host.startAdvertising(data: await engine.currentBeacon(), intervalMilliseconds: interval)
+      try await host.startAdvertising(
+        data: await engine.currentBeacon(), intervalMilliseconds: interval)
       reports = try await host.startScanning()
     } catch {
       await host.close()
@@ -245,7 +253,8 @@ final class AgentRadio: Sendable {
       do {
         let channel = try await host.openChannel(connection, psm: HandoffAgent.psm)
         let summary = try await engine.runSession(
-          over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: true, peerAddress: address)
+          over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: true,
+          peerAddress: address)
         state.withLock { $0.names[address] = summary.peerName }
       } catch {
         log.info("session with \(address) ended early: \(error)")
@@ -259,7 +268,8 @@ final class AgentRadio: Sendable {
   private func respond(on channel: L2CAPChannel, from address: String) async {
     do {
       let summary = try await engine.runSession(
-        over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: false, peerAddress: address)
+        over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: false,
+        peerAddress: address)
       state.withLock { $0.names[address] = summary.peerName }
     } catch {
       log.info("session from \(address) ended early: \(error)")

@@ -38,7 +38,9 @@ final class DeadlineChannel: MessageChannel {
 
   func close() async { await inner.close() }
 
-  private func guarded<T: Sendable>(_ operation: String, _ body: @Sendable () async throws -> T) async throws -> T {
+  private func guarded<T: Sendable>(_ operation: String, _ body: @Sendable () async throws -> T)
+    async throws -> T
+  {
     let watchdog = Task {
       try await Task.sleep(for: self.deadline)
       self.expired.withLock { $0 = operation }
@@ -47,10 +49,14 @@ final class DeadlineChannel: MessageChannel {
     defer { watchdog.cancel() }
     do {
       let value = try await body()
-      if let what = expired.withLock({ $0 }) { throw Expired(operation: what, seconds: deadline.components.seconds) }
+      if let what = expired.withLock({ $0 }) {
+        throw Expired(operation: what, seconds: deadline.components.seconds)
+      }
       return value
     } catch {
-      if let what = expired.withLock({ $0 }) { throw Expired(operation: what, seconds: deadline.components.seconds) }
+      if let what = expired.withLock({ $0 }) {
+        throw Expired(operation: what, seconds: deadline.components.seconds)
+      }
       throw error
     }
   }

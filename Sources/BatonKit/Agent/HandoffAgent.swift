@@ -66,7 +66,8 @@ public final class HandoffAgent: AgentCore {
       defer { s.generation = nil }
       return s.generation
     }
-    log.notice("reloading: \(configuration.folders.count) folders, controller \(configuration.controller)")
+    log.notice(
+      "reloading: \(configuration.folders.count) folders, controller \(configuration.controller)")
     generation?.cancel()
   }
 
@@ -82,13 +83,17 @@ public final class HandoffAgent: AgentCore {
       declined: handoff.counters[HandoffCounter.declined] ?? 0,
       failed: handoff.counters[HandoffCounter.failed] ?? 0)
     status.lastFailures = handoff.failures.map {
-      AgentStatus.Failure(time: $0.time, activityType: $0.activityType, peer: $0.peer, reason: $0.reason)
+      AgentStatus.Failure(
+        time: $0.time, activityType: $0.activityType, peer: $0.peer, reason: $0.reason)
     }
     if let current = handoff.currentActivity {
       let folder = configuration.folders.first { $0.activityType == current.activityType }
-      let bytes = folder.flatMap { FileManager.default.contents(atPath: $0.path + "/" + current.path) }
+      let bytes = folder.flatMap {
+        FileManager.default.contents(atPath: $0.path + "/" + current.path)
+      }
       status.currentActivity = AgentStatus.Activity(
-        type: current.activityType, title: bytes.map { Note(bytes: Array($0)).title } ?? current.path,
+        type: current.activityType,
+        title: bytes.map { Note(bytes: Array($0)).title } ?? current.path,
         path: current.path, version: current.version.description)
     }
     status.peers = radio?.peersInRange() ?? []
@@ -107,7 +112,8 @@ public final class HandoffAgent: AgentCore {
         throw AgentError.notANote(path: notePath, reason: "\(error)")
       }
       let bytes = try folder.readNote(relative)
-      await engine.localSave(NoteSave(relativePath: relative, bytes: bytes), activityType: configuration.activityType)
+      await engine.localSave(
+        NoteSave(relativePath: relative, bytes: bytes), activityType: configuration.activityType)
       await engine.makeCurrent(activityType: configuration.activityType, path: relative)
       state.withLock { $0.radio }?.beaconChanged()
       return "\(relative) is now the current \(configuration.activityType) activity"
@@ -135,7 +141,9 @@ public final class HandoffAgent: AgentCore {
       maxNoteSize: configuration.maxNoteSize)
     let engine = HandoffEngine(
       key: key, deviceName: configuration.name, store: store,
-      folders: folders.map { HandoffFolder(activityType: $0.configuration.activityType, folder: $0.folder) },
+      folders: folders.map {
+        HandoffFolder(activityType: $0.configuration.activityType, folder: $0.folder)
+      },
       policy: policy)
     await engine.rescan()
     let radio = AgentRadio(configuration: configuration, engine: engine)
@@ -152,7 +160,8 @@ public final class HandoffAgent: AgentCore {
       }
     }
     log.notice(
-      "\(configuration.name): \(folders.count) folder(s), device \(engine.deviceID), controller \(configuration.controller)")
+      "\(configuration.name): \(folders.count) folder(s), device \(engine.deviceID), controller \(configuration.controller)"
+    )
 
     try await withThrowingTaskGroup(of: Void.self) { group in
       for (activityType, stream) in streams {

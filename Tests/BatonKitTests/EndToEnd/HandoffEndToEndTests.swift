@@ -16,11 +16,13 @@ import Testing
     // Bytes that must survive exactly: BOM, CRLF, trailing spaces, no final newline.
     let original: [UInt8] = [0xEF, 0xBB, 0xBF] + Array("# Groceries  \r\nmilk\r\neggs   ".utf8)
     try a.save("Groceries.md", original)
-    #expect(await eventually(20, "note in B") { b.read("Groceries.md") == original }, "\(group.logs)")
+    #expect(
+      await eventually(20, "note in B") { b.read("Groceries.md") == original }, "\(group.logs)")
 
     let edited = Array("# Groceries\nmilk\neggs\nbread\n".utf8)
     try b.save("Groceries.md", edited)
-    #expect(await eventually(20, "edit back in A") { a.read("Groceries.md") == edited }, "\(group.logs)")
+    #expect(
+      await eventually(20, "edit back in A") { a.read("Groceries.md") == edited }, "\(group.logs)")
     // No conflict copies: the edit was made on top of the received version.
     #expect(a.files() == ["Groceries.md"])
     #expect(b.files() == ["Groceries.md"])
@@ -33,7 +35,9 @@ import Testing
     try group.agents[0].save("trips/Trip.md", text)
     for peer in group.agents.dropFirst() {
       #expect(
-        await eventually(30, "note in \(peer.name)") { peer.read("trips/Trip.md") == Array(text.utf8) },
+        await eventually(30, "note in \(peer.name)") {
+          peer.read("trips/Trip.md") == Array(text.utf8)
+        },
         "\(group.logs)")
     }
   }
@@ -57,7 +61,8 @@ import Testing
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
     try a.save("Plan.md", "Plan\nfirst\n")
-    #expect(await eventually(20, "first version in B") { b.read("Plan.md") != nil }, "\(group.logs)")
+    #expect(
+      await eventually(20, "first version in B") { b.read("Plan.md") != nil }, "\(group.logs)")
     // Both stop, both edit, both come back: a true conflict.
     a.stop()
     b.stop()
@@ -76,7 +81,9 @@ import Testing
     // The side that met the conflict kept its file and wrote the other edit
     // as a conflict copy; that copy is synced and both sides converge on the
     // same two files.
-    #expect(await eventually(20, "the same files on both sides") { a.files() == b.files() }, "\(group.logs)")
+    #expect(
+      await eventually(20, "the same files on both sides") { a.files() == b.files() },
+      "\(group.logs)")
     #expect(a.files().count == 2, "\(a.files())")
     #expect(a.files().filter { $0.hasPrefix("Plan.conflict-") && $0.hasSuffix(".md") }.count == 1)
   }
@@ -86,7 +93,9 @@ import Testing
     let (a, b) = (group.agents[0], group.agents[1])
     try group.startAll()
     for i in 1...3 { try a.save("r\(i).md", "R\(i)\n") }
-    #expect(await eventually(30, "three notes in B") { (1...3).allSatisfy { b.read("r\($0).md") != nil } })
+    #expect(
+      await eventually(30, "three notes in B") { (1...3).allSatisfy { b.read("r\($0).md") != nil } }
+    )
     let received = try counter(b, "received")
     a.stop()
     try a.start()
@@ -130,7 +139,9 @@ import Testing
     try startWithoutNotesFlag(declined)
     try a.save("note.md", "Note\nof the default type\n")
     #expect(
-      await eventually(30, "a declined activity counted") { (try? counter(declined, "declined")) ?? 0 > 0 },
+      await eventually(30, "a declined activity counted") {
+        (try? counter(declined, "declined")) ?? 0 > 0
+      },
       "\(group.logs)")
     #expect(declined.read("note.md") == nil)
   }
@@ -142,11 +153,13 @@ import Testing
     // Large notes so that write-backs take a while; kill B while they arrive.
     var expected: [String: [UInt8]] = [:]
     for i in 1...8 {
-      let bytes = Array("Big \(i)\n".utf8) + [UInt8](repeating: UInt8(ascii: "a") + UInt8(i), count: 200_000)
+      let bytes =
+        Array("Big \(i)\n".utf8) + [UInt8](repeating: UInt8(ascii: "a") + UInt8(i), count: 200_000)
       expected["big\(i).md"] = bytes
       try a.save("big\(i).md", bytes)
     }
-    #expect(await eventually(30, "the first note in B") { b.read("big1.md") != nil }, "\(group.logs)")
+    #expect(
+      await eventually(30, "the first note in B") { b.read("big1.md") != nil }, "\(group.logs)")
     b.kill9()
     for file in b.files() {
       #expect(b.read(file) == expected[file], "\(file) is whole or absent")
@@ -181,7 +194,10 @@ import Testing
     try group.startAll()
     try a.save("One.md", "# One\nfirst\n")
     try a.save("Two.md", "# Two\nsecond\n")
-    #expect(await eventually(20, "both notes in B") { b.read("One.md") != nil && b.read("Two.md") != nil }, "\(group.logs)")
+    #expect(
+      await eventually(20, "both notes in B") {
+        b.read("One.md") != nil && b.read("Two.md") != nil
+      }, "\(group.logs)")
 
     let (code, output) = try a.run(["send", a.notes.appendingPathComponent("One.md").path])
     #expect(code == 0, "\(output)")
@@ -211,7 +227,8 @@ import Testing
     group.agents[0] = rotating
     try rotating.start()
     try b.start()
-    #expect(await eventually(10, "an address") { (try? rotating.status()["address"] as? String) != nil })
+    #expect(
+      await eventually(10, "an address") { (try? rotating.status()["address"] as? String) != nil })
     let first = try rotating.status()["address"] as? String
     #expect(
       await eventually(75, "a new address") {

@@ -32,16 +32,20 @@ final class ChildProcess: @unchecked Sendable {
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_adddup2(&actions, inPipe[0], 0)
     if let stdoutPath {
-      posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+      posix_spawn_file_actions_addopen(
+        &actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
     } else if captureStdout {
       posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
     }
     if let stderrPath {
-      posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+      posix_spawn_file_actions_addopen(
+        &actions, 2, stderrPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
     }
     let argv = ([path] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
-    let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+    let env =
+      (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") }
+      + [nil]
     defer { env.forEach { free($0) } }
     var child: pid_t = 0
     let rc = posix_spawn(&child, path, &actions, nil, argv, env)
