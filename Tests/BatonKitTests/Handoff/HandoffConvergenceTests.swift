@@ -7,7 +7,7 @@ import Testing
 @Suite struct HandoffConvergenceTests {
   @Test(arguments: Array(UInt64(1)...6))
   func threeAgentsConverge(seed: UInt64) async throws {
-    var random = SplitMix(seed: seed)
+    var random = SplitMix64(seed: seed)
     let key = GroupKey.generate()
     let agents = try ["alice", "bob", "carol"].map { try HandoffTestAgent($0, key: key) }
     let paths = ["a.md", "b.md", "dir/c.md"]
@@ -46,18 +46,5 @@ import Testing
       agents[2].engine.beaconContent().indexDigest,
     ]
     #expect(Set(digests).count == 1)
-  }
-}
-
-/// A small deterministic generator (SplitMix64) so failures can be replayed.
-struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
