@@ -76,12 +76,7 @@ enum HandoffBenchmark {
     try await Task.sleep(for: .seconds(2))
 
     print("handoff benchmark: \(saves) saves per size, two agents on the simulated radio")
-    let asked =
-      interval
-      ?? Int(
-        AgentConfiguration.defaultAdvertisingInterval.components.seconds * 1000
-          + AgentConfiguration.defaultAdvertisingInterval.components.attoseconds
-          / 1_000_000_000_000_000)
+    let asked = interval ?? Int(AgentConfiguration.defaultAdvertisingInterval.wholeMilliseconds)
     let units = asked * 8 / 5
     print(
       "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the simulated radio reads"
@@ -107,8 +102,7 @@ enum HandoffBenchmark {
         guard elapsed < .seconds(30) else {
           throw BenchError.failed("\(name) did not arrive within 30 s")
         }
-        latencies.append(
-          Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+        latencies.append(elapsed.secondsValue * 1000)
         noteBytes += bytes.count
       }
       latencies.sort()

@@ -74,7 +74,7 @@ enum L2CAPBenchmark {
       }
       times.sort()
       let median = times[times.count / 2]
-      let seconds = Double(median.components.seconds) + Double(median.components.attoseconds) / 1e18
+      let seconds = median.secondsValue
       let label = "\(size / 1000) KB".padding(toLength: 10, withPad: " ", startingAt: 0)
       let time = String(format: "%8.1f ms", seconds * 1000).padding(
         toLength: 14, withPad: " ", startingAt: 0)

@@ -134,9 +134,7 @@ final class AgentRadio: Sendable {
       }
       continuation.finish()
     }
-    let interval =
-      Int(configuration.advertisingInterval.components.seconds * 1000)
-      + Int(configuration.advertisingInterval.components.attoseconds / 1_000_000_000_000_000)
+    let interval = Int(configuration.advertisingInterval.wholeMilliseconds)
     let reports: AsyncStream<AdvertisingReport>
     let channels = host.listen(psm: HandoffAgent.psm)
     do {
@@ -183,7 +181,7 @@ final class AgentRadio: Sendable {
           let address = channel.peerAddress.description
           state.withLock { _ = $0.busy.insert(address) }
           group.addTask {
-            await self.respond(on: channel, from: address)
+            await self.runSession(on: channel, with: address, initiator: false)
             continuation.yield(.sessionEnded(address: address))
           }
         case .connected(let address):
@@ -252,12 +250,9 @@ final class AgentRadio: Sendable {
       let connection = try await host.connect(to: peer, timeout: Self.connectTimeout)
       do {
         let channel = try await host.openChannel(connection, psm: HandoffAgent.psm)
-        let summary = try await engine.runSession(
-          over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: true,
-          peerAddress: address)
-        state.withLock { $0.names[address] = summary.peerName }
+        await runSession(on: channel, with: address, initiator: true)
       } catch {
-        log.info("session with \(address) ended early: \(error)")
+        log.info("cannot open a channel to \(address): \(error)")
       }
       await host.disconnect(connection)
     } catch {
@@ -265,14 +260,16 @@ final class AgentRadio: Sendable {
     }
   }
 
-  private func respond(on channel: L2CAPChannel, from address: String) async {
+  /// Runs one handoff session (every message under `sessionDeadline`) and
+  /// remembers the peer's name for `baton status`.
+  private func runSession(on channel: L2CAPChannel, with address: String, initiator: Bool) async {
     do {
       let summary = try await engine.runSession(
-        over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: false,
+        over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: initiator,
         peerAddress: address)
       state.withLock { $0.names[address] = summary.peerName }
     } catch {
-      log.info("session from \(address) ended early: \(error)")
+      log.info("session with \(address) ended early: \(error)")
     }
   }
 

@@ -130,8 +130,8 @@ enum AgentCommand {
       "controller: \(configuration.controller) (\(configuration.controller.explanation))",
       "key file: \(configuration.keyFile)\(keyProblem == nil ? " (valid)" : " (INVALID)")",
       "state directory: \(configuration.stateDirectory)",
-      "advertising interval: \(milliseconds(configuration.advertisingInterval)) ms",
-      "address rotation: every \(milliseconds(configuration.addressRotation) / 60_000) minutes",
+      "advertising interval: \(configuration.advertisingInterval.wholeMilliseconds) ms",
+      "address rotation: every \(configuration.addressRotation.wholeMilliseconds / 60_000) minutes",
       "maximum note size: \(configuration.maxNoteSize) bytes",
       "allowed peers: "
         + (configuration.allowedPeers.isEmpty
@@ -151,10 +151,5 @@ enum AgentCommand {
     }
     Console.out("configuration OK\n")
     return ExitStatus.success
-  }
-
-  private static func milliseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
   }
 }

@@ -27,10 +27,8 @@ extension BLEHost {
         return pending
       }
       guard let pending else { return }
-      let seconds =
-        Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
       pending.continuation.resume(
-        throwing: HCIError.connectionTimedOut(peer: peer, seconds: seconds))
+        throwing: HCIError.connectionTimedOut(peer: peer, seconds: timeout.secondsValue))
     }
     defer { timer.cancel() }
     log.info("connecting to \(peer) (\(addressType))")

@@ -224,7 +224,7 @@ public final class HCIController: Sendable {
       return s.inFlight.remove(at: index).continuation
     }
     guard let continuation else { return }
-    let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+    let seconds = limit.secondsValue
     log.warning("\(command): no answer within \(seconds) s")
     continuation.resume(throwing: HCIError.commandTimedOut(command: command, seconds: seconds))
     pump()

@@ -284,6 +284,6 @@ func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer
   case .timedOut:
     throw HandoffError.timeout(
       peer: peer,
-      seconds: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+      seconds: timeout.secondsValue)
   }
 }
