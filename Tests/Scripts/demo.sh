@@ -88,4 +88,14 @@ Their logs: $demo/alice/agent.log and $demo/bob/agent.log
 Status:     XDG_RUNTIME_DIR=$demo/alice/run $baton status
 Press Ctrl-C to stop everything.
 TXT
-if [ -n "${BATON_DEMO_SECONDS:-}" ]; then sleep "$BATON_DEMO_SECONDS"; else while :; do sleep 3600; done; fi
+# Sleep in the background and wait: bash runs the trap at once on a signal
+# during `wait`, but only after a foreground sleep ends.
+if [ -n "${BATON_DEMO_SECONDS:-}" ]; then
+  sleep "$BATON_DEMO_SECONDS" &
+  wait $!
+else
+  while :; do
+    sleep 3600 &
+    wait $!
+  done
+fi
