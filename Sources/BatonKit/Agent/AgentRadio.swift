@@ -261,13 +261,14 @@ final class AgentRadio: Sendable {
   }
 
   /// Runs one handoff session (every message under `sessionDeadline`) and
-  /// remembers the peer's name for `baton status`.
+  /// remembers the peer's name for `baton status` as soon as the handshake has
+  /// proved who it is, whichever side connected and however the session ends.
   private func runSession(on channel: L2CAPChannel, with address: String, initiator: Bool) async {
     do {
-      let summary = try await engine.runSession(
+      _ = try await engine.runSession(
         over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: initiator,
-        peerAddress: address)
-      state.withLock { $0.names[address] = summary.peerName }
+        peerAddress: address,
+        authenticated: { name, _ in self.state.withLock { $0.names[address] = name } })
     } catch {
       log.info("session with \(address) ended early: \(error)")
     }

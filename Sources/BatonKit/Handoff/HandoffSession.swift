@@ -9,9 +9,14 @@ extension HandoffEngine {
   /// Closes the channel when done. Throws `HandoffError` when the session is cut
   /// short; whatever was applied before stays applied, and the next session
   /// finishes the job.
-  public func runSession(over channel: any MessageChannel, initiator: Bool, peerAddress: String)
-    async throws -> SessionSummary
-  {
+  ///
+  /// `authenticated` is called once the handshake has proved the peer and the
+  /// allow-list admitted it, before any note moves: from then on the caller
+  /// knows who the peer is, however the session ends.
+  public func runSession(
+    over channel: any MessageChannel, initiator: Bool, peerAddress: String,
+    authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
+  ) async throws -> SessionSummary {
     ensureScanned()
     var secure: SecureChannel
     do {
@@ -42,6 +47,7 @@ extension HandoffEngine {
     persist {
       try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date()))
     }
+    authenticated?(peer.name, peer.device)
     logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
     var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
     do {

@@ -31,6 +31,43 @@ import Testing
     #expect(await a.engine.beaconContent().indexDigest == b.engine.beaconContent().indexDigest)
   }
 
+  /// `baton status` names a peer from the moment its handshake succeeds, on
+  /// both sides, even when the session is cut right after it.
+  @Test(arguments: [0, 4])
+  func bothSidesLearnThePeerOnceAuthenticated(breakAfter: Int) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("a.md", "# Hello\nfrom alice\n")
+    let learnt = LockedBox<[String: String]>([:])
+    let (i, r) = InMemoryMessageChannel.pair(breakAfter: breakAfter == 0 ? nil : breakAfter)
+    async let first = try? b.engine.runSession(
+      over: i, initiator: true, peerAddress: "addr-alice",
+      authenticated: { name, _ in learnt.mutex.withLock { $0["bob knows"] = name } })
+    async let second = try? a.engine.runSession(
+      over: r, initiator: false, peerAddress: "addr-bob",
+      authenticated: { name, _ in learnt.mutex.withLock { $0["alice knows"] = name } })
+    let (s1, s2) = await (first, second)
+    #expect(learnt.mutex.withLock { $0 } == ["bob knows": "alice", "alice knows": "bob"])
+    // Cut after the handshake (3 messages) and GET_ACTIVITY: neither side completes.
+    #expect((s1 != nil && s2 != nil) == (breakAfter == 0))
+  }
+
+  @Test func aWrongKeyTeachesNoName() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: GroupKey.generate())
+    let learnt = LockedBox<[String]>([])
+    let (i, r) = InMemoryMessageChannel.pair()
+    async let first = try? b.engine.runSession(
+      over: i, initiator: true, peerAddress: "addr-alice",
+      authenticated: { name, _ in learnt.mutex.withLock { $0.append(name) } })
+    async let second = try? a.engine.runSession(
+      over: r, initiator: false, peerAddress: "addr-bob",
+      authenticated: { name, _ in learnt.mutex.withLock { $0.append(name) } })
+    let (s1, s2) = await (first, second)
+    #expect(s1 == nil && s2 == nil)
+    #expect(learnt.mutex.withLock { $0 }.isEmpty)
+  }
+
   @Test func writtenBackNoteReportedAsSaveIsNotRebroadcast() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
