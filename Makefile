@@ -37,6 +37,7 @@ release:
 test: setup
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel
+	Tests/Scripts/test-demo-stop.sh
 	$(MAKE) test-vm
 
 demo:
