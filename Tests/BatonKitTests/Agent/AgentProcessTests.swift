@@ -40,6 +40,28 @@ import Testing
     #expect(text.contains("<6>agent: stopped\n"))
   }
 
+  /// Two agents on one state folder would share a device id: the second is
+  /// refused, with the first one's pid, and the first carries on.
+  @Test func aSecondAgentOnTheSameStateFolderIsRefused() throws {
+    let sandbox = try BatonSandbox()
+    let (first, _) = try start(sandbox)
+    defer { first.stop() }
+    let log = sandbox.path + "/second.log"
+    let second = try sandbox.startAgent(
+      [
+        "--notes", sandbox.notes, "--controller", try sandbox.radio().spec(0), "--name", "copy",
+        "--socket", sandbox.path + "/run/second",
+      ], log: log)
+    sandbox.waitUntil("the second agent exits") { second.hasExited }
+    #expect(second.hasExited, "a second agent runs on the same state folder")
+    if !second.hasExited { second.stop() }
+    #expect(second.wait() == 1)
+    let text = sandbox.contents(log)
+    #expect(text.contains("is in use by another baton agent (pid \(first.pid))"), "\(text)")
+    #expect(!first.hasExited)
+    #expect(try sandbox.run(["status"]).status == 0)
+  }
+
   @Test func answersStatusWhileRunning() throws {
     let sandbox = try BatonSandbox()
     let (agent, _) = try start(sandbox)
