@@ -99,8 +99,14 @@ import Testing
     let received = try counter(b, "received")
     a.stop()
     try a.start()
-    // Give the restarted agent time to advertise and be heard.
-    try await Task.sleep(for: .seconds(4))
+    // Wait until B hears the restarted agent (at its new address).
+    var address: String?
+    #expect(
+      await eventually(20, "B hears the restarted A") {
+        address = try? a.status()["address"] as? String
+        let peers = (try? b.status()["peers"] as? [[String: Any]]) ?? []
+        return address != nil && peers.contains { $0["address"] as? String == address }
+      }, "\(group.logs)")
     try a.save("r4.md", "R4\n")
     #expect(await eventually(20, "the new note in B") { b.read("r4.md") != nil }, "\(group.logs)")
     #expect(try counter(b, "received") == received + 1, "\(group.logs)")
