@@ -87,6 +87,9 @@ import Testing
     #expect(send.status == 1)
     #expect(send.stdout.isEmpty)
     #expect(send.stderr.hasPrefix("baton: "))
+    let missing = try sandbox.run(["send", sandbox.notes + "/none.md"])
+    #expect(missing.status == 1)
+    #expect(missing.stderr == "baton: \(sandbox.notes)/none.md: No such file or directory\n")
     // A second agent on the same socket refuses to start, before it touches
     // its controller.
     let second = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
@@ -150,7 +153,7 @@ import Testing
     chmod(sandbox.keyFile, 0o640)
     let key = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
     #expect(key.status == 1)
-    #expect(key.stderr.hasPrefix("<3>agent: key file \(sandbox.keyFile) is readable by others"))
+    #expect(key.stderr.hasPrefix("<3>agent: key file \(sandbox.keyFile) is readable by its group (mode 640)"))
   }
 
   @Test func tellsSystemdItIsReadyAndStopping() throws {
