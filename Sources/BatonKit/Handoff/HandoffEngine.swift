@@ -32,6 +32,10 @@ public actor HandoffEngine {
   var index: [String: StoredNote] = [:]
   var current: (activityType: String, path: String)?
   private var scanned = false
+  /// Counts changes to the offered index that no session made (local saves,
+  /// files found changed or missing), so that a session can tell whether the
+  /// index it is about to settle still is the one it exchanged.
+  var localRevision: UInt64 = 0
 
   /// (peer index digest, our index digest) pairs after which a session finished:
   /// the same beacon again while we are unchanged needs no connection.
@@ -130,6 +134,7 @@ public actor HandoffEngine {
         var gone = note
         gone.deleted = true
         index[key] = gone
+        localRevision &+= 1
         persist { try store.save(gone) }
       }
     }
@@ -155,6 +160,7 @@ public actor HandoffEngine {
         activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
     )
     index[key] = note
+    localRevision &+= 1
     persist { try store.save(note) }
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true

@@ -100,13 +100,15 @@ extension HandoffEngine {
     }
     let wanted = needs(peerIndex.filter { $0 != activity }, from: ch.peerLabel, summary: &summary)
     try await pull(wanted, &ch, &summary)
-    try await ch.send(.turn(offered))
+    // Settle on the index the peer saw, not on one changed since by a save.
+    let turnIndex = offered
+    try await ch.send(.turn(turnIndex))
     while true {
       switch try await ch.receive() {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(turnIndex)))
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -118,9 +120,15 @@ extension HandoffEngine {
 
   private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
   {
+    // A note saved here while the session runs was never offered to the peer:
+    // then DONE carries the digest of the index the peer did see (so that it
+    // comes back for the rest) and nothing is settled (PROTOCOL.md, section 6).
+    let revision = localRevision
+    var shownDigest = HandoffIndexEntry.digest(offered)
     while true {
       switch try await ch.receive() {
       case .getActivity:
+        shownDigest = HandoffIndexEntry.digest(offered)
         var title = ""
         if let entry = currentEntry, let folder = folders[entry.activityType] {
           let bytes = (try? folder.readNote(entry.path)) ?? []
@@ -129,21 +137,26 @@ extension HandoffEngine {
         try await ch.send(
           .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.fullDigest(offered)))
       case .getIndex:
-        try await ch.send(.index(offered))
+        let shown = offered
+        shownDigest = HandoffIndexEntry.digest(shown)
+        try await ch.send(.index(shown))
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .turn(let peerIndex):
         let wanted = needs(peerIndex, from: ch.peerLabel, summary: &summary)
         try await pull(wanted, &ch, &summary)
-        let mine = HandoffIndexEntry.digest(offered)
+        let unchanged = localRevision == revision
+        let mine = unchanged ? HandoffIndexEntry.digest(offered) : shownDigest
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-        settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
+        if unchanged { settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine)) }
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
         return
       case .done(_, let peerDigest):
         // The initiator found nothing to catch up.
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        if localRevision == revision {
+          settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        }
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)

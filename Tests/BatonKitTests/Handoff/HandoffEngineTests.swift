@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BatonKit
@@ -66,6 +67,58 @@ import Testing
     let (s1, s2) = await (first, second)
     #expect(s1 == nil && s2 == nil)
     #expect(learnt.mutex.withLock { $0 }.isEmpty)
+  }
+
+  /// Issue 16, item 1: a note saved on the responder after it sent its INDEX
+  /// was never offered; the session must not settle as if it had been, or
+  /// neither side ever connects for it again.
+  @Test(arguments: [false, true])
+  func aNoteSavedDuringASessionIsStillFetched(bothWays: Bool) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("one.md", "# One\n")
+    await a.save("two.md", "# Two\n")  // current: the INDEX is needed for one.md
+    if bothWays { await b.save("mine.md", "# Bob's\n") }
+    // A's fourth message is its INDEX (M2, ACTIVITY, NOTE, INDEX): save right after it.
+    final class SaveAfterIndex: MessageChannel {
+      let inner: any MessageChannel
+      let sent = Mutex(0)
+      let agent: HandoffTestAgent
+      init(_ inner: any MessageChannel, _ agent: HandoffTestAgent) {
+        self.inner = inner
+        self.agent = agent
+      }
+      var maximumMessageSize: Int { inner.maximumMessageSize }
+      func send(_ message: [UInt8]) async throws {
+        try await inner.send(message)
+        if sent.withLock({
+          $0 += 1
+          return $0
+        }) == 4 {
+          await agent.save("late.md", "# Late\nsaved while the session ran\n")
+        }
+      }
+      func receive() async throws -> [UInt8]? { try await inner.receive() }
+      func close() async { await inner.close() }
+    }
+    let (i, r) = InMemoryMessageChannel.pair()
+    async let one = Result(catching: {
+      try await b.engine.runSession(over: i, initiator: true, peerAddress: "addr-alice")
+    })
+    async let two = Result(catching: {
+      try await a.engine.runSession(over: SaveAfterIndex(r, a), initiator: false, peerAddress: "addr-bob")
+    })
+    let (x, y) = await (one, two)
+    #expect(x.succeeded && y.succeeded)
+    #expect(a.folder.text("late.md") != nil)
+    #expect(b.folder.text("late.md") == nil, "the save came after the INDEX")
+    // One side or the other still wants a session, and it brings the note.
+    let bWants = await b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "addr-alice")
+    let aWants = await a.engine.shouldConnect(beacon: b.engine.currentBeacon(), from: "addr-bob")
+    #expect(bWants || aWants)
+    _ = bWants ? await runSession(b, a) : await runSession(a, b)
+    #expect(b.folder.text("late.md") == "# Late\nsaved while the session ran\n")
+    #expect(a.folder.contents == b.folder.contents)
   }
 
   @Test func writtenBackNoteReportedAsSaveIsNotRebroadcast() async throws {
