@@ -90,7 +90,7 @@ extension HandoffEngine {
       // Same notes on both sides: nothing to catch up in either direction.
       let mine = HandoffIndexEntry.digest(offered)
       try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-      settle(DigestPair(peer: mine, mine: mine))
+      settle(DigestPair(peer: mine, mine: mine), summary)
       _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
       return
     }
@@ -108,7 +108,7 @@ extension HandoffEngine {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(turnIndex)))
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(turnIndex)), summary)
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -148,14 +148,16 @@ extension HandoffEngine {
         let unchanged = localRevision == revision
         let mine = unchanged ? HandoffIndexEntry.digest(offered) : shownDigest
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-        if unchanged { settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine)) }
+        if unchanged {
+          settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine), summary)
+        }
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
         return
       case .done(_, let peerDigest):
         // The initiator found nothing to catch up.
         if localRevision == revision {
-          settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+          settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)), summary)
         }
         return
       case .error(_, let text):
@@ -167,7 +169,10 @@ extension HandoffEngine {
   }
 
   /// Remembers a settled (peer digest, own digest) pair; the memory is bounded.
-  private func settle(_ pair: DigestPair) {
+  /// A session that could not write a note settles nothing: the beacons keep
+  /// differing, so the note is fetched again in a later session.
+  private func settle(_ pair: DigestPair, _ summary: SessionSummary) {
+    guard summary.unwritten == 0 else { return }
     if completed.count > 1024 { completed.removeAll() }
     completed.insert(pair)
   }
@@ -336,6 +341,7 @@ extension HandoffEngine {
     } catch {
       fail(activityType: type, peer: peer, reason: "disk error writing \(p.path): \(error)")
       summary.failed += 1
+      if (error as? NotesError)?.isRetryable ?? true { summary.unwritten += 1 }
       return
     }
     switch outcome {

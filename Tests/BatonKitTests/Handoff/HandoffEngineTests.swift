@@ -121,6 +121,25 @@ import Testing
     #expect(a.folder.contents == b.folder.contents)
   }
 
+  /// Issue 16, item 5: a note that could not be written is fetched again by a
+  /// later session, not only after some other note changes.
+  @Test(arguments: [false, true])
+  func aNoteThatCouldNotBeWrittenIsFetchedAgain(receiverInitiates: Bool) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("one.md", "# One\n")
+    await a.save("two.md", "# Two\n")
+    b.folder.failWrites.withLock { $0 = true }
+    _ = receiverInitiates ? await runSession(b, a) : await runSession(a, b)
+    #expect(b.folder.paths.isEmpty)
+    b.folder.failWrites.withLock { $0 = false }  // the disk has room again
+    let bWants = await b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "addr-alice")
+    let aWants = await a.engine.shouldConnect(beacon: b.engine.currentBeacon(), from: "addr-bob")
+    #expect(bWants || aWants, "some side still wants a session")
+    _ = bWants ? await runSession(b, a) : await runSession(a, b)
+    #expect(b.folder.contents == a.folder.contents)
+  }
+
   @Test func writtenBackNoteReportedAsSaveIsNotRebroadcast() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
