@@ -111,7 +111,34 @@ public actor HandoffEngine {
     } catch {
       logger.error("cannot read the state database: \(error)")
     }
+    adoptInterruptedWrites()
     rescan()
+  }
+
+  /// Incoming notes whose file was written just before the agent stopped,
+  /// but whose index entry was not: a file holding the incoming bytes is that
+  /// note (not a local edit); otherwise the write never happened.
+  private func adoptInterruptedWrites() {
+    let intents: [StoredNote]
+    do {
+      intents = try store.pendingWrites()
+    } catch {
+      logger.error("cannot read the state database: \(error)")
+      return
+    }
+    for intent in intents {
+      let e = intent.entry
+      let written = folders[e.activityType].flatMap { try? $0.readNote(e.path) }
+        .map { ContentHash(of: $0) == e.hash } ?? false
+      if written {
+        index[Self.key(e.activityType, e.path)] = intent
+        logger.info("\(e.activityType):\(e.path) was written back just before the agent stopped; recorded it")
+      }
+      persist {
+        try store.completeWrite(
+          activityType: e.activityType, path: e.path, saving: written ? intent : nil)
+      }
+    }
   }
 
   /// Compares every folder with the index: a new or changed file (saved while the

@@ -331,6 +331,14 @@ extension HandoffEngine {
     }
     let local = stored.flatMap { $0.deleted ? nil : $0 }
     let merged = (index[key]?.entry.version ?? VersionVector()).merged(with: p.version)
+    let incoming = StoredNote(
+      entry: HandoffIndexEntry(
+        activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
+        origin: p.origin))
+    // Write-ahead: should the agent die between the write and the index
+    // update, the next start adopts the file rather than take it for a local
+    // edit (which would make a spurious conflict everywhere).
+    if !conflict { persist { try store.savePending(incoming) } }
     let outcome: NoteWriteOutcome
     do {
       // For a conflict, "replacing" the incoming hash makes the folder keep the
@@ -339,6 +347,7 @@ extension HandoffEngine {
         p.path, bytes: p.content, replacing: conflict ? p.hash : local?.entry.hash,
         peer: p.originName.isEmpty ? peer : p.originName)
     } catch {
+      if !conflict { persist { try store.completeWrite(activityType: type, path: p.path, saving: nil) } }
       fail(activityType: type, peer: peer, reason: "disk error writing \(p.path): \(error)")
       summary.failed += 1
       if (error as? NotesError)?.isRetryable ?? true { summary.unwritten += 1 }
@@ -346,12 +355,9 @@ extension HandoffEngine {
     }
     switch outcome {
     case .written(let path) where path == p.path, .unchanged(let path) where path == p.path:
-      let note = StoredNote(
-        entry: HandoffIndexEntry(
-          activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
-          origin: p.origin))
+      let note = incoming
       index[key] = note
-      persist { try store.save(note) }
+      persist { try store.completeWrite(activityType: type, path: p.path, saving: note) }
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
@@ -367,7 +373,7 @@ extension HandoffEngine {
       note.entry.version = merged
       note.deleted = false
       index[key] = note
-      persist { try store.save(note) }
+      persist { try store.completeWrite(activityType: type, path: p.path, saving: note) }
       if !conflict { reconcile(type, p.path, folder: folder) }  // an unreported local edit
       recordLocal(type, path, hash: p.hash, size: p.content.count)
       summary.received.append("\(type):\(path)")

@@ -140,6 +140,44 @@ import Testing
     #expect(b.folder.contents == a.folder.contents)
   }
 
+  /// Issue 16, item 6: a kill right after a written-back note's rename, before
+  /// the state update, must not make the restarted agent take the file for a
+  /// local edit (a spurious conflict copy everywhere).
+  @Test func aKillBetweenWriteBackAndStateUpdateLeavesNoConflict() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("n.md", "# N\none\n")
+    _ = await runSession(b, a)
+    await a.save("n.md", "# N\ntwo\n")
+    // The state B's agent would leave if killed the moment the file landed.
+    let snapshot = try TestEnvironment.temporaryDirectory("handoff-bob-killed").path
+    let source = b.stateDirectory
+    b.folder.afterWrite.withLock {
+      $0 = { _ in
+        let fm = FileManager.default
+        for name in (try? fm.contentsOfDirectory(atPath: source)) ?? [] where name.hasPrefix("handoff.db") {
+          try? fm.copyItem(atPath: source + "/" + name, toPath: snapshot + "/" + name)
+        }
+      }
+    }
+    _ = await runSession(b, a)
+    #expect(b.folder.text("n.md") == "# N\ntwo\n")
+    let killed = try HandoffTestAgent(
+      "bob", key: key, stateDirectory: snapshot, folders: [HandoffTestAgent.notesType: b.folder])
+    // Restarted: the file is the peer's version, not a new local one.
+    #expect(
+      await killed.engine.beaconContent().indexDigest == a.engine.beaconContent().indexDigest)
+    // Alice edits on: bob must take it as newer, not as concurrent with an
+    // edit of his own that never was.
+    await a.save("n.md", "# N\nthree\n")
+    let (r1, r2) = await runSession(killed, a)
+    #expect(r1.succeeded && r2.succeeded)
+    #expect(b.folder.text("n.md") == "# N\nthree\n")
+    #expect(b.folder.paths == ["n.md"] && a.folder.paths == ["n.md"], "no conflict copies")
+    #expect(await a.counter(HandoffCounter.conflicts) == 0)
+    #expect(await killed.counter(HandoffCounter.conflicts) == 0)
+  }
+
   @Test func writtenBackNoteReportedAsSaveIsNotRebroadcast() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
