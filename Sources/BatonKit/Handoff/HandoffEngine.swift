@@ -45,6 +45,8 @@ public actor HandoffEngine {
   var declinedLogged: Set<String> = []
   var declinedCounted: Set<String> = []
   var oversizeWarned: Set<String> = []
+  /// Notes whose counter for this device is exhausted, already logged.
+  var saturatedLogged: Set<String> = []
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -137,7 +139,8 @@ public actor HandoffEngine {
 
   /// Records the folder's current bytes of a note as a local version: a new
   /// version (this device's counter + 1) only if the content differs from the
-  /// indexed one. Returns whether a new version was made.
+  /// indexed one. Returns whether a new version was made; an exhausted counter
+  /// makes none (logged once).
   @discardableResult
   func recordLocal(_ type: String, _ path: String, hash: ContentHash, size: Int) -> Bool {
     let key = Self.key(type, path)
@@ -149,7 +152,17 @@ public actor HandoffEngine {
       }
       return false
     }
-    let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
+    guard let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
+    else {
+      // Only a forged version (adopted before forgeries were refused) gets here.
+      if saturatedLogged.insert(key).inserted {
+        logger.error(
+          "\(type):\(path) changed on disk, but this device's version counter for it is"
+            + " exhausted (\(existing?.entry.version.description ?? "")), so the change cannot be"
+            + " offered to peers; save the note under a new name to keep editing it")
+      }
+      return false
+    }
     let note = StoredNote(
       entry: HandoffIndexEntry(
         activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)

@@ -254,7 +254,7 @@ enum HandoffMessage: Equatable {
         w.u8(0)
       }
     case .index(let entries), .turn(let entries):
-      w.u32(UInt32(entries.count))
+      w.u32(UInt32(clamping: entries.count))
       for e in entries { e.encode(into: &w) }
     case .getNote(let type, let path):
       w.string(type)
