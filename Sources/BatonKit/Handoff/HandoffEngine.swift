@@ -47,6 +47,8 @@ public actor HandoffEngine {
   var oversizeWarned: Set<String> = []
   /// Notes whose counter for this device is exhausted, already logged.
   var saturatedLogged: Set<String> = []
+  /// Notes not offered because a field is over its wire limit, already logged.
+  var unencodableLogged: Set<String> = []
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -201,16 +203,29 @@ public actor HandoffEngine {
   // MARK: Beacon
 
   /// The entries we offer to peers (deleted ones are not offered).
-  /// Only notes of folders configured now are offered.
+  /// Only notes of folders configured now are offered, and only those whose
+  /// fields fit the wire limits (others are logged once).
   var offered: [HandoffIndexEntry] {
     index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
+      .filter(isOfferable)
   }
 
   var currentEntry: HandoffIndexEntry? {
     guard let current, let note = index[Self.key(current.activityType, current.path)],
-      !note.deleted
+      !note.deleted, isOfferable(note.entry)
     else { return nil }
     return note.entry
+  }
+
+  /// Whether a peer's decoder would accept `entry`; logs once when not.
+  private func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
+    guard let reason = entry.unencodableReason else { return true }
+    if unencodableLogged.insert(Self.key(entry.activityType, entry.path)).inserted {
+      logger.warning(
+        "\(entry.activityType):\(entry.path) is not offered to peers: \(reason); rename it"
+          + " (or its folder's activity type) to sync it")
+    }
+    return false
   }
 
   /// Our current beacon content (unsealed).

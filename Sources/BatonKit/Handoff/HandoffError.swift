@@ -14,6 +14,8 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   case peerNotAllowed(name: String)
   /// The peer reported an error and ended the session.
   case peerError(peer: String, text: String)
+  /// A message we built is over the limit the peer's decoder enforces; not sent.
+  case oversizeMessage(peer: String, kind: String, size: Int, limit: Int)
 
   public var description: String {
     switch self {
@@ -31,6 +33,9 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
       "peer '\(name)' is not in the allowed peers list; add it to the configuration to accept it"
     case .peerError(let peer, let text):
       "peer \(peer) ended the session: \(text)"
+    case .oversizeMessage(let peer, let kind, let size, let limit):
+      "did not send a \(size)-byte \(kind) message to \(peer): peers refuse more than \(limit)"
+        + " bytes; session ended (please report this as a bug)"
     }
   }
 }

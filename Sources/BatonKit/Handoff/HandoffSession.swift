@@ -227,13 +227,13 @@ extension HandoffEngine {
     let local = index[Self.key(type, path)]?.entry.version ?? VersionVector()
     let claimed = version[me.device]
     if claimed > local[me.device] {
-      return "forged version of \(path): it claims \(claimed) changes by this device (\(me.device)),"
-        + " which made \(local[me.device]); refused"
+      return "forged version of \(path): it claims \(claimed) changes by this device"
+        + " (\(me.device)), which made \(local[me.device]); refused"
     }
     let devices = Set(local.counters.keys).union(version.counters.keys).count
-    if devices > VersionVector.maximumDevices {
+    if devices > HandoffLimits.maxMergedDevices {
       return "version of \(path) would grow to \(devices) devices, over the limit of"
-        + " \(VersionVector.maximumDevices); refused"
+        + " \(HandoffLimits.maxMergedDevices); refused"
     }
     return nil
   }
@@ -405,7 +405,9 @@ extension HandoffEngine {
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     let key = Self.key(type, path)
-    guard let folder = folders[type], var note = index[key], !note.deleted else {
+    guard let folder = folders[type], var note = index[key], !note.deleted,
+      note.entry.unencodableReason == nil
+    else {
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
       return
     }

@@ -151,7 +151,7 @@ struct SecureChannel {
   static func identityBytes(_ id: PeerIdentity) -> [UInt8] {
     var w = ByteWriter()
     w.u64(id.device.rawValue)
-    w.string(HandoffLimits.truncated(id.name, toBytes: HandoffLimits.maxNameBytes))
+    w.string(id.name, max: HandoffLimits.maxNameBytes)
     return w.bytes
   }
 
@@ -204,8 +204,16 @@ struct SecureChannel {
 
   /// Sends one message, split into as many frames as the channel's size needs.
   /// Each frame's plaintext is `kind, more, fragment`.
+  /// A message over its kind's limit (section 9) is not sent at all: the peer
+  /// would reject it, so the session ends here with `oversizeMessage`.
   mutating func send(_ message: HandoffMessage) async throws {
     let body = message.body
+    let limit = HandoffMessage.limit(for: message.kind, maxNoteSize: maxNoteSize)
+    guard body.count <= limit else {
+      await channel.close()
+      throw HandoffError.oversizeMessage(
+        peer: peerLabel, kind: "\(message.kind)", size: body.count, limit: limit)
+    }
     let room = channel.maximumMessageSize - SecureChannel.frameOverhead
     var offset = 0
     repeat {

@@ -49,7 +49,7 @@ import Testing
     let victim = try HandoffTestAgent("victim", key: key)
     await victim.save("n.md", "mine")
     var counters: [DeviceID: UInt64] = [:]
-    for i in 1...UInt64(VersionVector.maximumDevices) { counters[DeviceID(rawValue: i)] = 1 }
+    for i in 1...UInt64(HandoffLimits.maxMergedDevices) { counters[DeviceID(rawValue: i)] = 1 }
     let bytes = Array("theirs".utf8)
     var summary = SessionSummary(peerName: "mallory", peerDevice: DeviceID(rawValue: 1))
     await victim.engine.applyForTest(
