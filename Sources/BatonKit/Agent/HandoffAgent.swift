@@ -81,7 +81,9 @@ public final class HandoffAgent: AgentCore {
       sent: handoff.counters[HandoffCounter.sent] ?? 0,
       received: handoff.counters[HandoffCounter.received] ?? 0,
       declined: handoff.counters[HandoffCounter.declined] ?? 0,
-      failed: handoff.counters[HandoffCounter.failed] ?? 0)
+      failed: handoff.counters[HandoffCounter.failed] ?? 0,
+      conflicts: handoff.counters[HandoffCounter.conflicts] ?? 0,
+      sessions: handoff.counters[HandoffCounter.sessions] ?? 0)
     status.lastFailures = handoff.failures.map {
       AgentStatus.Failure(
         time: $0.time, activityType: $0.activityType, peer: $0.peer, reason: $0.reason)

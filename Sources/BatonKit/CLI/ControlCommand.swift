@@ -116,7 +116,7 @@ public struct StatusFormatter: Sendable {
     let c = status.counters
     lines.append(
       "activities: \(c.sent) sent, \(c.received) received, \(c.declined) declined, \(c.failed) failed"
-    )
+        + " (\(c.conflicts) conflicts); \(c.sessions) sessions")
     if !status.lastFailures.isEmpty {
       lines.append("last failures:")
       for failure in status.lastFailures {

@@ -64,6 +64,27 @@ import Testing
     #expect(version?.counters.count == 1)
   }
 
+  /// A key holder claiming our device id is not a key problem: no key-file
+  /// hint (issue 13, bug 8); a wrong key still gets it.
+  @Test func keyFileHintOnlyWhenTheKeyMayDiffer() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let clone = try HandoffTestAgent("clone", key: key, stateDirectory: a.stateDirectory)
+    #expect(clone.engine.deviceID == a.engine.deviceID)
+    let (ra, rc) = await runSession(a, clone)
+    #expect(!ra.succeeded && !rc.succeeded)
+    let claim = try #require(await a.engine.status().failures.first)
+    #expect(claim.reason.contains("own device id") && claim.reason.contains("authentication"))
+    #expect(!claim.reason.contains("key file"))
+
+    let stranger = try HandoffTestAgent("stranger", key: GroupKey.generate())
+    _ = await runSession(a, stranger)
+    let wrongKey = try #require(await a.engine.status().failures.first)
+    #expect(wrongKey.reason.contains("does not verify") && wrongKey.reason.contains("key file"))
+    let malformed = HandoffError.authenticationFailed(
+      peer: "x", reason: "malformed hello", keyMayDiffer: false)
+    #expect(!malformed.description.contains("key file"))
+  }
+
   /// A database written before the fix may already hold an exhausted counter:
   /// restarting, rescanning, saving and serving must not trap.
   @Test func exhaustedCounterInAnOldDatabaseDoesNotTrapOnRestart() async throws {
