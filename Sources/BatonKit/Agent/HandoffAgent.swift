@@ -95,7 +95,7 @@ public final class HandoffAgent: AgentCore {
       }
       status.currentActivity = AgentStatus.Activity(
         type: current.activityType,
-        title: bytes.map { Note(bytes: Array($0)).title } ?? current.path,
+        title: bytes.map { Note(bytes: Array($0)).title(fileName: current.path) } ?? current.path,
         path: current.path, version: current.version.description)
     }
     status.peers = radio?.peersInRange() ?? []
