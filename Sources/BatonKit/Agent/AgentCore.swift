@@ -73,11 +73,36 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var received: Int
     public var declined: Int
     public var failed: Int
-    public init(sent: Int = 0, received: Int = 0, declined: Int = 0, failed: Int = 0) {
+    /// Concurrent edits resolved as conflict copies (also counted in `failed`).
+    public var conflicts: Int
+    /// Sessions completed.
+    public var sessions: Int
+    public init(
+      sent: Int = 0, received: Int = 0, declined: Int = 0, failed: Int = 0, conflicts: Int = 0,
+      sessions: Int = 0
+    ) {
       self.sent = sent
       self.received = received
       self.declined = declined
       self.failed = failed
+      self.conflicts = conflicts
+      self.sessions = sessions
+    }
+
+    private enum CodingKeys: String, CodingKey {
+      case sent, received, declined, failed, conflicts, sessions
+    }
+
+    /// Missing counters (an agent from before they were reported) read as 0.
+    public init(from decoder: any Decoder) throws {
+      let c = try decoder.container(keyedBy: CodingKeys.self)
+      func value(_ key: CodingKeys) throws -> Int {
+        try c.decodeIfPresent(Int.self, forKey: key) ?? 0
+      }
+      self.init(
+        sent: try value(.sent), received: try value(.received), declined: try value(.declined),
+        failed: try value(.failed), conflicts: try value(.conflicts),
+        sessions: try value(.sessions))
     }
   }
 

@@ -81,7 +81,9 @@ public final class HandoffAgent: AgentCore {
       sent: handoff.counters[HandoffCounter.sent] ?? 0,
       received: handoff.counters[HandoffCounter.received] ?? 0,
       declined: handoff.counters[HandoffCounter.declined] ?? 0,
-      failed: handoff.counters[HandoffCounter.failed] ?? 0)
+      failed: handoff.counters[HandoffCounter.failed] ?? 0,
+      conflicts: handoff.counters[HandoffCounter.conflicts] ?? 0,
+      sessions: handoff.counters[HandoffCounter.sessions] ?? 0)
     status.lastFailures = handoff.failures.map {
       AgentStatus.Failure(
         time: $0.time, activityType: $0.activityType, peer: $0.peer, reason: $0.reason)
@@ -93,7 +95,7 @@ public final class HandoffAgent: AgentCore {
       }
       status.currentActivity = AgentStatus.Activity(
         type: current.activityType,
-        title: bytes.map { Note(bytes: Array($0)).title } ?? current.path,
+        title: bytes.map { Note(bytes: Array($0)).title(fileName: current.path) } ?? current.path,
         path: current.path, version: current.version.description)
     }
     status.peers = radio?.peersInRange() ?? []

@@ -101,32 +101,37 @@ public struct StatusFormatter: Sendable {
     lines.append("agent: \(status.name)" + (status.address.map { " (address \($0))" } ?? ""))
     lines.append("folders:")
     for folder in status.folders {
-      lines.append("  \(folder.name)  \(folder.path)  \(folder.activityType)")
+      lines.append(
+        "  \(folder.name.escapedForDisplay)  \(folder.path.escapedForDisplay)"
+          + "  \(folder.activityType.escapedForDisplay)")
     }
     if status.folders.isEmpty { lines.append("  (none)") }
     lines.append("peers in range:")
     for peer in status.peers {
       let rssi = peer.rssi.map { "  RSSI \($0) dBm" } ?? ""
-      lines.append("  \(peer.name)  \(peer.address)  last seen \(ago(peer.lastSeen))\(rssi)")
+      lines.append(
+        "  \(peer.name.escapedForDisplay)  \(peer.address.escapedForDisplay)"
+          + "  last seen \(ago(peer.lastSeen))\(rssi)")
     }
     if status.peers.isEmpty { lines.append("  (none)") }
     if let activity = status.currentActivity {
       lines.append(
-        "current activity: \(activity.type) \"\(activity.title)\" (\(activity.path), version \(activity.version))"
-      )
+        "current activity: \(activity.type.escapedForDisplay)"
+          + " \"\(activity.title.escapedForDisplay)\" (\(activity.path.escapedForDisplay),"
+          + " version \(activity.version))")
     } else {
       lines.append("current activity: none")
     }
     let c = status.counters
     lines.append(
       "activities: \(c.sent) sent, \(c.received) received, \(c.declined) declined, \(c.failed) failed"
-    )
+        + " (\(c.conflicts) conflicts); \(c.sessions) sessions")
     if !status.lastFailures.isEmpty {
       lines.append("last failures:")
       for failure in status.lastFailures {
         lines.append(
-          "  \(timestamp(failure.time))  \(failure.activityType)  \(failure.peer)  \(failure.reason)"
-        )
+          "  \(timestamp(failure.time))  \(failure.activityType.escapedForDisplay)"
+            + "  \(failure.peer.escapedForDisplay)  \(failure.reason.escapedForDisplay)")
       }
     }
     return lines.joined(separator: "\n") + "\n"

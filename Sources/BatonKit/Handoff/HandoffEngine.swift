@@ -49,6 +49,10 @@ public actor HandoffEngine {
   var declinedLogged: Set<String> = []
   var declinedCounted: Set<String> = []
   var oversizeWarned: Set<String> = []
+  /// Notes whose counter for this device is exhausted, already logged.
+  var saturatedLogged: Set<String> = []
+  /// Notes not offered because a field is over its wire limit, already logged.
+  var unencodableLogged: Set<String> = []
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -169,7 +173,8 @@ public actor HandoffEngine {
 
   /// Records the folder's current bytes of a note as a local version: a new
   /// version (this device's counter + 1) only if the content differs from the
-  /// indexed one. Returns whether a new version was made.
+  /// indexed one. Returns whether a new version was made; an exhausted counter
+  /// makes none (logged once).
   @discardableResult
   func recordLocal(_ type: String, _ path: String, hash: ContentHash, size: Int) -> Bool {
     let key = Self.key(type, path)
@@ -181,7 +186,17 @@ public actor HandoffEngine {
       }
       return false
     }
-    let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
+    guard let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
+    else {
+      // Only a forged version (adopted before forgeries were refused) gets here.
+      if saturatedLogged.insert(key).inserted {
+        logger.error(
+          "\(type):\(path) changed on disk, but this device's version counter for it is"
+            + " exhausted (\(existing?.entry.version.description ?? "")), so the change cannot be"
+            + " offered to peers; save the note under a new name to keep editing it")
+      }
+      return false
+    }
     let note = StoredNote(
       entry: HandoffIndexEntry(
         activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
@@ -221,16 +236,29 @@ public actor HandoffEngine {
   // MARK: Beacon
 
   /// The entries we offer to peers (deleted ones are not offered).
-  /// Only notes of folders configured now are offered.
+  /// Only notes of folders configured now are offered, and only those whose
+  /// fields fit the wire limits (others are logged once).
   var offered: [HandoffIndexEntry] {
     index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
+      .filter(isOfferable)
   }
 
   var currentEntry: HandoffIndexEntry? {
     guard let current, let note = index[Self.key(current.activityType, current.path)],
-      !note.deleted
+      !note.deleted, isOfferable(note.entry)
     else { return nil }
     return note.entry
+  }
+
+  /// Whether a peer's decoder would accept `entry`; logs once when not.
+  private func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
+    guard let reason = entry.unencodableReason else { return true }
+    if unencodableLogged.insert(Self.key(entry.activityType, entry.path)).inserted {
+      logger.warning(
+        "\(entry.activityType):\(entry.path) is not offered to peers: \(reason); rename it"
+          + " (or its folder's activity type) to sync it")
+    }
+    return false
   }
 
   /// Our current beacon content (unsealed).

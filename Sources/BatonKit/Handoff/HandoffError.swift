@@ -1,7 +1,9 @@
 /// Why a handoff session or operation failed (PROTOCOL.md, "Errors").
 public enum HandoffError: Error, CustomStringConvertible, Equatable {
-  /// The peer could not prove it holds the group key (or we could not verify it).
-  case authenticationFailed(peer: String, reason: String)
+  /// The peer could not prove it holds the group key (or we could not verify
+  /// it). `keyMayDiffer` is false when the key cannot be the cause (a
+  /// malformed hello, another protocol version, a claim of our own device id).
+  case authenticationFailed(peer: String, reason: String, keyMayDiffer: Bool = true)
   /// The peer sent something the protocol does not allow at this point.
   case protocolViolation(peer: String, reason: String)
   /// The channel closed before the session finished.
@@ -14,11 +16,16 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   case peerNotAllowed(name: String)
   /// The peer reported an error and ended the session.
   case peerError(peer: String, text: String)
+  /// A message we built is over the limit the peer's decoder enforces; not sent.
+  case oversizeMessage(peer: String, kind: String, size: Int, limit: Int)
 
   public var description: String {
     switch self {
-    case .authenticationFailed(let peer, let reason):
-      "peer \(peer) failed authentication (\(reason)); check that both agents use the same key file"
+    case .authenticationFailed(let peer, let reason, true):
+      "peer \(peer) failed authentication (\(reason)): it uses another group key, or the"
+        + " handshake was tampered with or replayed; check that both agents use the same key file"
+    case .authenticationFailed(let peer, let reason, false):
+      "peer \(peer) failed authentication: \(reason)"
     case .protocolViolation(let peer, let reason):
       "peer \(peer) broke the handoff protocol: \(reason)"
     case .channelClosed(let peer):
@@ -31,6 +38,9 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
       "peer '\(name)' is not in the allowed peers list; add it to the configuration to accept it"
     case .peerError(let peer, let text):
       "peer \(peer) ended the session: \(text)"
+    case .oversizeMessage(let peer, let kind, let size, let limit):
+      "did not send a \(size)-byte \(kind) message to \(peer): peers refuse more than \(limit)"
+        + " bytes; session ended (please report this as a bug)"
     }
   }
 }

@@ -23,8 +23,8 @@ public struct HandoffIndexEntry: Hashable, Sendable {
   }
 
   func encode(into w: inout ByteWriter) {
-    w.string(activityType)
-    w.string(path)
+    w.string(activityType, max: HandoffLimits.maxActivityTypeBytes)
+    w.string(path, max: HandoffLimits.maxPathBytes)
     w.raw(hash.bytes)
     w.u64(UInt64(size))
     version.encode(into: &w)
@@ -41,6 +41,21 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     let origin = DeviceID(rawValue: try r.u64())
     return HandoffIndexEntry(
       activityType: type, path: path, hash: hash, size: Int(size), version: version, origin: origin)
+  }
+
+  /// Why this entry cannot be offered to peers (a field over its wire limit,
+  /// which a peer's decoder would reject with the whole message), or nil.
+  var unencodableReason: String? {
+    if activityType.utf8.count > HandoffLimits.maxActivityTypeBytes {
+      return "its activity type is over \(HandoffLimits.maxActivityTypeBytes) bytes"
+    }
+    if path.utf8.count > HandoffLimits.maxPathBytes {
+      return "its path is over \(HandoffLimits.maxPathBytes) bytes"
+    }
+    if version.counters.count > HandoffLimits.maxMergedDevices {
+      return "its version vector has over \(HandoffLimits.maxMergedDevices) devices"
+    }
+    return nil
   }
 
   /// The 24-bit activity hash of this version, as carried in the beacon.
@@ -97,23 +112,19 @@ public struct ActivityPayload: Sendable, Equatable {
     ["title": title, "content": String(decoding: content, as: UTF8.self)]
   }
 
-  /// The note's title: its first non-empty line without leading `#` marks, or its file name.
+  /// The note's title by the one title rule (`Note.title(fileName:)`): at most
+  /// `Note.maximumTitleBytes` bytes, so every peer's decoder accepts it.
   public static func title(of content: [UInt8], path: String) -> String {
-    let text = String(decoding: content.prefix(4096), as: UTF8.self)
-    for line in text.split(whereSeparator: \.isNewline) {
-      let trimmed = line.drop { $0 == "#" || $0 == " " }.trimmingSpaces
-      if !trimmed.isEmpty { return String(trimmed.prefix(200)) }
-    }
-    return String(path.split(separator: "/").last ?? Substring(path))
+    Note(bytes: content).title(fileName: path)
   }
 
   func encode(into w: inout ByteWriter) {
-    w.string(activityType)
-    w.string(title)
-    w.string(path)
+    w.string(activityType, max: HandoffLimits.maxActivityTypeBytes)
+    w.string(title, max: HandoffLimits.maxTitleBytes)
+    w.string(path, max: HandoffLimits.maxPathBytes)
     version.encode(into: &w)
     w.u64(origin.rawValue)
-    w.string(originName)
+    w.string(originName, max: HandoffLimits.maxNameBytes)
     w.raw(hash.bytes)
     w.blob(content)
   }
@@ -121,7 +132,7 @@ public struct ActivityPayload: Sendable, Equatable {
   static func decode(from r: inout WireReader, maxContent: Int) throws(WireError) -> ActivityPayload
   {
     let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
-    let title = try r.string(max: 1024)
+    let title = try r.string(max: HandoffLimits.maxTitleBytes)
     let path = try r.string(max: HandoffLimits.maxPathBytes)
     let version = try VersionVector.decode(from: &r)
     let origin = DeviceID(rawValue: try r.u64())
@@ -134,19 +145,20 @@ public struct ActivityPayload: Sendable, Equatable {
   }
 }
 
-extension Substring {
-  fileprivate var trimmingSpaces: Substring {
-    var s = self
-    while let c = s.last, c == " " || c == "\t" { s = s.dropLast() }
-    return s
-  }
-}
-
 /// Sizes the protocol enforces (PROTOCOL.md, "Limits").
 public enum HandoffLimits {
   public static let maxNameBytes = 64
   public static let maxActivityTypeBytes = 255
   public static let maxPathBytes = 1024
+  /// An activity title on the wire (what a decoder accepts; titles are cut to
+  /// `Note.maximumTitleBytes`).
+  public static let maxTitleBytes = 1024
+  /// An ERROR message's text.
+  public static let maxErrorTextBytes = 512
+  /// The most devices an agent lets a note's version vector grow to by
+  /// merging a peer's (decoders accept 4096): with at most this many, every
+  /// message carrying the vector stays under its kind's limit.
+  public static let maxMergedDevices = 1024
   /// The largest index a peer accepts (reassembled), 16 MiB.
   public static let maxIndexBytes = 16 << 20
   /// Slack above the note size for a NOTE message's metadata.
@@ -158,13 +170,7 @@ public enum HandoffLimits {
 
   /// `text` cut at a character boundary so that its UTF-8 fits in `toBytes` bytes.
   public static func truncated(_ text: String, toBytes max: Int) -> String {
-    guard text.utf8.count > max else { return text }
-    var out = ""
-    for c in text {
-      guard out.utf8.count + String(c).utf8.count <= max else { break }
-      out.append(c)
-    }
-    return out
+    text.prefix(utf8Bytes: max)
   }
 
   /// Whether `type` is a reverse-DNS activity type: at least two dot-separated
@@ -249,28 +255,28 @@ enum HandoffMessage: Equatable {
       if let entry {
         w.u8(1)
         entry.encode(into: &w)
-        w.string(title)
+        w.string(title, max: HandoffLimits.maxTitleBytes)
       } else {
         w.u8(0)
       }
     case .index(let entries), .turn(let entries):
-      w.u32(UInt32(entries.count))
+      w.u32(UInt32(clamping: entries.count))
       for e in entries { e.encode(into: &w) }
     case .getNote(let type, let path):
-      w.string(type)
-      w.string(path)
+      w.string(type, max: HandoffLimits.maxActivityTypeBytes)
+      w.string(path, max: HandoffLimits.maxPathBytes)
     case .note(let payload):
       payload.encode(into: &w)
     case .noteUnavailable(let type, let path, let reason):
-      w.string(type)
-      w.string(path)
+      w.string(type, max: HandoffLimits.maxActivityTypeBytes)
+      w.string(path, max: HandoffLimits.maxPathBytes)
       w.u8(reason.rawValue)
     case .done(let activityHash, let indexDigest):
       w.u32(activityHash)
       w.u32(indexDigest)
     case .error(let code, let text):
       w.u8(code)
-      w.string(HandoffLimits.truncated(text, toBytes: 512))
+      w.string(text, max: HandoffLimits.maxErrorTextBytes)
     }
     return w.bytes
   }
@@ -292,7 +298,8 @@ enum HandoffMessage: Equatable {
       case 0: message = .activity(nil, title: "", indexDigest: digest)
       case 1:
         let entry = try HandoffIndexEntry.decode(from: &r)
-        message = .activity(entry, title: try r.string(max: 1024), indexDigest: digest)
+        message = .activity(
+          entry, title: try r.string(max: HandoffLimits.maxTitleBytes), indexDigest: digest)
       default: throw WireError("activity presence flag")
       }
     case .index, .turn:
@@ -315,7 +322,7 @@ enum HandoffMessage: Equatable {
     case .done:
       message = .done(activityHash: try r.u32(), indexDigest: try r.u32())
     case .error:
-      message = .error(code: try r.u8(), text: try r.string(max: 512))
+      message = .error(code: try r.u8(), text: try r.string(max: HandoffLimits.maxErrorTextBytes))
     }
     try r.expectEnd()
     return message

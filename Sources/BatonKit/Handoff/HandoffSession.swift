@@ -210,6 +210,11 @@ extension HandoffEngine {
         summary.failed += 1
         continue
       }
+      if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
+        fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
+        summary.failed += 1
+        continue
+      }
       let key = Self.key(e.activityType, e.path)
       guard var local = index[key] else {
         fresh.append(e)
@@ -235,6 +240,26 @@ extension HandoffEngine {
       }
     }
     return fresh + updates
+  }
+
+  /// Why a peer's version of a note cannot be genuine, or nil if it can be.
+  /// Only this agent counts its own changes, so a version claiming more changes
+  /// by this device than the index holds is forged (adopting it would exhaust
+  /// the counter); and one that would grow the merged vector past the limit
+  /// could no longer be sent to anyone.
+  func implausibility(of version: VersionVector, type: String, path: String) -> String? {
+    let local = index[Self.key(type, path)]?.entry.version ?? VersionVector()
+    let claimed = version[me.device]
+    if claimed > local[me.device] {
+      return "forged version of \(path): it claims \(claimed) changes by this device"
+        + " (\(me.device)), which made \(local[me.device]); refused"
+    }
+    let devices = Set(local.counters.keys).union(version.counters.keys).count
+    if devices > HandoffLimits.maxMergedDevices {
+      return "version of \(path) would grow to \(devices) devices, over the limit of"
+        + " \(HandoffLimits.maxMergedDevices); refused"
+    }
+    return nil
   }
 
   /// Equal versions with different content (two agents resolved the same
@@ -309,6 +334,11 @@ extension HandoffEngine {
       fail(
         activityType: type, peer: peer,
         reason: "bad payload for \(p.path): hash, size, path or UTF-8 do not check")
+      summary.failed += 1
+      return
+    }
+    if let reason = implausibility(of: p.version, type: type, path: p.path) {
+      fail(activityType: type, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
       return
     }
@@ -406,7 +436,9 @@ extension HandoffEngine {
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     let key = Self.key(type, path)
-    guard let folder = folders[type], var note = index[key], !note.deleted else {
+    guard let folder = folders[type], var note = index[key], !note.deleted,
+      note.entry.unencodableReason == nil
+    else {
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
       return
     }
@@ -434,6 +466,11 @@ extension HandoffEngine {
       // Changed on disk since it was indexed: that is a new local version.
       recordLocal(type, path, hash: hash, size: bytes.count)
       note = index[key]!
+      guard note.entry.hash == hash else {
+        // No new version could be made (logged): never send these bytes under an old version.
+        try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unreadable))
+        return
+      }
     }
     let originName =
       note.entry.origin == me.device

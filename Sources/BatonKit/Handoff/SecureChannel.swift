@@ -42,9 +42,9 @@ struct SecureChannel {
     guard channel.maximumMessageSize >= HandoffLimits.minimumMessageSize else {
       throw HandoffError.channelTooSmall(size: channel.maximumMessageSize)
     }
-    func fail(_ reason: String) async -> HandoffError {
+    func fail(_ reason: String, keyMayDiffer: Bool = true) async -> HandoffError {
       await channel.close()
-      return .authenticationFailed(peer: peerLabel, reason: reason)
+      return .authenticationFailed(peer: peerLabel, reason: reason, keyMayDiffer: keyMayDiffer)
     }
     func next() async throws -> [UInt8] {
       guard let m = try await receiveWithTimeout(channel, timeout, peer: peerLabel) else {
@@ -60,6 +60,11 @@ struct SecureChannel {
       m1 = makeHello(challenge: HandoffCrypto.random(32))
       try await channel.send(m1)
       m2 = try await next()
+      if m2.count >= 2, m2[0] == challengeResponse, m2[1] != Beacon.protocolVersion {
+        throw await fail(
+          "it speaks handoff protocol version \(m2[1]), this agent \(Beacon.protocolVersion);"
+            + " run the same baton version on both", keyMayDiffer: false)
+      }
       guard let id = openChallengeResponse(m2, hello: m1, keys: keys) else {
         throw await fail("its challenge response does not verify")
       }
@@ -69,8 +74,14 @@ struct SecureChannel {
       try await channel.send(m3)
     } else {
       m1 = try await next()
-      guard m1.count == 34, m1[0] == hello else { throw await fail("malformed hello") }
-      guard m1[1] == Beacon.protocolVersion else { throw await fail("protocol version \(m1[1])") }
+      guard m1.count == 34, m1[0] == hello else {
+        throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
+      }
+      guard m1[1] == Beacon.protocolVersion else {
+        throw await fail(
+          "it speaks handoff protocol version \(m1[1]), this agent \(Beacon.protocolVersion);"
+            + " run the same baton version on both", keyMayDiffer: false)
+      }
       m2 = makeChallengeResponse(
         hello: m1, challenge: HandoffCrypto.random(32), nonce: HandoffCrypto.random(24), me: me,
         keys: keys)
@@ -81,7 +92,11 @@ struct SecureChannel {
       }
       peer = id
     }
-    guard peer.device != me.device else { throw await fail("it claims our own device id") }
+    guard peer.device != me.device else {
+      throw await fail(
+        "it claims this agent's own device id (a reflected handshake, or a copy of this"
+          + " agent's state directory used by another agent)", keyMayDiffer: false)
+    }
     let (initiatorID, responderID) = initiator ? (me.device, peer.device) : (peer.device, me.device)
     let (toResponder, toInitiator) = sessionKeys(
       hello: m1, challengeResponse: m2, response: m3, initiator: initiatorID,
@@ -151,7 +166,7 @@ struct SecureChannel {
   static func identityBytes(_ id: PeerIdentity) -> [UInt8] {
     var w = ByteWriter()
     w.u64(id.device.rawValue)
-    w.string(HandoffLimits.truncated(id.name, toBytes: HandoffLimits.maxNameBytes))
+    w.string(id.name, max: HandoffLimits.maxNameBytes)
     return w.bytes
   }
 
@@ -204,8 +219,16 @@ struct SecureChannel {
 
   /// Sends one message, split into as many frames as the channel's size needs.
   /// Each frame's plaintext is `kind, more, fragment`.
+  /// A message over its kind's limit (section 9) is not sent at all: the peer
+  /// would reject it, so the session ends here with `oversizeMessage`.
   mutating func send(_ message: HandoffMessage) async throws {
     let body = message.body
+    let limit = HandoffMessage.limit(for: message.kind, maxNoteSize: maxNoteSize)
+    guard body.count <= limit else {
+      await channel.close()
+      throw HandoffError.oversizeMessage(
+        peer: peerLabel, kind: "\(message.kind)", size: body.count, limit: limit)
+    }
     let room = channel.maximumMessageSize - SecureChannel.frameOverhead
     var offset = 0
     repeat {

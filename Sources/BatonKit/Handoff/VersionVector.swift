@@ -44,10 +44,17 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
   public subscript(device: DeviceID) -> UInt64 { counters[device] ?? 0 }
 
-  /// This version plus one change by `device`.
-  public func incremented(by device: DeviceID) -> VersionVector {
+  /// The most devices a vector may hold (PROTOCOL.md, "Limits").
+  public static let maximumDevices = 4096
+
+  /// This version plus one change by `device`, or nil when `device`'s counter
+  /// is already `UInt64.max` (only a forged version gets there): no newer
+  /// version can be expressed, and wrapping around would make it older.
+  public func incremented(by device: DeviceID) -> VersionVector? {
+    let (next, overflow) = self[device].addingReportingOverflow(1)
+    guard !overflow else { return nil }
     var copy = self
-    copy.counters[device, default: 0] += 1
+    copy.counters[device] = next
     return copy
   }
 
@@ -94,7 +101,9 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
   /// Decodes the canonical form; rejects unsorted or duplicate devices and zero counters.
   static func decode(from reader: inout WireReader) throws(WireError) -> VersionVector {
     let count = Int(try reader.u16())
-    guard count <= 4096 else { throw WireError("version vector with \(count) devices") }
+    guard count <= maximumDevices else {
+      throw WireError("version vector with \(count) devices")
+    }
     var counters: [DeviceID: UInt64] = [:]
     var previous: UInt64?
     for _ in 0..<count {

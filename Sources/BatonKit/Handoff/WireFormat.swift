@@ -14,11 +14,14 @@ struct ByteWriter {
   mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
   mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
   mutating func raw<C: Collection>(_ v: C) where C.Element == UInt8 { bytes += v }
-  /// `u16` length then UTF-8 bytes (callers keep strings under 65536 bytes).
-  mutating func string(_ s: String) {
-    let utf8 = Array(s.utf8)
-    u16(UInt16(clamping: utf8.count))
-    raw(utf8.prefix(Int(UInt16.max)))
+  /// `u16` length then UTF-8 bytes, at most `max` of them: a longer string is
+  /// cut at a character boundary, so what is written always passes a reader
+  /// with the same limit. Fields that name something (types, paths) are
+  /// checked by their callers so that this never cuts them.
+  mutating func string(_ s: String, max: Int = Int(UInt16.max)) {
+    let fitted = s.prefix(utf8Bytes: Swift.min(max, Int(UInt16.max)))
+    u16(UInt16(fitted.utf8.count))
+    raw(fitted.utf8)
   }
   /// `u32` length then the bytes.
   mutating func blob(_ v: [UInt8]) {

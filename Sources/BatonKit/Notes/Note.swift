@@ -2,9 +2,8 @@
 ///
 /// The bytes are the truth and are never rewritten: `titleLine` followed by
 /// `lineBreak` and `content` is exactly `bytes`, whatever the line endings,
-/// BOM or missing final newline. `title` is only for display and naming: the
-/// first line without a BOM, a trailing CR, a leading ATX heading marker
-/// (`#` to `######` then a space) and surrounding whitespace.
+/// BOM or missing final newline. `title` is only for display and for the
+/// handoff activity title (the one title rule, PROTOCOL.md section 5).
 public struct Note: Sendable, Equatable, Hashable {
   /// The file's exact bytes.
   public var bytes: [UInt8]
@@ -35,21 +34,48 @@ public struct Note: Sendable, Equatable, Hashable {
   /// `content` as text (invalid UTF-8 replaced by U+FFFD).
   public var contentText: String { String(decoding: content, as: UTF8.self) }
 
-  /// The display title (see the type's description).
+  /// The longest title in UTF-8 bytes. Peers accept titles of up to 1024
+  /// bytes (`HandoffLimits.maxTitleBytes`), so a title always passes.
+  public static let maximumTitleBytes = 256
+
+  /// The title: the first line (lines end at LF or CR) that has text once a
+  /// leading BOM, an ATX heading marker (`#` to `######` then a space, a tab or
+  /// nothing) and surrounding whitespace are removed; invalid UTF-8 becomes
+  /// U+FFFD; cut at a character (grapheme cluster) boundary to at most
+  /// `maximumTitleBytes` bytes. Empty when no line has text (or its first
+  /// character alone is over the cap).
   public var title: String {
-    var line = titleLine
-    if line.starts(with: [0xEF, 0xBB, 0xBF]) { line = line.dropFirst(3) }
-    if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-    line = Note.trimmingWhitespace(line)
-    // An ATX heading: 1 to 6 `#`, then a space or tab (or nothing at all).
-    let hashes = line.prefix { $0 == UInt8(ascii: "#") }.count
-    if (1...6).contains(hashes) {
-      let rest = line.dropFirst(hashes)
-      if rest.isEmpty || rest.first == UInt8(ascii: " ") || rest.first == UInt8(ascii: "\t") {
-        line = Note.trimmingWhitespace(rest)
+    var rest = bytes[...]
+    if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+    while !rest.isEmpty {
+      let end = rest.firstIndex { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }
+      var line = Note.trimmingWhitespace(rest[..<(end ?? rest.endIndex)])
+      // An ATX heading: 1 to 6 `#`, then a space or tab (or nothing at all).
+      let hashes = line.prefix { $0 == UInt8(ascii: "#") }.count
+      if (1...6).contains(hashes) {
+        let after = line.dropFirst(hashes)
+        if after.isEmpty || after.first == UInt8(ascii: " ") || after.first == UInt8(ascii: "\t") {
+          line = Note.trimmingWhitespace(after)
+        }
       }
+      if !line.isEmpty {
+        // Decoding more than the cap keeps the character boundaries inside it exact.
+        let text = String(decoding: line.prefix(4 * Note.maximumTitleBytes), as: UTF8.self)
+        return text.prefix(utf8Bytes: Note.maximumTitleBytes)
+      }
+      guard let end else { break }
+      rest = rest[(end + 1)...]
     }
-    return String(decoding: line, as: UTF8.self)
+    return ""
+  }
+
+  /// `title`, or when that is empty the file name (the last component
+  /// of `path`) under the same cap: the activity title sent to peers.
+  public func title(fileName path: String) -> String {
+    let title = self.title
+    guard title.isEmpty else { return title }
+    let name = path.split(separator: "/").last.map(String.init) ?? path
+    return name.prefix(utf8Bytes: Note.maximumTitleBytes)
   }
 
   /// Whether `bytes` are valid UTF-8.

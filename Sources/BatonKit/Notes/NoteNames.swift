@@ -38,16 +38,30 @@ public struct NoteNames: Sendable, Equatable {
   /// are not).
   static func isWatchedDirectory(_ name: String) -> Bool { !name.hasPrefix(".") }
 
+  /// Whether `scalar` is a bidirectional embedding, override or isolate
+  /// (U+202A to U+202E, U+2066 to U+2069): in a name it can make, say,
+  /// `evil\u{202E}dm.sh` display as `evilhs.md`.
+  public static func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
+    (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+  }
+
   /// Checks an untrusted relative path from a peer and returns its
   /// components. Refuses absolute paths, `.` and `..`, empty components,
-  /// NUL and control characters, over-long names, hidden components and
-  /// names that are not notes.
+  /// NUL and control characters (C0, DEL, C1), bidirectional override and
+  /// isolate characters, over-long names, hidden components and names that
+  /// are not notes.
   public func validate(_ path: String) throws(NotesError) -> [String] {
     func refuse(_ reason: String) -> NotesError { .invalidPath(path: path, reason: reason) }
     if path.isEmpty { throw refuse("it is empty") }
     if path.utf8.first == UInt8(ascii: "/") { throw refuse("it is absolute") }
-    if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+    if path.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+    {
       throw refuse("it contains a NUL or control character")
+    }
+    if path.unicodeScalars.contains(where: NoteNames.isBidiControl) {
+      throw refuse(
+        "it contains a bidirectional override or isolate character (U+202A to U+202E,"
+          + " U+2066 to U+2069), which can disguise its extension")
     }
     if path.utf8.count > NoteNames.maximumPathBytes {
       throw refuse("it is longer than \(NoteNames.maximumPathBytes) bytes")

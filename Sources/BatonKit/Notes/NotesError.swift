@@ -76,16 +76,8 @@ public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
     }
   }
 
-  /// A path for an error message, with control characters escaped.
+  /// A path for an error message, in quotes, escaped (`escapedForDisplay`).
   static func quoted(_ path: String) -> String {
-    var out = "\""
-    for scalar in path.unicodeScalars {
-      if scalar.value < 0x20 || scalar.value == 0x7F {
-        out += "\\x" + String(scalar.value, radix: 16)
-      } else {
-        out.unicodeScalars.append(scalar)
-      }
-    }
-    return out + "\""
+    "\"" + path.escapedForDisplay + "\""
   }
 }

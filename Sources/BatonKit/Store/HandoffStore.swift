@@ -79,6 +79,7 @@ public final class HandoffStore: Sendable {
 
   private static func openChecked(_ path: String) throws(SQLiteError) -> (SQLiteDatabase, DeviceID)
   {
+    restrictAccess(path)
     let db = try SQLiteDatabase(path: path)
     try db.execute("PRAGMA journal_mode=WAL")
     try db.execute("PRAGMA synchronous=NORMAL")
@@ -116,6 +117,17 @@ public final class HandoffStore: Sendable {
       [.integer(Int64(bitPattern: device.rawValue))])
     try db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', 1)")
     return (db, device)
+  }
+
+  /// The database names peers and notes: only its owner may read it. A new
+  /// file is created 0600 (SQLite gives its `-wal` and `-shm` the same mode);
+  /// an older, more open one is narrowed to 0600. Only `chmod` touches an
+  /// existing file: closing another descriptor of an open SQLite database
+  /// would drop its locks.
+  private static func restrictAccess(_ path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    if fd >= 0 { close(fd) }
+    for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
   }
 
   @discardableResult

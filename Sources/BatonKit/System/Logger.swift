@@ -63,9 +63,17 @@ public struct Logger: Sendable {
 
   public init(label: String) { self.label = label }
 
+  /// Logs one line. The message is escaped (`escapedForDisplay`), so text
+  /// from a peer can never start a line of its own, forge a priority or
+  /// reach a terminal as an escape sequence.
   public func log(_ priority: Priority, _ message: @autoclosure () -> String) {
     guard priority <= Logger.sink.threshold else { return }
-    Logger.sink.emit(priority, "\(label): \(message())")
+    Logger.sink.emit(priority, line(message()))
+  }
+
+  /// The line written for `message`: the label, then the escaped message.
+  func line(_ message: String) -> String {
+    "\(label): \(message)".escapedForDisplay
   }
 
   public func error(_ message: @autoclosure () -> String) { log(.error, message()) }

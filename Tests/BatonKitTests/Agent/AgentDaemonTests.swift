@@ -157,7 +157,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     ],
     currentActivity: AgentStatus.Activity(
       type: "org.baton.note", title: "Groceries", path: "groceries.md", version: "3f2a9c1b"),
-    counters: AgentStatus.Counters(sent: 4, received: 3, declined: 2, failed: 1),
+    counters: AgentStatus.Counters(
+      sent: 4, received: 3, declined: 2, failed: 1, conflicts: 1, sessions: 5),
     lastFailures: [
       AgentStatus.Failure(
         time: Date(timeIntervalSince1970: 1_700_000_100), activityType: "org.baton.note",
@@ -294,7 +295,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     #expect(lines[4] == "  laptop  D1:22:33:44:55:66  last seen 12 s ago  RSSI -50 dBm")
     #expect(
       lines[5] == "current activity: org.baton.note \"Groceries\" (groceries.md, version 3f2a9c1b)")
-    #expect(lines[6] == "activities: 4 sent, 3 received, 2 declined, 1 failed")
+    #expect(
+      lines[6] == "activities: 4 sent, 3 received, 2 declined, 1 failed (1 conflicts); 5 sessions")
     #expect(lines[7] == "last failures:")
     #expect(lines[8].hasSuffix("  org.baton.note  laptop  the peer went out of range"))
     let empty = formatter.format(AgentStatus(name: "x"))

@@ -70,7 +70,9 @@ import Testing
     #expect(status.status == 0)
     #expect(status.stdout.hasPrefix("agent: desk"))
     #expect(status.stdout.contains("\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
-    #expect(status.stdout.contains("activities: 0 sent, 0 received, 0 declined, 0 failed\n"))
+    #expect(
+      status.stdout.contains(
+        "activities: 0 sent, 0 received, 0 declined, 0 failed (0 conflicts); 0 sessions\n"))
     let json = try sandbox.run(["status", "--json"])
     #expect(json.status == 0)
     let decoded = try ControlCoding.decode(AgentStatus.self, from: Array(json.stdout.utf8))

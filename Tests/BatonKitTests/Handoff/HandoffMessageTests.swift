@@ -53,6 +53,53 @@ import Testing
       ActivityPayload.title(of: Array("\n\n## Shopping list  \n- eggs".utf8), path: "x.md")
         == "Shopping list")
     #expect(ActivityPayload.title(of: [], path: "dir/y.md") == "y.md")
+    #expect(ActivityPayload.title(of: Array("#\n  \n".utf8), path: "dir/y.md") == "y.md")
+    // One rule for the agent's display and the wire: Note's.
+    let text = Array("\u{FEFF}\r\n### Plans\r\nbody".utf8)
+    #expect(ActivityPayload.title(of: text, path: "p.md") == Note(bytes: text).title)
+    #expect(Note(bytes: text).title == "Plans")
+  }
+
+  /// 150 flags are 150 characters but 1,200 bytes: the title is cut to whole
+  /// flags within the byte cap, and the message decodes at the peer.
+  @Test func longTitlesAreCutToWholeCharactersWithinTheByteCap() throws {
+    let flag = "\u{1F1EB}\u{1F1F7}"  // 8 bytes, one character
+    let content = Array((String(repeating: flag, count: 150) + "\nbody\n").utf8)
+    let title = ActivityPayload.title(of: content, path: "flags.md")
+    #expect(title == String(repeating: flag, count: Note.maximumTitleBytes / 8))
+    // A single character longer than the cap: the file name instead.
+    let zalgo = Array(("e" + String(repeating: "\u{301}", count: 300)).utf8)
+    #expect(ActivityPayload.title(of: zalgo, path: "z/zalgo.md") == "zalgo.md")
+
+    // Whatever the caller passes, the encoder writes what the decoder accepts.
+    let payload = ActivityPayload(
+      activityType: "org.example.notes", title: String(repeating: flag, count: 150),
+      path: "flags.md", version: VersionVector([DeviceID(rawValue: 1): 1]),
+      origin: DeviceID(rawValue: 1), originName: String(repeating: "ü", count: 50),
+      hash: ContentHash(of: content), content: content)
+    let message = HandoffMessage.note(payload)
+    let decoded = try HandoffMessage.decode(
+      kind: message.kind.rawValue, body: message.body, maxNoteSize: 1 << 20)
+    guard case .note(let back) = decoded else {
+      Issue.record("decoded \(decoded)")
+      return
+    }
+    #expect(back.title == String(repeating: flag, count: HandoffLimits.maxTitleBytes / 8))
+    #expect(back.originName == String(repeating: "ü", count: HandoffLimits.maxNameBytes / 2))
+    #expect(back.content == content)
+    let activity = HandoffMessage.activity(
+      HandoffIndexEntry(
+        activityType: payload.activityType, path: payload.path, hash: payload.hash,
+        size: content.count, version: payload.version, origin: payload.origin),
+      title: payload.title, indexDigest: [UInt8](repeating: 7, count: 32))
+    #expect(throws: Never.self) {
+      try HandoffMessage.decode(
+        kind: activity.kind.rawValue, body: activity.body, maxNoteSize: 1 << 20)
+    }
+    let error = HandoffMessage.error(code: 1, text: String(repeating: flag, count: 100))
+    #expect(throws: Never.self) {
+      try HandoffMessage.decode(kind: error.kind.rawValue, body: error.body, maxNoteSize: 1 << 20)
+    }
   }
 
   @Test func namesAreCutAtCharacterBoundaries() {

@@ -6,18 +6,24 @@ import Testing
   let a = DeviceID(rawValue: 1)
   let b = DeviceID(rawValue: 2)
 
-  @Test func comparisons() {
+  @Test func comparisons() throws {
     let base = VersionVector([a: 1])
     #expect(base.compare(base) == .equal)
-    #expect(base.incremented(by: a).compare(base) == .newer)
-    #expect(base.compare(base.incremented(by: b)) == .older)
-    let left = base.incremented(by: a)
-    let right = base.incremented(by: b)
+    let left = try #require(base.incremented(by: a))
+    let right = try #require(base.incremented(by: b))
+    #expect(left.compare(base) == .newer)
+    #expect(base.compare(right) == .older)
     #expect(left.compare(right) == .concurrent)
     let merged = left.merged(with: right)
     #expect(merged == VersionVector([a: 2, b: 1]))
     #expect(merged.compare(left) == .newer && merged.compare(right) == .newer)
     #expect(VersionVector().compare(base) == .older)
+  }
+
+  @Test func exhaustedCounterIsNotIncrementedAndDoesNotTrap() throws {
+    let saturated = VersionVector([a: .max, b: 3])
+    #expect(saturated.incremented(by: a) == nil)
+    #expect(try #require(saturated.incremented(by: b)) == VersionVector([a: .max, b: 4]))
   }
 
   @Test func canonicalEncodingRoundTrips() throws {

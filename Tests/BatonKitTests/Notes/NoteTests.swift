@@ -16,6 +16,10 @@ import Testing
     ("", ""),
     ("only a title", "only a title"),
     ("# Crème brûlée\n", "Crème brûlée"),
+    ("\n\n## Shopping list  \n- eggs", "Shopping list"),
+    ("#\n\nsecond\n", "second"),
+    ("classic\rmac", "classic"),
+    (String(repeating: "é", count: 200), String(repeating: "é", count: 128)),
   ])
   func title(_ text: String, _ expected: String) {
     #expect(Note(text: text).title == expected)

@@ -57,6 +57,32 @@ import Testing
     #expect(try store.journalMode() == "wal")
   }
 
+  /// It names peers and notes: owner only, whatever the umask (issue 13, bug 8).
+  @Test func databaseIsCreatedOwnerOnlyAndAnOlderOpenOneIsNarrowed() throws {
+    func mode(_ path: String) -> mode_t? {
+      var info = stat()
+      return stat(path, &info) == 0 ? info.st_mode & 0o777 : nil
+    }
+    let dir = try TestEnvironment.temporaryDirectory("store-mode").path
+    let path = dir + "/" + HandoffStore.fileName
+    let old = umask(0o022)
+    defer { umask(old) }
+    do {
+      let store = try HandoffStore(directory: dir)
+      try store.save(StoredNote(entry: entry("a.md", "A", store.deviceID)))
+      for suffix in ["", "-wal", "-shm"] {
+        #expect(mode(path + suffix) == 0o600, "handoff.db\(suffix)")
+      }
+    }
+    // A database created 0644 by an older version.
+    for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o644) }
+    let reopened = try HandoffStore(directory: dir)
+    #expect(try reopened.notes().count == 1)
+    for suffix in ["", "-wal", "-shm"] where mode(path + suffix) != nil {
+      #expect(mode(path + suffix) == 0o600, "handoff.db\(suffix)")
+    }
+  }
+
   @Test func damagedDatabaseIsMovedAsideAndRebuiltWithoutLosingNotes() async throws {
     let key = GroupKey.generate()
     let a = try HandoffTestAgent("alice", key: key)
