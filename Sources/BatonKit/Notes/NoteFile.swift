@@ -76,6 +76,12 @@ enum NoteFile {
     return Signature(info)
   }
 
+  /// Whether `path` is a directory (not following symlinks).
+  static func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+  }
+
   /// Whether `path` is a regular file (not following symlinks).
   static func isRegularFile(_ path: String) -> Bool { signature(path) != nil }
 

@@ -148,7 +148,7 @@ final class NoteIndex: Sendable {
 
   /// The indexed paths at or below the folder `relativeDirectory`.
   func paths(under relativeDirectory: String) -> [String] {
-    let prefix = relativeDirectory + "/"
+    let prefix = relativeDirectory.isEmpty ? "" : relativeDirectory + "/"
     return state.withLock { s in
       s.entries.keys.filter { $0.hasPrefix(prefix) }
     }

@@ -54,6 +54,9 @@ final class NotesWatcher: @unchecked Sendable {
   private var continuation: AsyncStream<NotesEvent>.Continuation?
 
   private var directories: [Inotify.Watch: String] = [:]
+  /// While the notes folder itself is gone (deleted or moved away): a watch on
+  /// the folder that held it, to notice it coming back.
+  private var parentWatch: Inotify.Watch?
   private var pendingSaves: [String: UInt64] = [:]
   private var pendingRemovals: [String: UInt64] = [:]
   /// Notes with events since the last drain (their reads may be torn).
@@ -150,14 +153,18 @@ final class NotesWatcher: @unchecked Sendable {
       rescan()
       return
     }
+    if let parentWatch, event.watch == parentWatch {
+      handleParent(event)
+      return
+    }
     guard let directory = directories[event.watch] else { return }
     if event.mask.contains(.ignored) {
       directories[event.watch] = nil
       return
     }
     if event.name.isEmpty {
-      if directory.isEmpty && event.mask.contains(.deleteSelf) {
-        log.error("the notes folder \(index.root) was deleted")
+      if directory.isEmpty && !event.mask.isDisjoint(with: [.deleteSelf, .moveSelf]) {
+        rootLost(moved: event.mask.contains(.moveSelf))
       }
       return
     }
@@ -221,6 +228,63 @@ final class NotesWatcher: @unchecked Sendable {
     }
   }
 
+  // MARK: The notes folder itself
+
+  private var rootName: String { String(index.root.split(separator: "/").last ?? "") }
+  private var parentPath: String {
+    let parent = index.root.split(separator: "/").dropLast().joined(separator: "/")
+    return "/" + parent
+  }
+
+  /// The notes folder was deleted or moved away: its notes count as removed,
+  /// and the folder that held it is watched until it is back.
+  private func rootLost(moved: Bool) {
+    guard parentWatch == nil else { return }
+    log.error(
+      "the notes folder \(index.root) was \(moved ? "moved away" : "deleted"); "
+        + "its notes stay with the peers, and baton resumes when the folder is back")
+    unwatchTree("")
+    let due = NotesWatcher.now() + tuning.removalDelayNanoseconds
+    for note in index.paths(under: "") { pendingRemovals[note] = due }
+    do {
+      parentWatch = try inotify.addWatch(
+        parentPath, mask: [.create, .movedTo, .onlyDirectory, .dontFollow])
+    } catch {
+      log.error(
+        "cannot watch \(parentPath) for the notes folder to come back: \(error); "
+          + "restart baton once \(index.root) exists again")
+      return
+    }
+    // It may be back already (a tool that replaces the folder by a rename).
+    if NoteFile.isDirectory(index.root) { rootReturned() }
+  }
+
+  private func handleParent(_ event: Inotify.Event) {
+    if event.mask.contains(.ignored) {
+      parentWatch = nil
+      log.error(
+        "\(parentPath), which held the notes folder, is gone too; restart baton once \(index.root) exists again")
+      return
+    }
+    if event.name == rootName, event.mask.contains(.isDirectory),
+      !event.mask.isDisjoint(with: [.create, .movedTo])
+    {
+      rootReturned()
+    }
+  }
+
+  /// The notes folder exists again: watch it, and report every note in it.
+  private func rootReturned() {
+    if let parentWatch { inotify.removeWatch(parentWatch) }
+    parentWatch = nil
+    log.notice("the notes folder \(index.root) is back; watching it again")
+    do {
+      try watchTree("", report: true)
+    } catch {
+      log.error("\(error)")
+    }
+  }
+
   // MARK: Watches
 
   /// Watches `relativeDirectory` and every folder below it, then indexes
@@ -267,7 +331,7 @@ final class NotesWatcher: @unchecked Sendable {
   /// Removes the watches of a folder that moved away (its watch would keep
   /// reporting events under the old path).
   private func unwatchTree(_ relativeDirectory: String) {
-    let prefix = relativeDirectory + "/"
+    let prefix = relativeDirectory.isEmpty ? "" : relativeDirectory + "/"
     for (watch, path) in directories where path == relativeDirectory || path.hasPrefix(prefix) {
       inotify.removeWatch(watch)
       directories[watch] = nil

@@ -60,8 +60,11 @@ final class NotesEventRecorder: Sendable {
     return events
   }
 
-  /// Waits until no event has arrived for `quiet` seconds, then returns all.
-  func settled(quiet: Double = 0.3, timeout: Double = 20) async -> [NotesEvent] {
+  /// Waits for at least `atLeast` events (the positive signal; up to 60 s on
+  /// a loaded machine), then until no event has arrived for `quiet` seconds
+  /// (so that an extra, wrong event would be seen), then returns all.
+  func settled(atLeast: Int = 0, quiet: Double = 0.3, timeout: Double = 20) async -> [NotesEvent] {
+    if atLeast > 0 { await wait(timeout: 60) { $0.count >= atLeast } }
     let deadline = Date().addingTimeInterval(timeout)
     var count = events.count
     var lastChange = Date()
