@@ -1,4 +1,4 @@
-import BatonKit
+import BatonCLI
 
 #if canImport(Glibc)
   import Glibc
