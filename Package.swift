@@ -48,7 +48,7 @@ let package = Package(
       ]),
     layer(
       "BatonCLI",
-      ["BatonAgent", "BatonHandoff", "BatonHCI", "BatonSystem", "CBatonShims"]),
+      ["BatonAgent", "BatonHandoff", "BatonSystem", "CBatonShims"]),
     // The thin command-line front end.
     .executableTarget(
       name: "baton",
@@ -59,8 +59,7 @@ let package = Package(
     .executableTarget(
       name: "baton-bench",
       dependencies: [
-        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonStore", "BatonHandoff",
-        "BatonNotes", "BatonSystem",
+        "BatonAgent", "BatonHost", "BatonHCI", "BatonHandoff", "BatonNotes", "BatonSystem",
       ],
       path: "Sources/BatonBench",
       swiftSettings: [.swiftLanguageMode(.v6)]

@@ -2,7 +2,7 @@ import BatonSystem
 
 /// The HCI commands baton sends, as values that encode to (and decode from)
 /// H4 command packets: 0x01, opcode (2, LE), parameter length (1), parameters.
-/// Layouts: Sources/BatonKit/HCI/HCI.docc/HCI.md.
+/// Layouts: Sources/BatonHCI/HCI.docc/HCI.md.
 public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
   case reset
   case setEventMask(UInt64)

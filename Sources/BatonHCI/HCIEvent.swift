@@ -3,7 +3,7 @@ import BatonSystem
 /// The HCI events baton understands, decoded from H4 event packets
 /// (0x04, event code, parameter length, parameters) and encodable again (for
 /// round-trip tests). Anything else decodes to `.other`. Layouts:
-/// Sources/BatonKit/HCI/HCI.docc/HCI.md.
+/// Sources/BatonHCI/HCI.docc/HCI.md.
 public enum HCIEvent: Equatable, Sendable {
   case disconnectionComplete(status: HCIStatus, handle: UInt16, reason: HCIStatus)
   case commandComplete(numCommandPackets: UInt8, opcode: UInt16, returnParameters: [UInt8])

@@ -6,7 +6,7 @@ import Synchronization
 /// A Bluetooth LE host on one controller: bring-up, advertising, scanning,
 /// connections in both roles and L2CAP credit-based channels. The API the
 /// handoff layer uses. Packet layouts and the simulator's quirks we allow
-/// for: Sources/BatonKit/HCI/HCI.docc/HCI.md.
+/// for: Sources/BatonHCI/HCI.docc/HCI.md.
 ///
 /// We always use a random static address (own address type random
 /// everywhere). A lost transport ends every stream (scans, incoming

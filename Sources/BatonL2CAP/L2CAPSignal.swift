@@ -2,7 +2,7 @@ import BatonHCI
 import BatonSystem
 
 /// One command on the LE signalling channel (CID 0x0005): code (1),
-/// identifier (1), length (2), data. Layouts: Sources/BatonKit/HCI/HCI.docc/HCI.md.
+/// identifier (1), length (2), data. Layouts: Sources/BatonHCI/HCI.docc/HCI.md.
 public struct L2CAPSignal: Equatable, Sendable {
   public enum Code: UInt8, Sendable {
     case commandReject = 0x01

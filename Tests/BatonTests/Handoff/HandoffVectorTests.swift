@@ -93,7 +93,7 @@ import Testing
   @Test func protocolDocumentListsTheSameVectors() throws {
     let doc = try String(
       contentsOf: TestEnvironment.repository.appendingPathComponent(
-        "Sources/BatonKit/Handoff/PROTOCOL.md"), encoding: .utf8)
+        "Sources/BatonHandoff/PROTOCOL.md"), encoding: .utf8)
     var documented: [String: String] = [:]
     for line in doc.split(separator: "\n") {
       let parts = line.split(separator: "=", maxSplits: 1).map {
