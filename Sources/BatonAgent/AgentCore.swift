@@ -1,3 +1,4 @@
+import BatonHandoff
 import Foundation
 
 /// The seam between the daemon shell (`AgentDaemon`: signals, control
@@ -9,11 +10,11 @@ public protocol AgentCore: Sendable {
   /// and returns. Throws if the agent cannot go on; the daemon then exits 1.
   func run() async throws
   /// Applies a new, already validated configuration (folders added or
-  /// removed, settings changed). The key file in it has been checked and may
-  /// hold a new key (re-read it from `configuration.keyFile`). Throwing
+  /// removed, settings changed) and the group key read from its key file
+  /// (possibly a new one; the file is read once per reload). Throwing
   /// keeps the old configuration running. Return promptly: the daemon
   /// handles SIGTERM only after the reload returns.
-  func reload(_ configuration: AgentConfiguration) async throws
+  func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws
   /// A snapshot for `baton status`.
   func status() async -> AgentStatus
   /// Makes the note at `notePath` (absolute) the current activity now;

@@ -1,3 +1,4 @@
+import BatonHandoff
 import BatonSystem
 import Foundation
 
@@ -31,7 +32,8 @@ public final class AgentDaemon: Sendable {
   private let core: any AgentCore
   private let settings: Settings
   private let signals: AsyncStream<UnixSignal>
-  private let reloadConfiguration: @Sendable () throws -> AgentConfiguration
+  private let reloadConfiguration:
+    @Sendable () throws -> (configuration: AgentConfiguration, key: GroupKey)
   private let notifier: SystemdNotifier
   private let openedServer: ControlServer?
   private let log = Logger(label: "agent")
@@ -43,12 +45,13 @@ public final class AgentDaemon: Sendable {
   ///     agent is refused before it touches the controller); nil opens one
   ///     at `settings.socketPath`.
   ///   - reloadConfiguration: reads and validates the configuration again
-  ///     (file plus command-line overrides, and the key file); its error's
-  ///     description is logged.
+  ///     (file plus command-line overrides) and reads its key file, once per
+  ///     reload; its error's description is logged.
   public init(
     core: any AgentCore, settings: Settings, signals: AsyncStream<UnixSignal>,
     server: ControlServer? = nil, notifier: SystemdNotifier = SystemdNotifier(),
-    reloadConfiguration: @escaping @Sendable () throws -> AgentConfiguration
+    reloadConfiguration:
+      @escaping @Sendable () throws -> (configuration: AgentConfiguration, key: GroupKey)
   ) {
     self.openedServer = server
     self.core = core
@@ -153,8 +156,9 @@ public final class AgentDaemon: Sendable {
     log.info("received SIGHUP, reloading the configuration")
     notifier.reloading()
     let next: AgentConfiguration
+    let key: GroupKey
     do {
-      next = try reloadConfiguration()
+      (next, key) = try reloadConfiguration()
     } catch {
       for line in "\(error)".split(separator: "\n") { log.error("\(line)") }
       log.error("reload failed; the running configuration stays in force")
@@ -162,7 +166,7 @@ public final class AgentDaemon: Sendable {
       return current
     }
     do {
-      try await core.reload(next)
+      try await core.reload(next, key: key)
     } catch {
       log.error(
         "the agent refused the new configuration: \(error); the running configuration stays in force"

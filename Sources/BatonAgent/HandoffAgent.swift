@@ -62,8 +62,7 @@ public final class HandoffAgent: AgentCore {
     }
   }
 
-  public func reload(_ configuration: AgentConfiguration) async throws {
-    let key = try GroupKey(contentsOfFile: configuration.keyFile)
+  public func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws {
     let generation = state.withLock { s -> Task<Void, any Error>? in
       s.configuration = configuration
       s.key = key

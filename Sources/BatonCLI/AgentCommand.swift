@@ -77,9 +77,9 @@ enum AgentCommand {
       signals: SignalStream.stream(UnixSignal.daemonSignals), server: server,
       reloadConfiguration: {
         let configuration = try loader.load(overrides)
-        _ = try GroupKey(contentsOfFile: configuration.keyFile)
+        let key = try GroupKey(contentsOfFile: configuration.keyFile)
         try makeStateDirectory(configuration.stateDirectory)
-        return configuration
+        return (configuration, key)
       })
     return BatonCommand.runBlocking { await daemon.run() }
   }

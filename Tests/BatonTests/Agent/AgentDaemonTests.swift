@@ -4,6 +4,7 @@ import Testing
 
 @testable import BatonAgent
 @testable import BatonCLI
+@testable import BatonHandoff
 @testable import BatonSystem
 
 #if canImport(Glibc)
@@ -14,6 +15,8 @@ import Testing
 final class FakeCore: AgentCore {
   struct State {
     var reloads: [AgentConfiguration] = []
+    /// The key handed with each reload (the one the reload closure read).
+    var reloadKeys: [GroupKey] = []
     var sends: [String] = []
     var running = false
     var stoppedCleanly = false
@@ -46,8 +49,11 @@ final class FakeCore: AgentCore {
     state.withLock { $0.stoppedCleanly = true }
   }
 
-  func reload(_ configuration: AgentConfiguration) async throws {
-    state.withLock { $0.reloads.append(configuration) }
+  func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws {
+    state.withLock {
+      $0.reloads.append(configuration)
+      $0.reloadKeys.append(key)
+    }
   }
 
   func status() async -> AgentStatus { snapshot }
@@ -77,6 +83,8 @@ struct DaemonHarness {
     }
   }
 
+  static let key = GroupKey(bytes: Array(repeating: 7, count: 32))!
+
   static let configuration = AgentConfiguration(
     name: "desk", controller: .tcp(host: "127.0.0.1", port: 9), keyFile: "/k",
     stateDirectory: "/s", folders: [FolderConfiguration(name: "notes", path: "/n")])
@@ -95,7 +103,7 @@ struct DaemonHarness {
         socketPath: socketPath, configuration: DaemonHarness.configuration,
         stopTimeout: stopTimeout),
       signals: stream,
-      reloadConfiguration: { try reloadResult.withLock { $0 }.get() })
+      reloadConfiguration: { (try reloadResult.withLock { $0 }.get(), DaemonHarness.key) })
     finished = Task { await daemon.run() }
   }
 
@@ -209,6 +217,7 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     harness.signals.yield(.hangUp)
     try await waitFor { harness.core.state.withLock { $0.reloads.count } == 1 }
     #expect(harness.core.state.withLock { $0.reloads } == [next])
+    #expect(harness.core.state.withLock { $0.reloadKeys } == [DaemonHarness.key])
 
     harness.reloadResult.withLock {
       $0 = .failure(
