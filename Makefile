@@ -40,6 +40,7 @@ release:
 test: setup
 	$(SWIFT) build --build-tests $(CHECK_FLAGS)
 	$(SWIFT) test --no-parallel
+	Tests/Scripts/test-demo-stop.sh
 	$(MAKE) test-vm
 
 demo:

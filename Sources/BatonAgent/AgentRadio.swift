@@ -51,8 +51,12 @@ final class AgentRadio: Sendable {
     var events: AsyncStream<Event>.Continuation?
     /// Keyed peers heard, by address.
     var heard: [String: Peer] = [:]
-    /// Peer names learnt in sessions, by address.
+    /// Peer names learnt in sessions, or by resolving a peer's new address
+    /// (PROTOCOL.md, "Addresses"), by address.
     var names: [String: String] = [:]
+    /// Addresses heard that resolve to no peer we know (cleared when a session
+    /// teaches us a new peer).
+    var unresolved: Set<String> = []
     /// Addresses with a session under way (either direction).
     var busy: Set<String> = []
   }
@@ -98,7 +102,9 @@ final class AgentRadio: Sendable {
     while !Task.isCancelled {
       let host: BLEHost
       do {
-        host = try await BLEHost.open(controller: spec, hciLog: configuration.hciLog)
+        host = try await BLEHost.open(
+          controller: spec, hciLog: configuration.hciLog,
+          address: BluetoothAddress(littleEndian: engine.newAddress()))
       } catch {
         if Task.isCancelled { return }
         if !everOpened { throw AgentError.controller(spec: spec, reason: "\(error)") }
@@ -199,9 +205,12 @@ final class AgentRadio: Sendable {
           await refreshBeacon(host)
         case .rotate:
           do {
-            let address = try await host.rotateAddress()
+            // The beacon is re-sealed and installed before advertising resumes
+            // under the new address: no seal is ever heard under both.
+            let address = try await host.rotateAddress(
+              to: BluetoothAddress(littleEndian: engine.newAddress()),
+              advertisingData: await engine.currentBeacon())
             log.info("address rotated to \(address)")
-            await refreshBeacon(host)
           } catch {
             log.warning("cannot rotate the address: \(error)")
           }
@@ -228,9 +237,17 @@ final class AgentRadio: Sendable {
   private func shouldInitiate(_ report: AdvertisingReport) async -> String? {
     guard await engine.isGroupBeacon(report.data) else { return nil }
     let address = report.address.description
-    let busy = state.withLock { s -> Bool in
+    let (busy, unknown) = state.withLock { s -> (Bool, Bool) in
       s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi, beacon: report.data)
-      return s.busy.contains(address)
+      return (s.busy.contains(address), s.names[address] == nil && !s.unresolved.contains(address))
+    }
+    if unknown {
+      // A peer we know under a new address (it rotated): its name carries over.
+      let name = await engine.peerName(resolving: report.address.bytes)
+      state.withLock {
+        if let name { $0.names[address] = name } else { _ = $0.unresolved.insert(address) }
+        if $0.unresolved.count > 1024 { $0.unresolved.removeAll() }
+      }
     }
     guard !busy, await engine.shouldConnect(beacon: report.data, from: address) else { return nil }
     let claimed = state.withLock { $0.busy.insert(address).inserted }
@@ -266,13 +283,19 @@ final class AgentRadio: Sendable {
   }
 
   /// Runs one handoff session (every message under `sessionDeadline`) and
-  /// remembers the peer's name for `baton status`.
+  /// remembers the peer's name for `baton status` as soon as the handshake has
+  /// proved who it is, whichever side connected and however the session ends.
   private func runSession(on channel: L2CAPChannel, with address: String, initiator: Bool) async {
     do {
-      let summary = try await engine.runSession(
+      _ = try await engine.runSession(
         over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: initiator,
-        peerAddress: address)
-      state.withLock { $0.names[address] = summary.peerName }
+        peerAddress: address,
+        authenticated: { name, _ in
+          self.state.withLock {
+            $0.names[address] = name
+            $0.unresolved.removeAll()
+          }
+        })
     } catch {
       log.info("session with \(address) ended early: \(error)")
     }

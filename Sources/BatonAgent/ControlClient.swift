@@ -7,14 +7,15 @@ import BatonSystem
 /// The client side of the control socket, for `baton status` and
 /// `baton send`: one request line, one response line.
 public enum ControlClient {
-  /// Sends `request` to the agent at `socketPath` and waits up to
-  /// `timeoutSeconds` for its reply.
-  public static func send(_ request: ControlRequest, socketPath: String, timeoutSeconds: Int = 15)
-    throws(ControlClientError) -> ControlResponse
-  {
-    let socket: UnixSocket
+  /// Whether an agent answers at `socketPath`: throws `.notRunning` when
+  /// none does, or `.failed` when the socket cannot be reached.
+  public static func probe(socketPath: String) throws(ControlClientError) {
+    try connect(socketPath).close()
+  }
+
+  private static func connect(_ socketPath: String) throws(ControlClientError) -> UnixSocket {
     do {
-      socket = try UnixSocket.connect(path: socketPath)
+      return try UnixSocket.connect(path: socketPath)
     } catch {
       switch error.errno.rawValue {
       case ENOENT, ENOTDIR: throw .notRunning(path: socketPath, stale: false)
@@ -25,6 +26,14 @@ public enum ControlClient {
       default: throw .failed("cannot connect to \(socketPath): \(error.errno)")
       }
     }
+  }
+
+  /// Sends `request` to the agent at `socketPath` and waits up to
+  /// `timeoutSeconds` for its reply.
+  public static func send(_ request: ControlRequest, socketPath: String, timeoutSeconds: Int = 15)
+    throws(ControlClientError) -> ControlResponse
+  {
+    let socket = try connect(socketPath)
     defer { socket.close() }
     socket.setTimeouts(seconds: timeoutSeconds)
     do {

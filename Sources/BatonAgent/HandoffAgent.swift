@@ -128,6 +128,17 @@ public final class HandoffAgent: AgentCore {
 
   private func runGeneration(_ configuration: AgentConfiguration, _ key: GroupKey) async throws {
     try Self.makePrivateDirectory(configuration.stateDirectory)
+    // One agent per state folder: two with the same device id would resolve
+    // concurrent edits by overwriting one of them.
+    let lock: DirectoryLock
+    do {
+      lock = try DirectoryLock(directory: configuration.stateDirectory)
+    } catch .held(let pid) {
+      throw AgentError.stateDirectoryInUse(path: configuration.stateDirectory, pid: pid)
+    } catch .system(let errno) {
+      throw AgentError.stateDirectory(path: configuration.stateDirectory, reason: "\(errno)")
+    }
+    defer { withExtendedLifetime(lock) {} }
     let store = try HandoffStore(directory: configuration.stateDirectory)
     var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
     var streams: [(String, AsyncStream<NotesEvent>)] = []
@@ -203,6 +214,7 @@ public enum AgentError: Error, CustomStringConvertible {
   case notANote(path: String, reason: String)
   case outsideFolders(path: String, folders: [String])
   case stateDirectory(path: String, reason: String)
+  case stateDirectoryInUse(path: String, pid: Int32?)
   case controller(spec: String, reason: String)
 
   public var description: String {
@@ -214,6 +226,10 @@ public enum AgentError: Error, CustomStringConvertible {
       "\(path) is not in a watched folder (\(folders.joined(separator: ", "))); save it in one of them"
     case .stateDirectory(let path, let reason):
       "cannot create the state folder \(path): \(reason); set state-dir to a writable folder"
+    case .stateDirectoryInUse(let path, let pid):
+      "the state folder \(path) is in use by another baton agent"
+        + (pid.map { " (pid \($0))" } ?? "")
+        + "; stop it, or give each agent its own state-dir"
     case .controller(let spec, let reason):
       "cannot use the controller \(spec): \(reason)"
     }

@@ -40,6 +40,16 @@ enum ControlCommand {
         help: Usage.sendHelp, operands: 1...1, exitStatus: &exit)
     else { return exit }
     let paths = BatonPaths()
+    let path = AgentCommand.socketPath(parsed, paths)
+    // No agent: say so (exit 3) before looking at the file, as baton(1) says.
+    do {
+      try ControlClient.probe(socketPath: path)
+    } catch {
+      if case .notRunning = error {
+        Console.error(error.description)
+        return ExitStatus.notRunning
+      }
+    }
     guard let file = paths.absolute(parsed.operands[0]) else {
       Console.error("\(parsed.operands[0]): unknown user")
       return ExitStatus.failure
@@ -53,7 +63,6 @@ enum ControlCommand {
       Console.error("\(parsed.operands[0]): not a regular file")
       return ExitStatus.failure
     }
-    let path = AgentCommand.socketPath(parsed, paths)
     guard let response = request(.send(file), path, exitStatus: &exit) else { return exit }
     Console.out((response.message ?? "sent \(file)") + "\n")
     return ExitStatus.success

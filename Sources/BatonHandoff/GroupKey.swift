@@ -45,7 +45,7 @@ public struct GroupKey: Sendable, Equatable {
       case .unreadable(let path, let reason):
         "cannot read key file \(path): \(reason); create one with 'baton keygen > \(path)' and 'chmod 600 \(path)'"
       case .tooOpen(let path, let mode):
-        "key file \(path) is readable by others (mode \(String(mode & 0o777, radix: 8))); run 'chmod 600 \(path)'"
+        "key file \(path) is readable by \(mode & 0o070 != 0 ? (mode & 0o007 != 0 ? "its group and others" : "its group") : "others") (mode \(String(mode & 0o777, radix: 8))); run 'chmod 600 \(path)'"
       case .malformed(let path, let reason):
         "key file \(path) is not a baton key (\(reason)); it should hold one line '\(GroupKey.prefix)...' as printed by 'baton keygen'"
       }

@@ -15,12 +15,15 @@ public struct HandoffKeys: Sendable {
   let auth: [UInt8]
   /// Keys the session-key derivation (keyed BLAKE2b): context `baton-pl`, id 1.
   let payload: [UInt8]
+  /// Keys the hash of resolvable addresses (keyed BLAKE2b): context `baton-ad`, id 1.
+  let address: [UInt8]
 
   public init(groupKey: GroupKey) {
     beaconCipher = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-bc")
     beaconMAC = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 2, context: "baton-bc")
     auth = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-au")
     payload = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-pl")
+    address = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-ad")
   }
 }
 

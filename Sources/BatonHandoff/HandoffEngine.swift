@@ -34,6 +34,10 @@ public actor HandoffEngine {
   var index: [String: StoredNote] = [:]
   var current: (activityType: String, path: String)?
   private var scanned = false
+  /// Counts changes to the offered index that no session made (local saves,
+  /// files found changed or missing), so that a session can tell whether the
+  /// index it is about to settle still is the one it exchanged.
+  var localRevision: UInt64 = 0
 
   /// (peer index digest, our index digest) pairs after which a session finished:
   /// the same beacon again while we are unchanged needs no connection.
@@ -109,7 +113,34 @@ public actor HandoffEngine {
     } catch {
       logger.error("cannot read the state database: \(error)")
     }
+    adoptInterruptedWrites()
     rescan()
+  }
+
+  /// Incoming notes whose file was written just before the agent stopped,
+  /// but whose index entry was not: a file holding the incoming bytes is that
+  /// note (not a local edit); otherwise the write never happened.
+  private func adoptInterruptedWrites() {
+    let intents: [StoredNote]
+    do {
+      intents = try store.pendingWrites()
+    } catch {
+      logger.error("cannot read the state database: \(error)")
+      return
+    }
+    for intent in intents {
+      let e = intent.entry
+      let written = folders[e.activityType].flatMap { try? $0.readNote(e.path) }
+        .map { ContentHash(of: $0) == e.hash } ?? false
+      if written {
+        index[Self.key(e.activityType, e.path)] = intent
+        logger.info("\(e.activityType):\(e.path) was written back just before the agent stopped; recorded it")
+      }
+      persist {
+        try store.completeWrite(
+          activityType: e.activityType, path: e.path, saving: written ? intent : nil)
+      }
+    }
   }
 
   /// Compares every folder with the index: a new or changed file (saved while the
@@ -132,6 +163,7 @@ public actor HandoffEngine {
         var gone = note
         gone.deleted = true
         index[key] = gone
+        localRevision &+= 1
         persist { try store.save(gone) }
       }
     }
@@ -157,6 +189,7 @@ public actor HandoffEngine {
         activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
     )
     index[key] = note
+    localRevision &+= 1
     persist { try store.save(note) }
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true

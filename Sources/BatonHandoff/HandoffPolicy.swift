@@ -80,4 +80,7 @@ public struct SessionSummary: Sendable, Equatable {
   public var conflictCopies: [String] = []
   public var declined = 0
   public var failed = 0
+  /// Notes that could not be written here (a full disk, a read-only folder):
+  /// the session then settles nothing, so a later session fetches them again.
+  public var unwritten = 0
 }

@@ -11,9 +11,14 @@ extension HandoffEngine {
   /// Closes the channel when done. Throws `HandoffError` when the session is cut
   /// short; whatever was applied before stays applied, and the next session
   /// finishes the job.
-  public func runSession(over channel: any MessageChannel, initiator: Bool, peerAddress: String)
-    async throws -> SessionSummary
-  {
+  ///
+  /// `authenticated` is called once the handshake has proved the peer and the
+  /// allow-list admitted it, before any note moves: from then on the caller
+  /// knows who the peer is, however the session ends.
+  public func runSession(
+    over channel: any MessageChannel, initiator: Bool, peerAddress: String,
+    authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
+  ) async throws -> SessionSummary {
     ensureScanned()
     var secure: SecureChannel
     do {
@@ -44,6 +49,7 @@ extension HandoffEngine {
     persist {
       try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date()))
     }
+    authenticated?(peer.name, peer.device)
     logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
     var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
     do {
@@ -86,7 +92,7 @@ extension HandoffEngine {
       // Same notes on both sides: nothing to catch up in either direction.
       let mine = HandoffIndexEntry.digest(offered)
       try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-      settle(DigestPair(peer: mine, mine: mine))
+      settle(DigestPair(peer: mine, mine: mine), summary)
       _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
       return
     }
@@ -96,13 +102,15 @@ extension HandoffEngine {
     }
     let wanted = needs(peerIndex.filter { $0 != activity }, from: ch.peerLabel, summary: &summary)
     try await pull(wanted, &ch, &summary)
-    try await ch.send(.turn(offered))
+    // Settle on the index the peer saw, not on one changed since by a save.
+    let turnIndex = offered
+    try await ch.send(.turn(turnIndex))
     while true {
       switch try await ch.receive() {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(turnIndex)), summary)
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -114,9 +122,15 @@ extension HandoffEngine {
 
   private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
   {
+    // A note saved here while the session runs was never offered to the peer:
+    // then DONE carries the digest of the index the peer did see (so that it
+    // comes back for the rest) and nothing is settled (PROTOCOL.md, section 6).
+    let revision = localRevision
+    var shownDigest = HandoffIndexEntry.digest(offered)
     while true {
       switch try await ch.receive() {
       case .getActivity:
+        shownDigest = HandoffIndexEntry.digest(offered)
         var title = ""
         if let entry = currentEntry, let folder = folders[entry.activityType] {
           let bytes = (try? folder.readNote(entry.path)) ?? []
@@ -125,21 +139,28 @@ extension HandoffEngine {
         try await ch.send(
           .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.fullDigest(offered)))
       case .getIndex:
-        try await ch.send(.index(offered))
+        let shown = offered
+        shownDigest = HandoffIndexEntry.digest(shown)
+        try await ch.send(.index(shown))
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .turn(let peerIndex):
         let wanted = needs(peerIndex, from: ch.peerLabel, summary: &summary)
         try await pull(wanted, &ch, &summary)
-        let mine = HandoffIndexEntry.digest(offered)
+        let unchanged = localRevision == revision
+        let mine = unchanged ? HandoffIndexEntry.digest(offered) : shownDigest
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-        settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine))
+        if unchanged {
+          settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine), summary)
+        }
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
         return
       case .done(_, let peerDigest):
         // The initiator found nothing to catch up.
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)))
+        if localRevision == revision {
+          settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)), summary)
+        }
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -150,7 +171,10 @@ extension HandoffEngine {
   }
 
   /// Remembers a settled (peer digest, own digest) pair; the memory is bounded.
-  private func settle(_ pair: DigestPair) {
+  /// A session that could not write a note settles nothing: the beacons keep
+  /// differing, so the note is fetched again in a later session.
+  private func settle(_ pair: DigestPair, _ summary: SessionSummary) {
+    guard summary.unwritten == 0 else { return }
     if completed.count > 1024 { completed.removeAll() }
     completed.insert(pair)
   }
@@ -309,6 +333,14 @@ extension HandoffEngine {
     }
     let local = stored.flatMap { $0.deleted ? nil : $0 }
     let merged = (index[key]?.entry.version ?? VersionVector()).merged(with: p.version)
+    let incoming = StoredNote(
+      entry: HandoffIndexEntry(
+        activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
+        origin: p.origin))
+    // Write-ahead: should the agent die between the write and the index
+    // update, the next start adopts the file rather than take it for a local
+    // edit (which would make a spurious conflict everywhere).
+    if !conflict { persist { try store.savePending(incoming) } }
     let outcome: NoteWriteOutcome
     do {
       // For a conflict, "replacing" the incoming hash makes the folder keep the
@@ -317,18 +349,17 @@ extension HandoffEngine {
         p.path, bytes: p.content, replacing: conflict ? p.hash : local?.entry.hash,
         peer: p.originName.isEmpty ? peer : p.originName)
     } catch {
+      if !conflict { persist { try store.completeWrite(activityType: type, path: p.path, saving: nil) } }
       fail(activityType: type, peer: peer, reason: "disk error writing \(p.path): \(error)")
       summary.failed += 1
+      if (error as? NotesError)?.isRetryable ?? true { summary.unwritten += 1 }
       return
     }
     switch outcome {
     case .written(let path) where path == p.path, .unchanged(let path) where path == p.path:
-      let note = StoredNote(
-        entry: HandoffIndexEntry(
-          activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
-          origin: p.origin))
+      let note = incoming
       index[key] = note
-      persist { try store.save(note) }
+      persist { try store.completeWrite(activityType: type, path: p.path, saving: note) }
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
@@ -344,7 +375,7 @@ extension HandoffEngine {
       note.entry.version = merged
       note.deleted = false
       index[key] = note
-      persist { try store.save(note) }
+      persist { try store.completeWrite(activityType: type, path: p.path, saving: note) }
       if !conflict { reconcile(type, p.path, folder: folder) }  // an unreported local edit
       recordLocal(type, path, hash: p.hash, size: p.content.count)
       summary.received.append("\(type):\(path)")

@@ -14,6 +14,15 @@ public protocol HandoffStateStore: Sendable {
   func notes() throws -> [StoredNote]
   /// Inserts or replaces one note.
   func save(_ note: StoredNote) throws
+  /// Records, before an incoming note's file is written, what the index will
+  /// say once it is (a write-back intent).
+  func savePending(_ note: StoredNote) throws
+  /// Write-back intents left by a process that stopped between writing a
+  /// file and recording it.
+  func pendingWrites() throws -> [StoredNote]
+  /// Forgets the intent for one note; with `note`, saves it in the same
+  /// transaction (the write happened).
+  func completeWrite(activityType: String, path: String, saving note: StoredNote?) throws
   /// The current activity (type and path), remembered across restarts.
   func currentActivity() throws -> (activityType: String, path: String)?
   func setCurrentActivity(activityType: String, path: String) throws

@@ -8,8 +8,9 @@ import Synchronization
 /// handoff layer uses. Packet layouts and the simulator's quirks we allow
 /// for: Sources/BatonHCI/HCI.docc/HCI.md.
 ///
-/// We always use a random static address (own address type random
-/// everywhere). A lost transport ends every stream (scans, incoming
+/// We always use a random address (own address type random everywhere):
+/// the caller's (the agent uses resolvable private ones) or a random static
+/// one. A lost transport ends every stream (scans, incoming
 /// connections, listeners), closes every connection and channel, and makes
 /// `waitUntilClosed()` return the error; the caller reopens with back-off.
 public final class BLEHost: Sendable {
@@ -55,18 +56,21 @@ public final class BLEHost: Sendable {
   /// Opens the controller named by `spec` (`hciN`, `tcp:HOST:PORT`,
   /// `serial:/dev/ttyX[:BAUD]`), optionally logging every HCI packet to
   /// `hciLog` in btsnoop format, and brings it up.
+  /// `address` is the random address to use (a random static one when nil).
   public static func open(
-    controller spec: String, hciLog: String? = nil, duplicateWindow: Duration = .seconds(1)
+    controller spec: String, hciLog: String? = nil, address: BluetoothAddress? = nil,
+    duplicateWindow: Duration = .seconds(1)
   ) async throws -> BLEHost {
     let transport = try ControllerSpec(spec).open()
     return try await open(
-      transport: transport, spec: spec, hciLog: hciLog, duplicateWindow: duplicateWindow)
+      transport: transport, spec: spec, hciLog: hciLog, address: address,
+      duplicateWindow: duplicateWindow)
   }
 
   /// Brings up a host on an already open transport.
   public static func open(
     transport: any HCITransport, spec: String? = nil, hciLog: String? = nil,
-    duplicateWindow: Duration = .seconds(1)
+    address: BluetoothAddress? = nil, duplicateWindow: Duration = .seconds(1)
   ) async throws -> BLEHost {
     let snoop: BTSnoopWriter?
     do {
@@ -77,7 +81,7 @@ public final class BLEHost: Sendable {
     }
     let host = BLEHost(
       controller: HCIController(transport: transport, snoop: snoop),
-      spec: spec ?? transport.description,
+      spec: spec ?? transport.description, address: address ?? .randomStatic(),
       duplicateWindow: duplicateWindow)
     do {
       try await host.bringUp()
@@ -88,12 +92,15 @@ public final class BLEHost: Sendable {
     return host
   }
 
-  init(controller: HCIController, spec: String, duplicateWindow: Duration) {
+  init(
+    controller: HCIController, spec: String, address: BluetoothAddress = .randomStatic(),
+    duplicateWindow: Duration
+  ) {
     self.controller = controller
     self.spec = spec
     self.duplicateWindow = duplicateWindow
     (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
-    state = Mutex(State(address: BluetoothAddress.randomStatic()))
+    state = Mutex(State(address: address))
     controller.start(
       events: { [weak self] event in self?.handle(event) },
       data: { [weak self] handle, pdu in
@@ -112,7 +119,7 @@ public final class BLEHost: Sendable {
   /// its reader thread).
   deinit { controller.close() }
 
-  /// Our current random static address.
+  /// Our current random address.
   public var address: BluetoothAddress { state.withLock { $0.address } }
 
   /// The connections that are up.
@@ -167,17 +174,26 @@ public final class BLEHost: Sendable {
     let address = self.address
     try await controller.send(.leSetRandomAddress(address))
     log.info(
-      "controller \(spec) up: address \(address) (random static), ACL buffers \(count) x \(length) bytes"
+      "controller \(spec) up: address \(address) (random), ACL buffers \(count) x \(length) bytes"
     )
   }
 
   // MARK: - Address
 
-  /// Switches to a new random static address. Advertising and scanning are
-  /// stopped for the change (the controller refuses it otherwise) and
-  /// restarted with the new address. Existing connections are unaffected.
+  /// Switches to `newAddress` (a new random static address when nil).
+  /// Advertising and scanning are stopped for the change (the controller
+  /// refuses it otherwise) and restarted with the new address. When
+  /// `advertisingData` is given it is installed before advertising resumes,
+  /// so nothing advertised under the old address is ever heard under the new
+  /// one. Existing connections are unaffected.
   @discardableResult
-  public func rotateAddress() async throws -> BluetoothAddress {
+  public func rotateAddress(
+    to newAddress: BluetoothAddress? = nil, advertisingData: [UInt8]? = nil
+  ) async throws -> BluetoothAddress {
+    if let data = advertisingData, data.count > 31 {
+      throw HCIError.invalidArgument(
+        "advertising data of \(data.count) bytes (legacy advertising takes 31)")
+    }
     try await connectGate.acquire()
     defer { connectGate.release() }
     try await advertisingGate.acquire()
@@ -185,10 +201,14 @@ public final class BLEHost: Sendable {
     let (advertising, scanning) = state.withLock { ($0.advertisingEnabled, $0.scanning) }
     if advertising { try await setAdvertisingEnabled(false) }
     if scanning { try await controller.send(.leSetScanEnable(false, filterDuplicates: false)) }
-    let address = BluetoothAddress.randomStatic()
+    let address = newAddress ?? .randomStatic()
     try await controller.send(.leSetRandomAddress(address))
     state.withLock { $0.address = address }
     log.info("address rotated to \(address)")
+    if let data = advertisingData {
+      try await controller.send(.leSetAdvertisingData(data))
+      state.withLock { if $0.advertisingData != nil { $0.advertisingData = data } }
+    }
     if scanning { try await controller.send(.leSetScanEnable(true, filterDuplicates: false)) }
     if advertising { try await setAdvertisingEnabled(true) }
     return address

@@ -1,4 +1,5 @@
 import BatonSystem
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -79,36 +80,66 @@ enum NoteFile {
   /// Whether `path` is a regular file (not following symlinks).
   static func isRegularFile(_ path: String) -> Bool { signature(path) != nil }
 
-  enum Kind { case file, directory, other }
+  enum Kind { case file, directory, symlink, other }
 
   /// The entries of the folder at `path` (without `.` and `..`), with their
   /// kind as lstat(2) sees it. Empty when the folder cannot be read.
+  ///
+  /// Entries that can never be notes are left out, each said once in the log:
+  /// a name that is not valid UTF-8 (notes travel under UTF-8 names) and a
+  /// symlink (never followed, so a note cannot be read from outside the folder).
   static func list(_ path: String) -> [(name: String, kind: Kind)] {
     guard let dir = opendir(path) else { return [] }
     defer { closedir(dir) }
     var result: [(String, Kind)] = []
     while let entry = readdir(dir) {
-      let name = withUnsafePointer(to: &entry.pointee.d_name) {
-        String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+      let raw = withUnsafePointer(to: &entry.pointee.d_name) {
+        let c = UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self)
+        return Array(UnsafeBufferPointer(start: c, count: strlen(UnsafeRawPointer(c).assumingMemoryBound(to: CChar.self))))
+      }
+      guard let name = String(validating: raw, as: UTF8.self) else {
+        skipped(
+          path + "/" + String(decoding: raw, as: UTF8.self),
+          "its name is not valid UTF-8; rename it to sync it")
+        continue
       }
       if name == "." || name == ".." { continue }
       var kind: Kind
       switch Int32(entry.pointee.d_type) {
       case Int32(DT_REG): kind = .file
       case Int32(DT_DIR): kind = .directory
+      case Int32(DT_LNK): kind = .symlink
       case Int32(DT_UNKNOWN):
         var info = stat()
         if lstat(path + "/" + name, &info) != 0 { continue }
         switch info.st_mode & S_IFMT {
         case S_IFREG: kind = .file
         case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symlink
         default: kind = .other
         }
       default: kind = .other
       }
+      if kind == .symlink, !name.hasPrefix(".") {
+        skipped(
+          path + "/" + name,
+          "it is a symlink, and baton never follows one; move the file or folder itself here to sync it")
+        kind = .other
+      }
       result.append((name, kind))
     }
     return result
+  }
+
+  /// Paths already said to be skipped (each is said once; bounded).
+  private static let skippedPaths = Mutex<Set<String>>([])
+
+  private static func skipped(_ path: String, _ why: String) {
+    let first = skippedPaths.withLock {
+      if $0.count > 4096 { $0.removeAll() }
+      return $0.insert(path).inserted
+    }
+    if first { Logger(label: "notes").info("skipped \(path): \(why)") }
   }
 
   /// `root/relative` (or `root` for the empty relative path).

@@ -65,6 +65,10 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       CREATE TABLE IF NOT EXISTS peers (
         device INTEGER PRIMARY KEY, name TEXT NOT NULL, last_seen REAL NOT NULL);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS pending (
+        activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
+        version BLOB NOT NULL, origin INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (activity_type, path));
       CREATE TABLE IF NOT EXISTS failures (
         id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, activity_type TEXT NOT NULL,
         peer TEXT NOT NULL, reason TEXT NOT NULL);
@@ -111,18 +115,56 @@ public final class HandoffStore: HandoffStateStore, Sendable {
 
   /// Inserts or replaces one note.
   public func save(_ note: StoredNote) throws(SQLiteError) {
+    try with { db throws(SQLiteError) in try Self.insert(note, into: "notes", db) }
+  }
+
+  private static func insert(_ note: StoredNote, into table: String, _ db: SQLiteDatabase)
+    throws(SQLiteError)
+  {
     let e = note.entry
+    try db.query(
+      """
+      INSERT OR REPLACE INTO \(table) (activity_type, path, hash, size, version, origin, deleted)
+      VALUES (?, ?, ?, ?, ?, ?, ?)
+      """,
+      [
+        .text(e.activityType), .text(e.path), .blob(e.hash.bytes), .integer(Int64(e.size)),
+        .blob(e.version.encoded), .integer(Int64(bitPattern: e.origin.rawValue)),
+        .integer(note.deleted ? 1 : 0),
+      ])
+  }
+
+  // MARK: Write-back intents
+
+  /// Records, before an incoming note's file is written, what the index will
+  /// say once it is: a kill between the write and `completeWrite` leaves this
+  /// record, and the next start adopts the note instead of taking the new file
+  /// for a local edit.
+  public func savePending(_ note: StoredNote) throws(SQLiteError) {
+    try with { db throws(SQLiteError) in try Self.insert(note, into: "pending", db) }
+  }
+
+  /// Write-back intents left by a process that stopped between writing a
+  /// file and recording it.
+  public func pendingWrites() throws(SQLiteError) -> [StoredNote] {
     try with { db throws(SQLiteError) in
-      try db.query(
-        """
-        INSERT OR REPLACE INTO notes (activity_type, path, hash, size, version, origin, deleted)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
-        """,
-        [
-          .text(e.activityType), .text(e.path), .blob(e.hash.bytes), .integer(Int64(e.size)),
-          .blob(e.version.encoded), .integer(Int64(bitPattern: e.origin.rawValue)),
-          .integer(note.deleted ? 1 : 0),
-        ])
+      try db.query("SELECT activity_type, path, hash, size, version, origin, deleted FROM pending")
+        .compactMap(HandoffStore.note(from:))
+    }
+  }
+
+  /// Forgets the intent for one note; with `note`, saves it in the same
+  /// transaction (the write happened).
+  public func completeWrite(activityType: String, path: String, saving note: StoredNote?)
+    throws(SQLiteError)
+  {
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        try db.query(
+          "DELETE FROM pending WHERE activity_type = ? AND path = ?",
+          [.text(activityType), .text(path)])
+        if let note { try Self.insert(note, into: "notes", db) }
+      }
     }
   }
 

@@ -22,17 +22,25 @@ demo=$(mktemp -d /tmp/baton-demo.XXXXXX)
 # The children run in sessions of their own (setsid), so that Ctrl-C reaches
 # only this script, which then stops the agents first and the radio last.
 radio_pid=
+sleeper=
 pids=()
+# Says something without ever failing: when the output is a pipe whose reader
+# died with us (`make demo | tee log` and Ctrl-C kill tee too), a write must
+# not end the cleanup before it has stopped what it started.
+say() { printf '%s\n' "$*" 2>/dev/null || true; }
 cleanup() {
-  trap - INT TERM EXIT
-  echo
-  echo "demo: stopping the agents and the radio"
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if [ -n "$radio_pid" ]; then kill -TERM "$radio_pid" 2>/dev/null || true; wait "$radio_pid" 2>/dev/null || true; fi
-  echo "demo: stopped; the notes stay in $demo"
+  trap - INT TERM EXIT HUP
+  trap '' PIPE
+  set +e
+  say ""
+  say "demo: stopping the agents and the radio"
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
+  if [ -n "$radio_pid" ]; then kill -TERM "$radio_pid" 2>/dev/null; wait "$radio_pid" 2>/dev/null; fi
+  if [ -n "$sleeper" ]; then kill -TERM "$sleeper" 2>/dev/null; fi
+  say "demo: stopped; the notes stay in $demo"
 }
-trap cleanup INT TERM EXIT
+trap cleanup INT TERM EXIT HUP PIPE
 
 # The simulated radio: prints "READY port1 port2" once its controllers listen.
 mkfifo "$demo/radio.out"
@@ -92,10 +100,12 @@ TXT
 # during `wait`, but only after a foreground sleep ends.
 if [ -n "${BATON_DEMO_SECONDS:-}" ]; then
   sleep "$BATON_DEMO_SECONDS" &
-  wait $!
+  sleeper=$!
+  wait $sleeper
 else
   while :; do
     sleep 3600 &
-    wait $!
+    sleeper=$!
+    wait $sleeper
   done
 fi

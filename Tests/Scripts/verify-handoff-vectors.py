@@ -136,6 +136,13 @@ def main():
     dg = hashlib.blake2b(string("org.example.notes") + string("a.md") + chash, digest_size=32).digest()
     got["index_digest"] = dg[:4]
 
+    # Alice's resolvable address with the random part a1 b2 43 (little-endian)
+    got["k_address"] = kdf(group, 1, "baton-ad")
+    prand = bytes([0xA1, 0xB2, 0x43])
+    got["address_prand"] = prand
+    got["address"] = hashlib.blake2b(struct.pack("<Q", alice) + prand, digest_size=16,
+                                     key=got["k_address"]).digest()[:3] + prand
+
     bad = 0
     for name, value in got.items():
         if name not in v:

@@ -148,7 +148,8 @@ struct SectionReader {
       }
     }
 
-    for folder in folders where folder.path == nil {
+    // A folder whose path line was refused has its problem reported already.
+    for folder in folders where folder.path == nil && folder.pathLine == nil {
       problem(
         folder.sectionLine, "path",
         "section [folder \(folder.name)] has no path; expected 'path = DIR'")
@@ -201,8 +202,8 @@ struct SectionReader {
     do throws(ConfigurationValues.Invalid) {
       switch entry.key {
       case "path":
+        folders[index].pathLine = entry.line  // given, even if refused below
         folders[index].path = try ConfigurationValues.path(value, paths: paths)
-        folders[index].pathLine = entry.line
       case "activity-type":
         folders[index].activityType = try ConfigurationValues.activityType(value)
         folders[index].activityTypeLine = entry.line

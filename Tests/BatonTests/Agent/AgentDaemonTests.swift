@@ -78,8 +78,14 @@ struct DaemonHarness {
   final class ReloadResult: Sendable {
     let value = Mutex<Result<AgentConfiguration, ConfigurationError>>(
       .success(DaemonHarness.configuration))
+    /// How many times the daemon read the configuration again (SIGHUPs handled).
+    let reads = Mutex(0)
     func withLock<T>(_ body: (inout Result<AgentConfiguration, ConfigurationError>) -> T) -> T {
       value.withLock { body(&$0) }
+    }
+    func read() -> Result<AgentConfiguration, ConfigurationError> {
+      reads.withLock { $0 += 1 }
+      return value.withLock { $0 }
     }
   }
 
@@ -103,7 +109,7 @@ struct DaemonHarness {
         socketPath: socketPath, configuration: DaemonHarness.configuration,
         stopTimeout: stopTimeout),
       signals: stream,
-      reloadConfiguration: { (try reloadResult.withLock { $0 }.get(), DaemonHarness.key) })
+      reloadConfiguration: { (try reloadResult.read().get(), DaemonHarness.key) })
     finished = Task { await daemon.run() }
   }
 
@@ -224,9 +230,9 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         ConfigurationError([ConfigurationProblem(file: "f", line: 3, key: "name", message: "bad")]))
     }
     harness.signals.yield(.hangUp)
-    // The daemon handles events in order: once it answers after a later
-    // event, the bad reload has been processed.
-    try await Task.sleep(for: .milliseconds(100))
+    // The second SIGHUP was handled (the configuration was read again), and
+    // the bad configuration did not reach the core.
+    try await waitFor { harness.reloadResult.reads.withLock { $0 } == 2 }
     #expect(try await harness.request(.status).ok)
     #expect(harness.core.state.withLock { $0.reloads.count } == 1)
 

@@ -41,6 +41,28 @@ import Testing
     #expect(text.contains("<6>agent: stopped\n"))
   }
 
+  /// Two agents on one state folder would share a device id: the second is
+  /// refused, with the first one's pid, and the first carries on.
+  @Test func aSecondAgentOnTheSameStateFolderIsRefused() throws {
+    let sandbox = try BatonSandbox()
+    let (first, _) = try start(sandbox)
+    defer { first.stop() }
+    let log = sandbox.path + "/second.log"
+    let second = try sandbox.startAgent(
+      [
+        "--notes", sandbox.notes, "--controller", try sandbox.radio().spec(0), "--name", "copy",
+        "--socket", sandbox.path + "/run/second",
+      ], log: log)
+    sandbox.waitUntil("the second agent exits") { second.hasExited }
+    #expect(second.hasExited, "a second agent runs on the same state folder")
+    if !second.hasExited { second.stop() }
+    #expect(second.wait() == 1)
+    let text = sandbox.contents(log)
+    #expect(text.contains("is in use by another baton agent (pid \(first.pid))"), "\(text)")
+    #expect(!first.hasExited)
+    #expect(try sandbox.run(["status"]).status == 0)
+  }
+
   @Test func answersStatusWhileRunning() throws {
     let sandbox = try BatonSandbox()
     let (agent, _) = try start(sandbox)
@@ -66,6 +88,9 @@ import Testing
     #expect(send.status == 1)
     #expect(send.stdout.isEmpty)
     #expect(send.stderr.hasPrefix("baton: "))
+    let missing = try sandbox.run(["send", sandbox.notes + "/none.md"])
+    #expect(missing.status == 1)
+    #expect(missing.stderr == "baton: \(sandbox.notes)/none.md: No such file or directory\n")
     // A second agent on the same socket refuses to start, before it touches
     // its controller.
     let second = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
@@ -129,7 +154,7 @@ import Testing
     chmod(sandbox.keyFile, 0o640)
     let key = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
     #expect(key.status == 1)
-    #expect(key.stderr.hasPrefix("<3>agent: key file \(sandbox.keyFile) is readable by others"))
+    #expect(key.stderr.hasPrefix("<3>agent: key file \(sandbox.keyFile) is readable by its group (mode 640)"))
   }
 
   @Test func tellsSystemdItIsReadyAndStopping() throws {

@@ -126,11 +126,23 @@ import Testing
         "test.conf:5: key 'max-note-size': '2G' is not valid; expected a size in bytes from 1 to 16M, optionally with a K or M suffix (1K = 1024 bytes)",
         "test.conf:6: key 'address-rotation': '0' is not valid; expected a whole number of minutes from 1 to 1440",
         "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, key-file, max-note-size, name, state-dir",
-        "test.conf:8: key 'path': section [folder notes] has no path; expected 'path = DIR'",
         "test.conf:9: key 'path': 'relative/dir' is relative; expected an absolute path or one starting with ~",
         "test.conf:10: key 'activity-type': 'note' is not a reverse-DNS name; expected dot-separated labels of letters, digits, '-' and '_', such as org.example.note",
         "test.conf:11: duplicate section [folder notes] (first at line 8); expected a different name for each folder",
         "test.conf:12: unknown section [elsewhere]; expected [agent] or [folder NAME]",
+      ])
+  }
+
+  /// A folder whose path is refused gets that one problem, not a second
+  /// one saying it has no path; a folder with no path line gets that one.
+  @Test func aRefusedPathIsOneProblem() {
+    #expect(
+      problems("[folder notes]\npath = notes\n") == [
+        "test.conf:2: key 'path': 'notes' is relative; expected an absolute path or one starting with ~"
+      ])
+    #expect(
+      problems("[folder notes]\npattern = *.md\n") == [
+        "test.conf:1: key 'path': section [folder notes] has no path; expected 'path = DIR'"
       ])
   }
 

@@ -99,8 +99,14 @@ import Testing
     let received = try counter(b, "received")
     a.stop()
     try a.start()
-    // Give the restarted agent time to advertise and be heard.
-    try await Task.sleep(for: .seconds(4))
+    // Wait until B hears the restarted agent (at its new address).
+    var address: String?
+    #expect(
+      await eventually(20, "B hears the restarted A") {
+        address = try? a.status()["address"] as? String
+        let peers = (try? b.status()["peers"] as? [[String: Any]]) ?? []
+        return address != nil && peers.contains { $0["address"] as? String == address }
+      }, "\(group.logs)")
     try a.save("r4.md", "R4\n")
     #expect(await eventually(20, "the new note in B") { b.read("r4.md") != nil }, "\(group.logs)")
     #expect(try counter(b, "received") == received + 1, "\(group.logs)")
@@ -230,10 +236,21 @@ import Testing
     #expect(
       await eventually(10, "an address") { (try? rotating.status()["address"] as? String) != nil })
     let first = try rotating.status()["address"] as? String
+    // One session, so that B learns who A is.
+    try rotating.save("before.md", "Before\nthe rotation\n")
+    #expect(await eventually(20, "the first note in B") { b.read("before.md") != nil }, "\(group.logs)")
+    var second: String?
     #expect(
       await eventually(75, "a new address") {
-        let now = try? rotating.status()["address"] as? String
-        return now != nil && now != first
+        second = try? rotating.status()["address"] as? String
+        return second != nil && second != first
+      }, "\(group.logs)")
+    // Nothing is left to sync, so no session runs: B names A under its new
+    // address by resolving it (PROTOCOL.md 3.1).
+    #expect(
+      await eventually(20, "A named under its new address in B's status") {
+        let peers = (try? b.status()["peers"] as? [[String: Any]]) ?? []
+        return peers.contains { $0["address"] as? String == second && $0["name"] as? String == "agentA" }
       }, "\(group.logs)")
     // The beacon was re-sealed under the new address and still works.
     try rotating.save("after.md", "After\nthe rotation\n")

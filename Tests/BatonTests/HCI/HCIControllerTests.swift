@@ -67,6 +67,31 @@ struct HCIControllerTests {
     #expect(fragments.allSatisfy { $0.count <= 5 + 27 })
   }
 
+  /// A rotation installs the new address and beacon before advertising
+  /// resumes: no advertisement goes out with the old data under the new address.
+  @Test func rotationInstallsTheNewDataBeforeAdvertisingResumes() async throws {
+    let fake = FakeController()
+    let host = try await BLEHost.open(transport: fake)
+    defer { Task { await host.close() } }
+    let old = [UInt8](repeating: 1, count: 31)
+    let new = [UInt8](repeating: 2, count: 31)
+    try await host.startAdvertising(data: old, intervalMilliseconds: 100)
+    let before = fake.sent.count
+    let address = BluetoothAddress(littleEndian: [1, 2, 3, 4, 5, 0x45])!
+    #expect(try await host.rotateAddress(to: address, advertisingData: new) == address)
+    let commands = fake.sent[before...].compactMap { try? HCICommand.decode($0) }
+    let order = commands.compactMap { command -> String? in
+      switch command {
+      case .leSetAdvertisingEnable(let on): on ? "on" : "off"
+      case .leSetRandomAddress(let a): a == address ? "address" : "other address"
+      case .leSetAdvertisingData(let d): d == new ? "new data" : "old data"
+      default: nil
+      }
+    }
+    #expect(order == ["off", "address", "new data", "on"])
+    #expect(host.address == address)
+  }
+
   @Test func closingEndsEverythingWithoutSpinning() async throws {
     let fake = FakeController()
     let host = try await BLEHost.open(transport: fake)

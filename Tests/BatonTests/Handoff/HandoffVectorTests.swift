@@ -29,6 +29,9 @@ import Testing
       "1005000000000000007839523085f59ce178f962e0db49d745d27d69011ac83c490276c59ebaa84a74e3570e8b63d3a0b8370d69edb4f16e67353949be6a4bf34a887b4800fa8308e5449adedf206cd2b9e6800298c2c476d7f9c5236efbe80642bf8fccd5071d104680aabd45ad29933b5709b9acf3286efcb28f3ae1e9b7ceaa4ba3f0deaa4de3bd7789efb73a811123dd",
     "activity_hash": "7793e1",
     "index_digest": "c541adc8",
+    "k_address": "8e2794e1d8d203e165def941bc2951c00477eb1d3fdaf86a771f3abac77ea59e",
+    "address_prand": "a1b243",
+    "address": "0179dea1b243",
   ]
 
   let keys = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!)
@@ -80,6 +83,10 @@ import Testing
     let d = HandoffIndexEntry.digest([entry])
     out["index_digest"] =
       [UInt8(d & 0xff), UInt8(d >> 8 & 0xff), UInt8(d >> 16 & 0xff), UInt8(d >> 24)].hexString
+    out["k_address"] = keys.address.hexString
+    out["address_prand"] = "a1b243"
+    out["address"] =
+      ResolvableAddress(device: alice.device, prand: [0xa1, 0xb2, 0x43], keys: keys).bytes.hexString
     return out
   }
 

@@ -10,6 +10,9 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   /// When set, writes fail with this error (a full or read-only disk).
   let failWrites = Mutex<Bool>(false)
 
+  /// Called with the path after each write-back lands (what a rename does).
+  let afterWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
+
   struct DiskFull: Error {}
 
   init(root: String = "/mem") { self.root = root }
@@ -42,7 +45,7 @@ final class InMemoryNoteFolder: NoteFolderAccess {
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws -> NoteWriteOutcome {
     if failWrites.withLock({ $0 }) { throw DiskFull() }
-    return files.withLock { files in
+    let outcome = files.withLock { files -> NoteWriteOutcome in
       let current = files[relativePath].map { ContentHash(of: $0) }
       if current == ContentHash(of: bytes) { return .unchanged(relativePath: relativePath) }
       if current == nil || current == expected {
@@ -59,6 +62,8 @@ final class InMemoryNoteFolder: NoteFolderAccess {
       files[copy] = bytes
       return .conflictCopy(relativePath: copy)
     }
+    if case .written(let path) = outcome { afterWrite.withLock { $0 }?(path) }
+    return outcome
   }
 
   private static func split(_ path: String) -> (String, String) {

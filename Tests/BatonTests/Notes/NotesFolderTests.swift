@@ -42,6 +42,12 @@ import Testing
         withDestinationPath: dir.appendingPathComponent("top.md").path)
       try fm.createSymbolicLink(
         atPath: dir.appendingPathComponent("linkdir").path, withDestinationPath: outside.path)
+      // "caf\xE9.md": a Latin-1 name, not valid UTF-8.
+      let latin1 = Array((dir.path + "/caf").utf8CString.dropLast()) + [CChar(bitPattern: 0xE9)]
+        + Array(".md".utf8CString)
+      let fd = open(latin1, O_CREAT | O_WRONLY, 0o644)
+      #expect(fd >= 0)
+      close(fd)
     }
     defer { fixture.close() }
     let entries = fixture.folder.indexEntries()
@@ -50,6 +56,13 @@ import Testing
     #expect(entries[1].hash == ContentHash(of: Array("# top\n".utf8)))
     let bad = NotesLogCapture.lines(containing: fixture.path("bad.md"))
     #expect(bad.count == 1 && bad[0].contains("not valid UTF-8") && bad[0].hasPrefix("<4>"))
+    // What can never be a note is said once, with what to do.
+    for link in ["link.md", "linkdir"] {
+      let said = NotesLogCapture.lines(containing: fixture.path(link) + ":")
+      #expect(said.count == 1 && said[0].contains("is a symlink"), "\(said)")
+    }
+    let latin1 = NotesLogCapture.lines(containing: fixture.path("caf\u{FFFD}.md"))
+    #expect(latin1.count == 1 && latin1[0].contains("its name is not valid UTF-8"), "\(latin1)")
     let big = NotesLogCapture.lines(containing: fixture.path("big.md"))
     #expect(big.count == 1 && big[0].contains("over the maximum note size of 1000"))
     // buildIndex() without a watch gives the same index.

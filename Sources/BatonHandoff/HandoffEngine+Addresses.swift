@@ -1,0 +1,14 @@
+/// The agent's radio addresses (PROTOCOL.md, "Addresses").
+extension HandoffEngine {
+  /// A fresh resolvable address for this agent, six little-endian bytes.
+  public nonisolated func newAddress() -> [UInt8] {
+    ResolvableAddress(device: me.device, keys: keys).bytes
+  }
+
+  /// The name of the peer that made `address` (six little-endian bytes), if it
+  /// is an agent we have had a session with; nil otherwise.
+  public func peerName(resolving address: [UInt8]) -> String? {
+    guard let peers = try? store.peers() else { return nil }
+    return peers.first { ResolvableAddress.resolves(address, to: $0.device, keys: keys) }?.name
+  }
+}
