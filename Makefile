@@ -18,6 +18,9 @@ SWIFT ?= swift
 BUILD ?= release
 RELEASE_FLAGS ?= --static-swift-stdlib
 INSTALL ?= install
+# An import of a baton target that Package.swift does not declare a dependency
+# is an error (a plain build accepts one that happens to be built already).
+CHECK_FLAGS ?= --explicit-target-dependency-import-check error
 
 .PHONY: all build release test setup demo install uninstall clean test-vm
 
@@ -28,14 +31,14 @@ setup:
 
 build:
 	Tests/Scripts/setup.sh --build
-	$(SWIFT) build
+	$(SWIFT) build $(CHECK_FLAGS)
 
 release:
 	Tests/Scripts/setup.sh --build
 	$(SWIFT) build -c release $(RELEASE_FLAGS)
 
 test: setup
-	$(SWIFT) build
+	$(SWIFT) build --build-tests $(CHECK_FLAGS)
 	$(SWIFT) test --no-parallel
 	Tests/Scripts/test-demo-stop.sh
 	$(MAKE) test-vm

@@ -7,11 +7,17 @@ func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target 
   .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
+/// One layer of baton: a library target in `Sources/<name>`, Swift 6 mode.
+func layer(_ name: String, _ dependencies: [Target.Dependency], exclude: [String] = []) -> Target {
+  .target(
+    name: name, dependencies: dependencies, exclude: exclude,
+    swiftSettings: [.swiftLanguageMode(.v6)])
+}
+
 let package = Package(
   name: "baton",
   products: [
-    .executable(name: "baton", targets: ["baton"]),
-    .library(name: "BatonKit", targets: ["BatonKit"]),
+    .executable(name: "baton", targets: ["baton"])
   ],
   targets: [
     systemLibrary("CSodium", pkgConfig: "libsodium", apt: ["libsodium-dev"]),
@@ -24,29 +30,46 @@ let package = Package(
       name: "CBatonShims",
       cSettings: [.define("_GNU_SOURCE")]
     ),
-    // All of baton's logic, one folder per layer.
-    .target(
-      name: "BatonKit",
-      dependencies: ["CSodium", "CBluetooth", "CInih", "CSQLite", "CSystemd", "CBatonShims"],
-      exclude: ["Handoff/PROTOCOL.md"],
-      swiftSettings: [.swiftLanguageMode(.v6)]
-    ),
+    // One target per layer; a layer imports only the layers below it
+    // (ARCHITECTURE.md draws the graph).
+    layer("BatonSystem", ["CBatonShims", "CSodium", "CSystemd"]),
+    layer("BatonNotes", ["BatonSystem"]),
+    layer("BatonHCI", ["BatonSystem", "CBluetooth"]),
+    layer("BatonL2CAP", ["BatonHCI", "BatonSystem"]),
+    layer("BatonHost", ["BatonL2CAP", "BatonHCI", "BatonSystem"]),
+    layer(
+      "BatonHandoff", ["BatonNotes", "BatonSystem", "CSodium"], exclude: ["PROTOCOL.md"]),
+    layer("BatonStore", ["BatonHandoff", "BatonSystem", "CSQLite"]),
+    layer(
+      "BatonAgent",
+      [
+        "BatonHost", "BatonL2CAP", "BatonHCI", "BatonStore", "BatonHandoff", "BatonNotes",
+        "BatonSystem", "CInih", "CBatonShims",
+      ]),
+    layer(
+      "BatonCLI",
+      ["BatonAgent", "BatonHandoff", "BatonSystem", "CBatonShims"]),
     // The thin command-line front end.
     .executableTarget(
       name: "baton",
-      dependencies: ["BatonKit"],
+      dependencies: ["BatonCLI"],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),
     // Benchmarks that print figures (Tests/Scripts/bench-*.sh run them).
     .executableTarget(
       name: "baton-bench",
-      dependencies: ["BatonKit"],
+      dependencies: [
+        "BatonAgent", "BatonHost", "BatonHCI", "BatonHandoff", "BatonNotes", "BatonSystem",
+      ],
       path: "Sources/BatonBench",
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),
     .testTarget(
-      name: "BatonKitTests",
-      dependencies: ["BatonKit"],
+      name: "BatonTests",
+      dependencies: [
+        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonStore",
+        "BatonHandoff", "BatonNotes", "BatonSystem", "CBluetooth",
+      ],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),
   ]

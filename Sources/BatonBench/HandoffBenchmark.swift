@@ -1,4 +1,5 @@
-import BatonKit
+import BatonAgent
+import BatonHandoff
 import Foundation
 
 #if canImport(Glibc)

@@ -1,4 +1,6 @@
-import BatonKit
+import BatonHCI
+import BatonHost
+import BatonSystem
 import Foundation
 
 /// `baton-bench l2cap SPEC_A SPEC_B [--repeat N]`: two of our hosts on two

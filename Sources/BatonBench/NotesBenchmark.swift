@@ -1,4 +1,5 @@
-import BatonKit
+import BatonNotes
+import BatonSystem
 import Foundation
 
 #if canImport(Glibc)

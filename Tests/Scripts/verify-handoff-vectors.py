@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent check of the test vectors in Sources/BatonKit/Handoff/PROTOCOL.md.
+"""Independent check of the test vectors in Sources/BatonHandoff/PROTOCOL.md.
 
 Recomputes every vector from the specification with Python's hashlib (BLAKE2b)
 and the `cryptography` package (ChaCha20, ChaCha20-Poly1305), plus HChaCha20
@@ -16,7 +16,7 @@ import sys
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
-DOC = pathlib.Path(__file__).resolve().parents[2] / "Sources/BatonKit/Handoff/PROTOCOL.md"
+DOC = pathlib.Path(__file__).resolve().parents[2] / "Sources/BatonHandoff/PROTOCOL.md"
 
 
 def vectors():

@@ -53,16 +53,22 @@ newer() { # newer TARGET SOURCE...: true when TARGET is missing or older than a 
 if newer "$cache/bin/vhci-bridge" "$here/vhci-bridge.c"; then
   gcc -static -O2 -Wall -Werror -o "$cache/bin/vhci-bridge" "$here/vhci-bridge.c"
 fi
-# hci-probe is compiled from baton's own transport sources (and what they use),
-# so the guest runs exactly baton's code for the kernel path.
-kit="$top/Sources/BatonKit"
-probe_sources=("$kit"/System/{Errno,FileDescriptor,Logger,Syscalls}.swift
-  "$kit"/Transport/{HCITransport,HCIUserChannelTransport,HCIUserChannelError}.swift
+# hci-probe is compiled, as one module, from baton's own transport sources (and
+# the BatonSystem files they use), so the guest runs exactly baton's code for the
+# kernel path; their imports of baton's modules are dropped (all is one module here).
+system="$top/Sources/BatonSystem"
+transport="$top/Sources/BatonHCI/Transport"
+probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls}.swift
+  "$transport"/{HCITransport,HCIUserChannelTransport,HCIUserChannelError}.swift
   "$here/hci-probe/main.swift")
 if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
   echo "vm: compiling hci-probe" >&2
+  probe_src="$cache/hci-probe-src"
+  rm -rf "$probe_src" && mkdir -p "$probe_src"
+  for f in "${probe_sources[@]}"; do sed '/^import Baton/d' "$f" >"$probe_src/${f##*/}"; done
   swiftc ${VM_PROBE_OPT:--O} -swift-version 6 -static-stdlib -I "$top/Sources/CBluetooth" \
-    -module-cache-path "$cache/module-cache" "${probe_sources[@]}" -o "$cache/bin/hci-probe"
+    -package-name baton -module-cache-path "$cache/module-cache" "$probe_src"/*.swift \
+    -o "$cache/bin/hci-probe"
 fi
 
 # --- the baton binary ------------------------------------------------------------

@@ -1,4 +1,4 @@
-// hci-probe: drives BatonKit's HCIUserChannelTransport inside the VM (test
+// hci-probe: drives BatonHCI's HCIUserChannelTransport inside the VM (test
 // infrastructure for Tests/VM/run.sh). Tests/VM/run.sh compiles it together
 // with the transport's own source files, so the guest runs exactly baton's
 // code for the kernel path: libbluetooth's lookup, the user channel bind,

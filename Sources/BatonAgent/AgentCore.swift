@@ -1,0 +1,156 @@
+import BatonHandoff
+import Foundation
+
+/// The seam between the daemon shell (`AgentDaemon`: signals, control
+/// socket, sd_notify, reload) and the handoff agent that does the work.
+/// `makeAgentCore` builds the real one; tests use fakes.
+public protocol AgentCore: Sendable {
+  /// Runs until the task is cancelled, then stops gracefully (finishes a
+  /// write-back in progress, stops advertising, releases the controller)
+  /// and returns. Throws if the agent cannot go on; the daemon then exits 1.
+  func run() async throws
+  /// Applies a new, already validated configuration (folders added or
+  /// removed, settings changed) and the group key read from its key file
+  /// (possibly a new one; the file is read once per reload). Throwing
+  /// keeps the old configuration running. Return promptly: the daemon
+  /// handles SIGTERM only after the reload returns.
+  func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws
+  /// A snapshot for `baton status`.
+  func status() async -> AgentStatus
+  /// Makes the note at `notePath` (absolute) the current activity now;
+  /// returns a message for the user. Throws an error whose description is
+  /// shown to the user.
+  func send(notePath: String) async throws -> String
+}
+
+/// What `baton status` shows; also the JSON of `baton status --json`
+/// (dates in ISO 8601).
+public struct AgentStatus: Codable, Sendable, Equatable {
+  /// A watched folder.
+  public struct Folder: Codable, Sendable, Equatable {
+    public var name: String
+    public var path: String
+    public var activityType: String
+    public init(name: String, path: String, activityType: String) {
+      self.name = name
+      self.path = path
+      self.activityType = activityType
+    }
+  }
+
+  /// A peer in range.
+  public struct Peer: Codable, Sendable, Equatable {
+    public var name: String
+    public var address: String
+    public var lastSeen: Date
+    /// dBm; nil when unknown.
+    public var rssi: Int?
+    public init(name: String, address: String, lastSeen: Date, rssi: Int?) {
+      self.name = name
+      self.address = address
+      self.lastSeen = lastSeen
+      self.rssi = rssi
+    }
+  }
+
+  /// The activity being advertised.
+  public struct Activity: Codable, Sendable, Equatable {
+    public var type: String
+    public var title: String
+    public var path: String
+    /// A short description of the note's version (e.g. a hash prefix).
+    public var version: String
+    public init(type: String, title: String, path: String, version: String) {
+      self.type = type
+      self.title = title
+      self.path = path
+      self.version = version
+    }
+  }
+
+  /// Counts since the agent started.
+  public struct Counters: Codable, Sendable, Equatable {
+    public var sent: Int
+    public var received: Int
+    public var declined: Int
+    public var failed: Int
+    /// Concurrent edits resolved as conflict copies (also counted in `failed`).
+    public var conflicts: Int
+    /// Sessions completed.
+    public var sessions: Int
+    public init(
+      sent: Int = 0, received: Int = 0, declined: Int = 0, failed: Int = 0, conflicts: Int = 0,
+      sessions: Int = 0
+    ) {
+      self.sent = sent
+      self.received = received
+      self.declined = declined
+      self.failed = failed
+      self.conflicts = conflicts
+      self.sessions = sessions
+    }
+
+    private enum CodingKeys: String, CodingKey {
+      case sent, received, declined, failed, conflicts, sessions
+    }
+
+    /// Missing counters (an agent from before they were reported) read as 0.
+    public init(from decoder: any Decoder) throws {
+      let c = try decoder.container(keyedBy: CodingKeys.self)
+      func value(_ key: CodingKeys) throws -> Int {
+        try c.decodeIfPresent(Int.self, forKey: key) ?? 0
+      }
+      self.init(
+        sent: try value(.sent), received: try value(.received), declined: try value(.declined),
+        failed: try value(.failed), conflicts: try value(.conflicts),
+        sessions: try value(.sessions))
+    }
+  }
+
+  /// A recent failure.
+  public struct Failure: Codable, Sendable, Equatable {
+    public var time: Date
+    public var activityType: String
+    public var peer: String
+    public var reason: String
+    public init(time: Date, activityType: String, peer: String, reason: String) {
+      self.time = time
+      self.activityType = activityType
+      self.peer = peer
+      self.reason = reason
+    }
+  }
+
+  public var name: String
+  /// The controller's current (random) address; nil before it is known.
+  public var address: String?
+  public var folders: [Folder]
+  public var peers: [Peer]
+  public var currentActivity: Activity?
+  public var counters: Counters
+  /// Most recent last; a handful at most.
+  public var lastFailures: [Failure]
+
+  public init(
+    name: String, address: String? = nil, folders: [Folder] = [], peers: [Peer] = [],
+    currentActivity: Activity? = nil, counters: Counters = Counters(),
+    lastFailures: [Failure] = []
+  ) {
+    self.name = name
+    self.address = address
+    self.folders = folders
+    self.peers = peers
+    self.currentActivity = currentActivity
+    self.counters = counters
+    self.lastFailures = lastFailures
+  }
+
+  /// Name and folders from a configuration, nothing else yet.
+  public init(configuration: AgentConfiguration) {
+    self.init(
+      name: configuration.name,
+      folders: configuration.folders.map {
+        Folder(name: $0.name, path: $0.path, activityType: $0.activityType)
+      })
+  }
+}

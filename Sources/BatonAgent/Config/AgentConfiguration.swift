@@ -1,0 +1,96 @@
+import BatonHCI
+
+/// Everything the agent needs to run, validated: built by
+/// `ConfigurationLoader` from the configuration file (baton.conf(5)) and the
+/// command-line overrides of `baton agent`.
+public struct AgentConfiguration: Sendable, Equatable {
+  /// The agent's name, shown to peers (`name`; default: the host name).
+  public var name: String
+  /// How to reach the BLE controller (`controller`; default `hci0`).
+  public var controller: ControllerSpec
+  /// The group key file (`key-file`; default `$XDG_CONFIG_HOME/baton/key`).
+  public var keyFile: String
+  /// Where the agent keeps its state (`state-dir`; default
+  /// `$XDG_STATE_HOME/baton`). Created mode 0700 if missing.
+  public var stateDirectory: String
+  /// Time between advertisements (`advertising-interval`, 20 ms to 10.24 s;
+  /// default 200 ms).
+  public var advertisingInterval: Duration
+  /// How often the random address changes (`address-rotation`, 1 to 1440
+  /// minutes; default 15).
+  public var addressRotation: Duration
+  /// The largest note sent or accepted, in bytes (`max-note-size`; default
+  /// 1 MiB).
+  public var maxNoteSize: Int
+  /// Names of the peers whose activities are accepted (`allowed-peers`);
+  /// empty means every peer holding the group key.
+  public var allowedPeers: [String]
+  /// Where to write an HCI packet log in btsnoop format (`hci-log`), or nil.
+  public var hciLog: String?
+  /// The watched folders, in file order (`[folder NAME]` sections).
+  public var folders: [FolderConfiguration]
+
+  public init(
+    name: String, controller: ControllerSpec, keyFile: String, stateDirectory: String,
+    advertisingInterval: Duration = AgentConfiguration.defaultAdvertisingInterval,
+    addressRotation: Duration = AgentConfiguration.defaultAddressRotation,
+    maxNoteSize: Int = AgentConfiguration.defaultMaxNoteSize,
+    allowedPeers: [String] = [], hciLog: String? = nil, folders: [FolderConfiguration]
+  ) {
+    self.name = name
+    self.controller = controller
+    self.keyFile = keyFile
+    self.stateDirectory = stateDirectory
+    self.advertisingInterval = advertisingInterval
+    self.addressRotation = addressRotation
+    self.maxNoteSize = maxNoteSize
+    self.allowedPeers = allowedPeers
+    self.hciLog = hciLog
+    self.folders = folders
+  }
+
+  public static let defaultAdvertisingInterval: Duration = .milliseconds(200)
+  public static let advertisingIntervalRange: ClosedRange<Int> = 20...10_240
+  public static let defaultAddressRotation: Duration = .seconds(15 * 60)
+  public static let addressRotationRange: ClosedRange<Int> = 1...1440
+  public static let defaultMaxNoteSize = 1 << 20
+  public static let maxNoteSizeRange: ClosedRange<Int> = 1...(16 << 20)
+  /// The longest agent name, in UTF-8 bytes.
+  public static let maximumNameLength = 32
+
+  /// `allowedPeers` as a predicate: true when `peer` may hand us activities.
+  public func allows(peer: String) -> Bool {
+    allowedPeers.isEmpty || allowedPeers.contains(peer)
+  }
+}
+
+/// One watched folder: a `[folder NAME]` section, or `--notes DIR`.
+public struct FolderConfiguration: Sendable, Equatable, Hashable {
+  /// The section's NAME (`notes` for `--notes DIR`).
+  public var name: String
+  /// The folder's absolute path, `~` expanded.
+  public var path: String
+  /// The activity type its notes are sent as, a reverse-DNS name
+  /// (`activity-type`; default `org.baton.note`).
+  public var activityType: String
+  /// Which files are notes: an fnmatch(3) pattern on the file name
+  /// (`pattern`; default `*.md`).
+  public var pattern: String
+
+  public init(
+    name: String, path: String, activityType: String = FolderConfiguration.defaultActivityType,
+    pattern: String = FolderConfiguration.defaultPattern
+  ) {
+    self.name = name
+    self.path = path
+    self.activityType = activityType
+    self.pattern = pattern
+  }
+
+  /// The activity type of `--notes DIR` and of a folder section without
+  /// `activity-type`.
+  public static let defaultActivityType = "org.baton.note"
+  public static let defaultPattern = "*.md"
+  /// The folder name `--notes DIR` gets.
+  public static let commandLineName = "notes"
+}

@@ -1,0 +1,239 @@
+import BatonHandoff
+import BatonNotes
+import BatonStore
+import BatonSystem
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The agent itself: joins the notes folders, the handoff engine and the BLE
+/// host, and is what `baton agent` runs inside the daemon shell.
+///
+/// - Each folder's saves go to the engine (becomeCurrent /
+///   updateUserActivityState), and the advertised beacon is re-sealed.
+/// - Beacons heard from keyed peers that have something we lack lead to a
+///   connection, an L2CAP channel and a session (continueUserActivity);
+///   peers do the same to us.
+/// - A lost controller is reopened with back-off; a reload restarts all of
+///   this with the new configuration (the state database keeps what we knew).
+public final class HandoffAgent: AgentCore {
+  /// The L2CAP LE PSM of the handoff service (PROTOCOL.md, "Connection").
+  public static let psm: UInt16 = 0x0080
+
+  private struct State {
+    var configuration: AgentConfiguration
+    var key: GroupKey
+    var generation: Task<Void, any Error>?
+    var engine: HandoffEngine?
+    var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
+    var radio: AgentRadio?
+  }
+
+  private let state: Mutex<State>
+  private let log = Logger(label: "agent")
+
+  public init(configuration: AgentConfiguration, key: GroupKey) {
+    state = Mutex(State(configuration: configuration, key: key))
+  }
+
+  // MARK: AgentCore
+
+  public func run() async throws {
+    // One generation per configuration: a reload cancels the running one and
+    // the loop starts the next with the new configuration.
+    while !Task.isCancelled {
+      let (configuration, key) = state.withLock { ($0.configuration, $0.key) }
+      let generation = Task { try await self.runGeneration(configuration, key) }
+      state.withLock { $0.generation = generation }
+      do {
+        try await withTaskCancellationHandler {
+          try await generation.value
+        } onCancel: {
+          generation.cancel()
+        }
+      } catch is CancellationError {
+        // A reload, or the daemon stopping: the loop condition tells which.
+      }
+      let reloaded = state.withLock { $0.generation == nil }
+      if !reloaded { return }
+    }
+  }
+
+  public func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws {
+    let generation = state.withLock { s -> Task<Void, any Error>? in
+      s.configuration = configuration
+      s.key = key
+      defer { s.generation = nil }
+      return s.generation
+    }
+    log.notice(
+      "reloading: \(configuration.folders.count) folders, controller \(configuration.controller)")
+    generation?.cancel()
+  }
+
+  public func status() async -> AgentStatus {
+    let (configuration, engine, radio) = state.withLock { ($0.configuration, $0.engine, $0.radio) }
+    var status = AgentStatus(configuration: configuration)
+    status.address = radio?.address
+    guard let engine else { return status }
+    let handoff = await engine.status()
+    status.counters = AgentStatus.Counters(
+      sent: handoff.counters[HandoffCounter.sent] ?? 0,
+      received: handoff.counters[HandoffCounter.received] ?? 0,
+      declined: handoff.counters[HandoffCounter.declined] ?? 0,
+      failed: handoff.counters[HandoffCounter.failed] ?? 0,
+      conflicts: handoff.counters[HandoffCounter.conflicts] ?? 0,
+      sessions: handoff.counters[HandoffCounter.sessions] ?? 0)
+    status.lastFailures = handoff.failures.map {
+      AgentStatus.Failure(
+        time: $0.time, activityType: $0.activityType, peer: $0.peer, reason: $0.reason)
+    }
+    if let current = handoff.currentActivity {
+      let folder = configuration.folders.first { $0.activityType == current.activityType }
+      let bytes = folder.flatMap {
+        FileManager.default.contents(atPath: $0.path + "/" + current.path)
+      }
+      status.currentActivity = AgentStatus.Activity(
+        type: current.activityType,
+        title: bytes.map { Note(bytes: Array($0)).title(fileName: current.path) } ?? current.path,
+        path: current.path, version: current.version.description)
+    }
+    status.peers = radio?.peersInRange() ?? []
+    return status
+  }
+
+  public func send(notePath: String) async throws -> String {
+    let (engine, folders) = state.withLock { ($0.engine, $0.folders) }
+    guard let engine else { throw AgentError.notRunning }
+    let absolute = URL(fileURLWithPath: notePath).standardizedFileURL.resolvingSymlinksInPath().path
+    for (configuration, folder) in folders where absolute.hasPrefix(folder.root + "/") {
+      let relative = String(absolute.dropFirst(folder.root.count + 1))
+      do {
+        _ = try folder.names.validate(relative)
+      } catch {
+        throw AgentError.notANote(path: notePath, reason: "\(error)")
+      }
+      let bytes = try folder.readNote(relative)
+      await engine.localSave(
+        NoteSave(relativePath: relative, bytes: bytes), activityType: configuration.activityType)
+      await engine.makeCurrent(activityType: configuration.activityType, path: relative)
+      state.withLock { $0.radio }?.beaconChanged()
+      return "\(relative) is now the current \(configuration.activityType) activity"
+    }
+    throw AgentError.outsideFolders(path: notePath, folders: folders.map(\.folder.root))
+  }
+
+  // MARK: One generation
+
+  private func runGeneration(_ configuration: AgentConfiguration, _ key: GroupKey) async throws {
+    try Self.makePrivateDirectory(configuration.stateDirectory)
+    // One agent per state folder: two with the same device id would resolve
+    // concurrent edits by overwriting one of them.
+    let lock: DirectoryLock
+    do {
+      lock = try DirectoryLock(directory: configuration.stateDirectory)
+    } catch .held(let pid) {
+      throw AgentError.stateDirectoryInUse(path: configuration.stateDirectory, pid: pid)
+    } catch .system(let errno) {
+      throw AgentError.stateDirectory(path: configuration.stateDirectory, reason: "\(errno)")
+    }
+    defer { withExtendedLifetime(lock) {} }
+    let store = try HandoffStore(directory: configuration.stateDirectory)
+    var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
+    var streams: [(String, AsyncStream<NotesEvent>)] = []
+    defer { for (_, folder) in folders { folder.stop() } }
+    for folderConfiguration in configuration.folders {
+      let folder = try NotesFolder(
+        root: folderConfiguration.path, pattern: folderConfiguration.pattern,
+        maximumNoteSize: configuration.maxNoteSize)
+      streams.append((folderConfiguration.activityType, try folder.start()))
+      folders.append((folderConfiguration, folder))
+    }
+    let policy = HandoffPolicy(
+      allowedPeers: configuration.allowedPeers.isEmpty ? nil : Set(configuration.allowedPeers),
+      maxNoteSize: configuration.maxNoteSize)
+    let engine = HandoffEngine(
+      key: key, deviceName: configuration.name, store: store,
+      folders: folders.map {
+        HandoffFolder(activityType: $0.configuration.activityType, folder: $0.folder)
+      },
+      policy: policy)
+    await engine.rescan()
+    let radio = AgentRadio(configuration: configuration, engine: engine)
+    state.withLock {
+      $0.engine = engine
+      $0.folders = folders
+      $0.radio = radio
+    }
+    defer {
+      state.withLock {
+        $0.engine = nil
+        $0.folders = []
+        $0.radio = nil
+      }
+    }
+    log.notice(
+      "\(configuration.name): \(folders.count) folder(s), device \(engine.deviceID), controller \(configuration.controller)"
+    )
+
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for (activityType, stream) in streams {
+        group.addTask {
+          for await event in stream {
+            guard case .saved(let save) = event else { continue }
+            await engine.localSave(save, activityType: activityType)
+            radio.beaconChanged()
+          }
+        }
+      }
+      group.addTask { try await radio.run() }
+      // The radio runs until cancelled or until it cannot go on; the folder
+      // streams end only when the folders stop. Either way, stop it all.
+      try await group.next()
+      group.cancelAll()
+    }
+  }
+
+  /// Creates `path` (and parents) with mode 0700 if missing.
+  static func makePrivateDirectory(_ path: String) throws {
+    var info = stat()
+    if stat(path, &info) == 0 { return }
+    do {
+      try FileManager.default.createDirectory(
+        atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw AgentError.stateDirectory(path: path, reason: "\(error.localizedDescription)")
+    }
+  }
+}
+
+/// Why the agent cannot do what was asked.
+public enum AgentError: Error, CustomStringConvertible {
+  case notRunning
+  case notANote(path: String, reason: String)
+  case outsideFolders(path: String, folders: [String])
+  case stateDirectory(path: String, reason: String)
+  case stateDirectoryInUse(path: String, pid: Int32?)
+  case controller(spec: String, reason: String)
+
+  public var description: String {
+    switch self {
+    case .notRunning: "the agent is starting or reloading; try again in a moment"
+    case .notANote(let path, let reason):
+      "\(path) is not a note: \(reason)"
+    case .outsideFolders(let path, let folders):
+      "\(path) is not in a watched folder (\(folders.joined(separator: ", "))); save it in one of them"
+    case .stateDirectory(let path, let reason):
+      "cannot create the state folder \(path): \(reason); set state-dir to a writable folder"
+    case .stateDirectoryInUse(let path, let pid):
+      "the state folder \(path) is in use by another baton agent"
+        + (pid.map { " (pid \($0))" } ?? "")
+        + "; stop it, or give each agent its own state-dir"
+    case .controller(let spec, let reason):
+      "cannot use the controller \(spec): \(reason)"
+    }
+  }
+}

@@ -1,0 +1,158 @@
+import BatonAgent
+import BatonHandoff
+import BatonSystem
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `baton agent` (run the daemon in the foreground) and `baton check`
+/// (validate and describe what the agent would do, like `sshd -t`).
+enum AgentCommand {
+  static func overrides(_ parsed: ParsedOptions) -> ConfigurationOverrides {
+    ConfigurationOverrides(
+      configFile: parsed.value("--config"), notes: parsed.value("--notes"),
+      controller: parsed.value("--controller"), keyFile: parsed.value("--key-file"),
+      name: parsed.value("--name"), stateDirectory: parsed.value("--state-dir"),
+      hciLog: parsed.value("--hci-log"))
+  }
+
+  /// The control socket path: `--socket PATH` or the default.
+  static func socketPath(_ parsed: ParsedOptions, _ paths: BatonPaths) -> String {
+    if let path = parsed.value("--socket") { return paths.absolute(path) ?? path }
+    return paths.defaultControlSocket
+  }
+
+  static func agent(_ arguments: [String]) -> Int32 {
+    // First of all, before any thread exists: every later thread inherits
+    // this mask, and only the sigwait thread takes these signals.
+    SignalStream.block(UnixSignal.daemonSignals)
+    SignalStream.ignoreBrokenPipe()
+
+    var status = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, BatonCommand.agentSpecs, command: "agent", usage: Usage.agent,
+        help: Usage.agentHelp, exitStatus: &status)
+    else { return status }
+    if parsed.has("--verbose") { Logger.sink.threshold = .debug }
+    let log = Logger(label: "agent")
+
+    let paths = BatonPaths()
+    let loader = ConfigurationLoader(paths: paths)
+    let overrides = overrides(parsed)
+    let configuration: AgentConfiguration
+    let key: GroupKey
+    do {
+      configuration = try loader.load(overrides)
+      key = try GroupKey(contentsOfFile: configuration.keyFile)
+      try makeStateDirectory(configuration.stateDirectory)
+    } catch {
+      for line in "\(error)".split(separator: "\n") { log.error("\(line)") }
+      return ExitStatus.failure
+    }
+    log.debug("configuration \(loader.configFile(overrides)), key file \(configuration.keyFile)")
+
+    // The control socket first: a second agent is refused before it
+    // touches the controller.
+    let server: ControlServer
+    let core: any AgentCore
+    do {
+      server = try ControlServer(path: socketPath(parsed, paths))
+    } catch {
+      log.error("\(error)")
+      return ExitStatus.failure
+    }
+    do {
+      core = try makeAgentCore(configuration: configuration, key: key, hciLog: configuration.hciLog)
+    } catch {
+      server.close()
+      log.error("\(error)")
+      return ExitStatus.failure
+    }
+    let daemon = AgentDaemon(
+      core: core,
+      settings: AgentDaemon.Settings(socketPath: server.path, configuration: configuration),
+      signals: SignalStream.stream(UnixSignal.daemonSignals), server: server,
+      reloadConfiguration: {
+        let configuration = try loader.load(overrides)
+        let key = try GroupKey(contentsOfFile: configuration.keyFile)
+        try makeStateDirectory(configuration.stateDirectory)
+        return (configuration, key)
+      })
+    return BatonCommand.runBlocking { await daemon.run() }
+  }
+
+  /// Creates the state directory (and its parents) with mode 0700.
+  static func makeStateDirectory(_ path: String) throws {
+    do {
+      try FileManager.default.createDirectory(
+        atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw ConfigurationError([
+        ConfigurationProblem(
+          file: nil, key: "state-dir",
+          message: "cannot create the state directory \(path): \(error.localizedDescription)")
+      ])
+    }
+  }
+
+  static func check(_ arguments: [String]) -> Int32 {
+    var status = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, BatonCommand.agentSpecs, command: "check", usage: Usage.check,
+        help: Usage.checkHelp, exitStatus: &status)
+    else { return status }
+    let paths = BatonPaths()
+    let loader = ConfigurationLoader(paths: paths)
+    let overrides = overrides(parsed)
+    let file = loader.configFile(overrides)
+    let configuration: AgentConfiguration
+    do {
+      configuration = try loader.load(overrides)
+    } catch {
+      Console.error("\(error)")
+      Console.error(
+        "configuration \(file): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")"
+      )
+      return ExitStatus.failure
+    }
+    var keyProblem: String?
+    do {
+      _ = try GroupKey(contentsOfFile: configuration.keyFile)
+    } catch {
+      keyProblem = error.description
+    }
+
+    let exists = FileManager.default.fileExists(atPath: file)
+    var lines = [
+      "configuration: \(file)\(exists ? "" : " (absent: defaults)")",
+      "name: \(configuration.name)",
+      "controller: \(configuration.controller) (\(configuration.controller.explanation))",
+      "key file: \(configuration.keyFile)\(keyProblem == nil ? " (valid)" : " (INVALID)")",
+      "state directory: \(configuration.stateDirectory)",
+      "advertising interval: \(configuration.advertisingInterval.wholeMilliseconds) ms",
+      "address rotation: every \(configuration.addressRotation.wholeMilliseconds / 60_000) minutes",
+      "maximum note size: \(configuration.maxNoteSize) bytes",
+      "allowed peers: "
+        + (configuration.allowedPeers.isEmpty
+          ? "any peer with the group key" : configuration.allowedPeers.joined(separator: ", ")),
+      "HCI log: \(configuration.hciLog ?? "none")",
+      "control socket: \(socketPath(parsed, paths))",
+    ]
+    for folder in configuration.folders {
+      lines.append(
+        "folder \(folder.name): \(folder.path), notes matching \(folder.pattern), activity type \(folder.activityType)"
+      )
+    }
+    Console.out(lines.joined(separator: "\n") + "\n")
+    if let keyProblem {
+      Console.error(keyProblem)
+      return ExitStatus.failure
+    }
+    Console.out("configuration OK\n")
+    return ExitStatus.success
+  }
+}

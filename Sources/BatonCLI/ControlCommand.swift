@@ -1,0 +1,158 @@
+import BatonAgent
+import BatonSystem
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `baton status` and `baton send`: clients of the agent's control socket.
+enum ControlCommand {
+  static let socketSpec = OptionSpec(long: "socket", takesArgument: true)
+  static let helpSpec = OptionSpec(long: "help", short: "h")
+
+  static func status(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [OptionSpec(long: "json"), socketSpec, helpSpec], command: "status",
+        usage: Usage.status, help: Usage.statusHelp, exitStatus: &exit)
+    else { return exit }
+    let path = AgentCommand.socketPath(parsed, BatonPaths())
+    guard let response = request(.status, path, exitStatus: &exit) else { return exit }
+    guard let status = response.status else {
+      Console.error("the agent sent no status")
+      return ExitStatus.failure
+    }
+    if parsed.has("--json") {
+      Console.out(String(decoding: ControlCoding.encode(status), as: UTF8.self) + "\n")
+    } else {
+      Console.out(StatusFormatter(now: Date()).format(status))
+    }
+    return ExitStatus.success
+  }
+
+  static func send(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [socketSpec, helpSpec], command: "send", usage: Usage.send,
+        help: Usage.sendHelp, operands: 1...1, exitStatus: &exit)
+    else { return exit }
+    let paths = BatonPaths()
+    let path = AgentCommand.socketPath(parsed, paths)
+    // No agent: say so (exit 3) before looking at the file, as baton(1) says.
+    do {
+      try ControlClient.probe(socketPath: path)
+    } catch {
+      if case .notRunning = error {
+        Console.error(error.description)
+        return ExitStatus.notRunning
+      }
+    }
+    guard let file = paths.absolute(parsed.operands[0]) else {
+      Console.error("\(parsed.operands[0]): unknown user")
+      return ExitStatus.failure
+    }
+    var info = stat()
+    guard stat(file, &info) == 0 else {
+      Console.error("\(parsed.operands[0]): \(Errno.current)")
+      return ExitStatus.failure
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      Console.error("\(parsed.operands[0]): not a regular file")
+      return ExitStatus.failure
+    }
+    guard let response = request(.send(file), path, exitStatus: &exit) else { return exit }
+    Console.out((response.message ?? "sent \(file)") + "\n")
+    return ExitStatus.success
+  }
+
+  /// Sends a request; on failure prints why and sets the exit status.
+  private static func request(_ request: ControlRequest, _ path: String, exitStatus: inout Int32)
+    -> ControlResponse?
+  {
+    do {
+      let response = try ControlClient.send(request, socketPath: path)
+      guard response.ok else {
+        Console.error(response.error ?? "the agent refused the request")
+        exitStatus = ExitStatus.failure
+        return nil
+      }
+      return response
+    } catch {
+      Console.error(error.description)
+      if case .notRunning = error {
+        exitStatus = ExitStatus.notRunning
+      } else {
+        exitStatus = ExitStatus.failure
+      }
+      return nil
+    }
+  }
+}
+
+/// The human summary printed by `baton status`.
+public struct StatusFormatter: Sendable {
+  public var now: Date
+
+  public init(now: Date) { self.now = now }
+
+  public func format(_ status: AgentStatus) -> String {
+    var lines: [String] = []
+    lines.append("agent: \(status.name)" + (status.address.map { " (address \($0))" } ?? ""))
+    lines.append("folders:")
+    for folder in status.folders {
+      lines.append(
+        "  \(folder.name.escapedForDisplay)  \(folder.path.escapedForDisplay)"
+          + "  \(folder.activityType.escapedForDisplay)")
+    }
+    if status.folders.isEmpty { lines.append("  (none)") }
+    lines.append("peers in range:")
+    for peer in status.peers {
+      let rssi = peer.rssi.map { "  RSSI \($0) dBm" } ?? ""
+      lines.append(
+        "  \(peer.name.escapedForDisplay)  \(peer.address.escapedForDisplay)"
+          + "  last seen \(ago(peer.lastSeen))\(rssi)")
+    }
+    if status.peers.isEmpty { lines.append("  (none)") }
+    if let activity = status.currentActivity {
+      lines.append(
+        "current activity: \(activity.type.escapedForDisplay)"
+          + " \"\(activity.title.escapedForDisplay)\" (\(activity.path.escapedForDisplay),"
+          + " version \(activity.version))")
+    } else {
+      lines.append("current activity: none")
+    }
+    let c = status.counters
+    lines.append(
+      "activities: \(c.sent) sent, \(c.received) received, \(c.declined) declined, \(c.failed) failed"
+        + " (\(c.conflicts) conflicts); \(c.sessions) sessions")
+    if !status.lastFailures.isEmpty {
+      lines.append("last failures:")
+      for failure in status.lastFailures {
+        lines.append(
+          "  \(timestamp(failure.time))  \(failure.activityType.escapedForDisplay)"
+            + "  \(failure.peer.escapedForDisplay)  \(failure.reason.escapedForDisplay)")
+      }
+    }
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// "5 s ago", "3 min ago", "2 h ago".
+  func ago(_ date: Date) -> String {
+    let seconds = max(0, Int(now.timeIntervalSince(date)))
+    if seconds < 120 { return "\(seconds) s ago" }
+    if seconds < 7200 { return "\(seconds / 60) min ago" }
+    return "\(seconds / 3600) h ago"
+  }
+
+  func timestamp(_ date: Date) -> String {
+    var time = time_t(date.timeIntervalSince1970)
+    var parts = tm()
+    localtime_r(&time, &parts)
+    var buffer = [CChar](repeating: 0, count: 32)
+    let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
+    return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+}

@@ -1,0 +1,359 @@
+import BatonSystem
+import Foundation
+import Synchronization
+
+/// The HCI layer over one transport: sends commands with flow control
+/// (Num_HCI_Command_Packets) and a timeout each, sends ACL data with host-side
+/// flow control (the controller's buffer count, returned by Number Of
+/// Completed Packets) fragmented to its buffer size, and reassembles incoming
+/// ACL fragments into L2CAP PDUs.
+///
+/// A dedicated reader thread blocks in `transport.receive()`; events and PDUs
+/// are handed to the handlers on that thread, in order. Every packet both
+/// ways goes to the btsnoop log when one is given.
+public final class HCIController: Sendable {
+  /// Called on the reader thread for every decoded event (after the
+  /// controller's own bookkeeping).
+  public typealias EventHandler = @Sendable (HCIEvent) -> Void
+  /// Called on the reader thread with each reassembled L2CAP PDU.
+  public typealias DataHandler = @Sendable (_ handle: UInt16, _ pdu: [UInt8]) -> Void
+  /// Called once when the transport ends: nil after `close()`, else the reason.
+  public typealias CloseHandler = @Sendable ((any Error)?) -> Void
+
+  private struct InFlight {
+    var id: UInt64
+    var opcode: UInt16
+    var continuation: CheckedContinuation<[UInt8], any Error>
+  }
+
+  private struct State {
+    var commandCredits = 1
+    var queuedCommands:
+      [(
+        id: UInt64, opcode: UInt16, packet: [UInt8],
+        continuation: CheckedContinuation<[UInt8], any Error>
+      )] = []
+    var inFlight: [InFlight] = []
+    var nextID: UInt64 = 0
+    var aclCredits = 0
+    var aclTotal = 0
+    var aclLength = 27
+    var aclQueue: [ACLPacket] = []
+    var aclQueueHead = 0
+    var outstanding: [UInt16: Int] = [:]
+    var reassembler = ACLReassembler()
+    var closedReason: (any Error)?
+    var closedByOwner = false
+    var eventHandler: EventHandler?
+    var dataHandler: DataHandler?
+    var closeHandler: CloseHandler?
+    var statistics = Statistics()
+  }
+
+  /// Counters since open.
+  public struct Statistics: Sendable {
+    /// H4 bytes written to / read from the transport.
+    public var bytesSent = 0
+    public var bytesReceived = 0
+    public var aclBytesSent = 0
+    public var commandsSent = 0
+    /// Packets that could not be decoded and were dropped.
+    public var malformedPackets = 0
+  }
+
+  public let transport: any HCITransport
+  private let snoop: BTSnoopWriter?
+  private let state = Mutex(State())
+  private let writeLock = Mutex(())
+  private let log = Logger(label: "hci")
+  /// How long a command may wait for Command Complete or Command Status.
+  public let commandTimeout: Duration
+
+  /// Wraps `transport`; call `start(...)` to begin reading.
+  public init(
+    transport: any HCITransport, snoop: BTSnoopWriter? = nil, commandTimeout: Duration = .seconds(2)
+  ) {
+    self.transport = transport
+    self.snoop = snoop
+    self.commandTimeout = commandTimeout
+  }
+
+  /// Installs the handlers and starts the reader thread.
+  public func start(
+    events: @escaping EventHandler, data: @escaping DataHandler, closed: @escaping CloseHandler
+  ) {
+    state.withLock {
+      $0.eventHandler = events
+      $0.dataHandler = data
+      $0.closeHandler = closed
+    }
+    let thread = Thread { [self] in readLoop() }
+    thread.name = "hci-reader"
+    thread.start()
+  }
+
+  public var statistics: Statistics { state.withLock { $0.statistics } }
+
+  /// The ACL buffer size and count in use.
+  public var aclBuffers: (length: Int, count: Int) {
+    state.withLock { ($0.aclLength, $0.aclTotal) }
+  }
+
+  /// Sets the controller's ACL buffer size and count (from bring-up).
+  public func setACLBuffers(length: Int, count: Int) {
+    state.withLock {
+      $0.aclLength = max(1, length)
+      $0.aclTotal = max(1, count)
+      $0.aclCredits = max(1, count)
+    }
+  }
+
+  /// Sends `command` and returns its Command Complete return parameters after
+  /// the status byte (empty for commands answered by Command Status). Throws
+  /// `HCIError.commandFailed` on a non-zero status, `.commandTimedOut` when
+  /// the controller stays silent.
+  @discardableResult
+  public func send(_ command: HCICommand, timeout: Duration? = nil) async throws -> [UInt8] {
+    let packet = command.encoded
+    let id = state.withLock { s -> UInt64 in
+      s.nextID += 1
+      return s.nextID
+    }
+    let limit = timeout ?? commandTimeout
+    let timer = Task { [weak self] in
+      try await Task.sleep(for: limit)
+      self?.timeOut(id: id, command: command.name, after: limit)
+    }
+    defer { timer.cancel() }
+    log.debug("command \(command.name)")
+    let returned = try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<[UInt8], any Error>) in
+      let failure = state.withLock { s -> (any Error)? in
+        if let reason = s.closedReason { return reason }
+        s.queuedCommands.append((id, command.opcode, packet, continuation))
+        return nil
+      }
+      if let failure {
+        continuation.resume(throwing: failure)
+      } else {
+        pump()
+      }
+    }
+    guard let status = returned.first else {
+      return []
+    }
+    if status != 0 {
+      throw HCIError.commandFailed(command: command.name, status: HCIStatus(rawValue: status))
+    }
+    return Array(returned.dropFirst())
+  }
+
+  /// Queues one L2CAP PDU for `handle`, fragmented to the buffer size; the
+  /// fragments go out as controller buffers free up.
+  public func sendACL(handle: UInt16, pdu: [UInt8]) throws {
+    try state.withLock { s throws(HCIError) in
+      if s.closedReason != nil { throw HCIError.transportLost(reason: "closed") }
+      if s.aclQueueHead > 1024 {
+        s.aclQueue.removeFirst(s.aclQueueHead)
+        s.aclQueueHead = 0
+      }
+      s.aclQueue += ACLPacket.fragments(of: pdu, handle: handle, maximumLength: s.aclLength)
+    }
+    pump()
+  }
+
+  /// Closes the transport; pending commands fail with `HCIError.closed`.
+  public func close() {
+    state.withLock { $0.closedByOwner = true }
+    transport.close()
+  }
+
+  // MARK: - Sending
+
+  /// Sends whatever flow control allows, in order. One thread at a time
+  /// writes; others return at once when it has taken their packets.
+  private func pump() {
+    writeLock.withLock { _ in
+      while true {
+        let next: [UInt8]? = state.withLock { s in
+          if s.closedReason != nil { return nil }
+          if s.commandCredits > 0, !s.queuedCommands.isEmpty {
+            let c = s.queuedCommands.removeFirst()
+            s.commandCredits -= 1
+            s.inFlight.append(InFlight(id: c.id, opcode: c.opcode, continuation: c.continuation))
+            s.statistics.commandsSent += 1
+            s.statistics.bytesSent += c.packet.count
+            return c.packet
+          }
+          if s.aclCredits > 0, s.aclQueueHead < s.aclQueue.count {
+            let packet = s.aclQueue[s.aclQueueHead]
+            s.aclQueueHead += 1
+            if s.aclQueueHead == s.aclQueue.count {
+              s.aclQueue.removeAll(keepingCapacity: true)
+              s.aclQueueHead = 0
+            }
+            s.aclCredits -= 1
+            s.outstanding[packet.handle, default: 0] += 1
+            let encoded = packet.encoded
+            s.statistics.bytesSent += encoded.count
+            s.statistics.aclBytesSent += encoded.count
+            return encoded
+          }
+          return nil
+        }
+        guard let next else { return }
+        do {
+          try transport.send(next)
+          snoop?.write(next, direction: .sent)
+        } catch {
+          log.error("\(error)")
+          transport.close()
+          return
+        }
+      }
+    }
+  }
+
+  private func timeOut(id: UInt64, command: String, after limit: Duration) {
+    let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+      if let index = s.queuedCommands.firstIndex(where: { $0.id == id }) {
+        return s.queuedCommands.remove(at: index).continuation
+      }
+      guard let index = s.inFlight.firstIndex(where: { $0.id == id }) else { return nil }
+      // The controller will not answer: assume it can take a command again.
+      s.commandCredits = max(s.commandCredits, 1)
+      return s.inFlight.remove(at: index).continuation
+    }
+    guard let continuation else { return }
+    let seconds = limit.secondsValue
+    log.warning("\(command): no answer within \(seconds) s")
+    continuation.resume(throwing: HCIError.commandTimedOut(command: command, seconds: seconds))
+    pump()
+  }
+
+  // MARK: - Receiving
+
+  private func readLoop() {
+    var reason: (any Error)?
+    while true {
+      let packet: [UInt8]?
+      do {
+        packet = try transport.receive()
+      } catch {
+        reason = error
+        break
+      }
+      guard let packet else { break }
+      snoop?.write(packet, direction: .received)
+      handle(packet)
+    }
+    finish(reason)
+  }
+
+  /// Processes one received H4 packet (internal for the fuzz tests).
+  func handle(_ packet: [UInt8]) {
+    state.withLock { $0.statistics.bytesReceived += packet.count }
+    switch packet.first {
+    case 0x04:
+      let event: HCIEvent
+      do {
+        event = try HCIEvent.decode(packet)
+      } catch {
+        dropped("\(error)")
+        return
+      }
+      handle(event)
+    case 0x02:
+      do {
+        let acl = try ACLPacket.decode(packet)
+        let pdu = try state.withLock { s throws(HCIDecodeError) in try s.reassembler.feed(acl) }
+        if let pdu, let handler = state.withLock({ $0.dataHandler }) { handler(acl.handle, pdu) }
+      } catch {
+        dropped("\(error)")
+      }
+    default:
+      dropped("H4 packet type 0x\(hex(packet.first ?? 0)) ignored")
+    }
+  }
+
+  private func dropped(_ reason: String) {
+    state.withLock { $0.statistics.malformedPackets += 1 }
+    log.warning("dropped packet: \(reason)")
+  }
+
+  private func handle(_ event: HCIEvent) {
+    var resume: (CheckedContinuation<[UInt8], any Error>, [UInt8])?
+    var wake = false
+    switch event {
+    case .commandComplete(let n, let opcode, let returned):
+      state.withLock { s in
+        s.commandCredits = Int(n)
+        if let index = s.inFlight.firstIndex(where: { $0.opcode == opcode }) {
+          resume = (s.inFlight.remove(at: index).continuation, returned)
+        }
+      }
+      wake = true
+    case .commandStatus(let status, let n, let opcode):
+      state.withLock { s in
+        s.commandCredits = Int(n)
+        if let index = s.inFlight.firstIndex(where: { $0.opcode == opcode }) {
+          resume = (s.inFlight.remove(at: index).continuation, [status.rawValue])
+        }
+      }
+      wake = true
+    case .numberOfCompletedPackets(let entries):
+      state.withLock { s in
+        for entry in entries {
+          let outstanding = s.outstanding[entry.handle] ?? 0
+          let returned = min(outstanding, Int(entry.count))
+          s.outstanding[entry.handle] = outstanding - returned
+          s.aclCredits = min(s.aclTotal, s.aclCredits + returned)
+        }
+      }
+      wake = true
+    case .disconnectionComplete(let status, let handle, _) where status == .success:
+      state.withLock { s in
+        // The controller frees the buffers of a closed connection.
+        s.aclCredits = min(
+          s.aclTotal, s.aclCredits + (s.outstanding.removeValue(forKey: handle) ?? 0))
+        let kept = s.aclQueue[s.aclQueueHead...].filter { $0.handle != handle }
+        s.aclQueue = Array(kept)
+        s.aclQueueHead = 0
+        s.reassembler.reset(handle: handle)
+      }
+      wake = true
+    default:
+      break
+    }
+    if let (continuation, returned) = resume { continuation.resume(returning: returned) }
+    if wake { pump() }
+    if let handler = state.withLock({ $0.eventHandler }) { handler(event) }
+  }
+
+  private func finish(_ error: (any Error)?) {
+    let (waiting, handler, reason) = state.withLock {
+      s -> ([CheckedContinuation<[UInt8], any Error>], CloseHandler?, (any Error)?) in
+      let reason: any Error =
+        s.closedByOwner
+        ? HCIError.closed
+        : HCIError.transportLost(
+          reason: error.map { "\($0)" } ?? "the controller closed the connection")
+      s.closedReason = reason
+      let waiting = s.inFlight.map(\.continuation) + s.queuedCommands.map(\.continuation)
+      s.inFlight.removeAll()
+      s.queuedCommands.removeAll()
+      s.aclQueue.removeAll()
+      s.aclQueueHead = 0
+      defer {
+        s.closeHandler = nil
+        s.eventHandler = nil
+        s.dataHandler = nil
+      }
+      return (waiting, s.closeHandler, s.closedByOwner ? nil : reason)
+    }
+    if let reason { log.error("\(reason)") }
+    for continuation in waiting { continuation.resume(throwing: reason ?? HCIError.closed) }
+    snoop?.close()
+    handler?(reason)
+  }
+}

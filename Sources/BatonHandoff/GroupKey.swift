@@ -1,0 +1,98 @@
+import BatonSystem
+import CSodium
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The shared secret of a group of agents: 32 random bytes.
+///
+/// The key file holds one line `baton-key-1:<base64 of the 32 bytes>`; blank
+/// lines and lines starting with `#` are ignored. `baton keygen` prints a new
+/// one. The file must not be readable by group or others.
+public struct GroupKey: Sendable, Equatable {
+  public static let byteCount = 32
+  public static let prefix = "baton-key-1:"
+  public let bytes: [UInt8]
+
+  public init?(bytes: [UInt8]) {
+    guard bytes.count == GroupKey.byteCount else { return nil }
+    self.bytes = bytes
+  }
+
+  /// A new random key (libsodium `randombytes_buf`).
+  public static func generate() -> GroupKey {
+    Sodium.ensureInitialized()
+    var bytes = [UInt8](repeating: 0, count: byteCount)
+    randombytes_buf(&bytes, byteCount)
+    return GroupKey(bytes: bytes)!
+  }
+
+  /// The key file's text, as `baton keygen` prints it.
+  public var fileText: String {
+    "# baton group key: give this file, mode 0600, to every agent of the group\n"
+      + GroupKey.prefix + Data(bytes).base64EncodedString() + "\n"
+  }
+
+  public enum LoadError: Error, CustomStringConvertible, Equatable {
+    case unreadable(path: String, reason: String)
+    case tooOpen(path: String, mode: mode_t)
+    case malformed(path: String, reason: String)
+
+    public var description: String {
+      switch self {
+      case .unreadable(let path, let reason):
+        "cannot read key file \(path): \(reason); create one with 'baton keygen > \(path)' and 'chmod 600 \(path)'"
+      case .tooOpen(let path, let mode):
+        "key file \(path) is readable by \(mode & 0o070 != 0 ? (mode & 0o007 != 0 ? "its group and others" : "its group") : "others") (mode \(String(mode & 0o777, radix: 8))); run 'chmod 600 \(path)'"
+      case .malformed(let path, let reason):
+        "key file \(path) is not a baton key (\(reason)); it should hold one line '\(GroupKey.prefix)...' as printed by 'baton keygen'"
+      }
+    }
+  }
+
+  /// Parses key file text; `path` is only for messages.
+  public init(parsing text: String, path: String) throws(LoadError) {
+    let lines = text.split(whereSeparator: \.isNewline)
+      .map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    guard lines.count == 1, let line = lines.first else {
+      throw .malformed(path: path, reason: lines.isEmpty ? "no key line" : "more than one key line")
+    }
+    guard line.hasPrefix(GroupKey.prefix) else {
+      throw .malformed(path: path, reason: "the line does not start with '\(GroupKey.prefix)'")
+    }
+    guard let data = Data(base64Encoded: String(line.dropFirst(GroupKey.prefix.count))),
+      let key = GroupKey(bytes: Array(data))
+    else {
+      throw .malformed(path: path, reason: "the key is not 32 bytes of base64")
+    }
+    self = key
+  }
+
+  /// Loads and checks a key file: it must exist, be a regular file, and have
+  /// no group or other permissions.
+  public init(contentsOfFile path: String) throws(LoadError) {
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+      throw .unreadable(path: path, reason: Errno.current.description)
+    }
+    guard (info.st_mode & S_IFMT) == S_IFREG else {
+      throw .unreadable(path: path, reason: "not a regular file")
+    }
+    guard info.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: info.st_mode) }
+    let bytes: [UInt8]
+    do {
+      let fd = try FileDescriptor.open(path, .readOnly)
+      defer { fd.closeIgnoringErrors() }
+      bytes = try fd.readAll(limit: 4096)
+    } catch {
+      throw .unreadable(path: path, reason: "\(error)")
+    }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw .malformed(path: path, reason: "not UTF-8 text")
+    }
+    try self.init(parsing: text, path: path)
+  }
+}

@@ -1,0 +1,339 @@
+import BatonNotes
+import BatonSystem
+import Foundation
+
+/// The radio-independent heart of handoff: the index with version vectors, the
+/// beacon, the decision to connect, and the session protocol (PROTOCOL.md).
+///
+/// The agent feeds it local saves and hands it message channels (L2CAP) to run
+/// sessions over; everything it needs of a notes folder goes through
+/// `NoteFolderAccess`. All state changes happen on the actor, so two sessions
+/// at once (even with the same peer) never interleave inside one note's update.
+///
+/// Wiring, for the agent:
+/// - at start: `HandoffStore(directory: stateDir)` (the directory must exist),
+///   then the engine; log `status().storeRecovery` if set (the engine logs it too);
+/// - each save the folder watcher reports: `localSave(_:activityType:)`;
+///   after an inotify overflow: `rescan()`;
+/// - advertise `currentBeacon()`; set it again after every `localSave`, every
+///   session, and at every address rotation (it is re-sealed on each call);
+///   `beaconContent()` tells whether the content changed;
+/// - for each advertisement heard: if `shouldConnect(beacon:from:)`, connect,
+///   open an L2CAP channel and `runSession(over:initiator: true, peerAddress:)`;
+/// - for each incoming L2CAP channel: `runSession(over:initiator: false, ...)`;
+/// - `baton status`: `status()`.
+public actor HandoffEngine {
+  let keys: HandoffKeys
+  let me: PeerIdentity
+  let store: any HandoffStateStore
+  let folders: [String: any NoteFolderAccess]
+  let policy: HandoffPolicy
+  let logger = Logger(label: "handoff")
+
+  /// The index, mirrored from the store: key is `type \0 path`.
+  var index: [String: StoredNote] = [:]
+  var current: (activityType: String, path: String)?
+  private var scanned = false
+  /// Counts changes to the offered index that no session made (local saves,
+  /// files found changed or missing), so that a session can tell whether the
+  /// index it is about to settle still is the one it exchanged.
+  var localRevision: UInt64 = 0
+
+  /// (peer index digest, our index digest) pairs after which a session finished:
+  /// the same beacon again while we are unchanged needs no connection.
+  var completed: Set<DigestPair> = []
+  /// Beacon contents we connected for, per address, and when.
+  var attempts: [String: (content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant)] =
+    [:]
+  /// Addresses that failed the handshake for a given beacon content.
+  var failedBeacons: Set<String> = []
+  /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
+  var declinedLogged: Set<String> = []
+  var declinedCounted: Set<String> = []
+  var oversizeWarned: Set<String> = []
+  /// Notes whose counter for this device is exhausted, already logged.
+  var saturatedLogged: Set<String> = []
+  /// Notes not offered because a field is over its wire limit, already logged.
+  var unencodableLogged: Set<String> = []
+
+  struct DigestPair: Hashable {
+    var peer: UInt32
+    var mine: UInt32
+  }
+
+  /// - Parameters:
+  ///   - folders: the folders served, each with its activity type (types must differ).
+  public init(
+    key: GroupKey, deviceName: String, store: any HandoffStateStore, folders: [HandoffFolder],
+    policy: HandoffPolicy = HandoffPolicy()
+  ) {
+    keys = HandoffKeys(groupKey: key)
+    let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
+    me = PeerIdentity(device: store.deviceID, name: name)
+    self.store = store
+    var map: [String: any NoteFolderAccess] = [:]
+    for f in folders {
+      if !HandoffLimits.isValidActivityType(f.activityType) {
+        logger.warning("activity type '\(f.activityType)' of \(f.folder.root) is not reverse-DNS")
+      }
+      if map[f.activityType] != nil {
+        logger.warning("two folders declare \(f.activityType); only \(f.folder.root) is used")
+      }
+      map[f.activityType] = f.folder
+    }
+    self.folders = map
+    self.policy = policy
+    if let recovery = store.recovery { logger.error(recovery) }
+  }
+
+  /// The same, with folders given as (activity type, folder) pairs.
+  public init(
+    key: GroupKey, deviceName: String, store: any HandoffStateStore,
+    folders: [(activityType: String, folder: any NoteFolderAccess)],
+    policy: HandoffPolicy = HandoffPolicy()
+  ) {
+    self.init(
+      key: key, deviceName: deviceName, store: store,
+      folders: folders.map { HandoffFolder(activityType: $0.activityType, folder: $0.folder) },
+      policy: policy)
+  }
+
+  /// This agent's device id.
+  public nonisolated var deviceID: DeviceID { me.device }
+
+  static func key(_ type: String, _ path: String) -> String { type + "\u{0}" + path }
+
+  // MARK: Local changes
+
+  /// Loads the index and reconciles it with the folders once (lazily).
+  func ensureScanned() {
+    guard !scanned else { return }
+    scanned = true
+    do {
+      for note in try store.notes() {
+        index[Self.key(note.entry.activityType, note.entry.path)] = note
+      }
+      current = try store.currentActivity()
+    } catch {
+      logger.error("cannot read the state database: \(error)")
+    }
+    adoptInterruptedWrites()
+    rescan()
+  }
+
+  /// Incoming notes whose file was written just before the agent stopped,
+  /// but whose index entry was not: a file holding the incoming bytes is that
+  /// note (not a local edit); otherwise the write never happened.
+  private func adoptInterruptedWrites() {
+    let intents: [StoredNote]
+    do {
+      intents = try store.pendingWrites()
+    } catch {
+      logger.error("cannot read the state database: \(error)")
+      return
+    }
+    for intent in intents {
+      let e = intent.entry
+      let written = folders[e.activityType].flatMap { try? $0.readNote(e.path) }
+        .map { ContentHash(of: $0) == e.hash } ?? false
+      if written {
+        index[Self.key(e.activityType, e.path)] = intent
+        logger.info("\(e.activityType):\(e.path) was written back just before the agent stopped; recorded it")
+      }
+      persist {
+        try store.completeWrite(
+          activityType: e.activityType, path: e.path, saving: written ? intent : nil)
+      }
+    }
+  }
+
+  /// Compares every folder with the index: a new or changed file (saved while the
+  /// agent was not running, or not reported) becomes a new local version; a missing
+  /// file is marked deleted (no longer offered, never propagated).
+  public func rescan() {
+    if !scanned {
+      ensureScanned()
+      return
+    }
+    for (type, folder) in folders {
+      var present: Set<String> = []
+      for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
+        // A note grown over the limit counts as absent: no longer offered.
+        present.insert(entry.relativePath)
+        recordLocal(type, entry.relativePath, hash: entry.hash, size: entry.size)
+      }
+      for (key, note) in index
+      where note.entry.activityType == type && !note.deleted && !present.contains(note.entry.path) {
+        var gone = note
+        gone.deleted = true
+        index[key] = gone
+        localRevision &+= 1
+        persist { try store.save(gone) }
+      }
+    }
+  }
+
+  /// Records the folder's current bytes of a note as a local version: a new
+  /// version (this device's counter + 1) only if the content differs from the
+  /// indexed one. Returns whether a new version was made; an exhausted counter
+  /// makes none (logged once).
+  @discardableResult
+  func recordLocal(_ type: String, _ path: String, hash: ContentHash, size: Int) -> Bool {
+    let key = Self.key(type, path)
+    let existing = index[key]
+    if let existing, existing.entry.hash == hash {
+      if existing.deleted {
+        index[key]?.deleted = false
+        persist { try store.save(index[key]!) }
+      }
+      return false
+    }
+    guard let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
+    else {
+      // Only a forged version (adopted before forgeries were refused) gets here.
+      if saturatedLogged.insert(key).inserted {
+        logger.error(
+          "\(type):\(path) changed on disk, but this device's version counter for it is"
+            + " exhausted (\(existing?.entry.version.description ?? "")), so the change cannot be"
+            + " offered to peers; save the note under a new name to keep editing it")
+      }
+      return false
+    }
+    let note = StoredNote(
+      entry: HandoffIndexEntry(
+        activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
+    )
+    index[key] = note
+    localRevision &+= 1
+    persist { try store.save(note) }
+    logger.debug("local version of \(type):\(path) is now \(version)")
+    return true
+  }
+
+  /// A local save (becomeCurrent / updateUserActivityState): bumps the note's
+  /// version if its content changed and makes it the current activity. A save
+  /// that only reports an incoming note written back changes nothing.
+  public func localSave(_ save: NoteSave, activityType: String) {
+    ensureScanned()
+    guard folders[activityType] != nil else {
+      logger.warning(
+        "save of \(save.relativePath) has undeclared activity type \(activityType); ignored")
+      return
+    }
+    guard save.bytes.count <= policy.maxNoteSize else {
+      logger.warning(
+        "\(save.relativePath) is \(save.bytes.count) bytes, over the \(policy.maxNoteSize)-byte limit; not sent"
+      )
+      return
+    }
+    let changed = recordLocal(
+      activityType, save.relativePath, hash: save.hash, size: save.bytes.count)
+    let note = index[Self.key(activityType, save.relativePath)]
+    if changed || note?.entry.origin == me.device {
+      current = (activityType, save.relativePath)
+      persist { try store.setCurrentActivity(activityType: activityType, path: save.relativePath) }
+    }
+  }
+
+  // MARK: Beacon
+
+  /// The entries we offer to peers (deleted ones are not offered).
+  /// Only notes of folders configured now are offered, and only those whose
+  /// fields fit the wire limits (others are logged once).
+  var offered: [HandoffIndexEntry] {
+    index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
+      .filter(isOfferable)
+  }
+
+  var currentEntry: HandoffIndexEntry? {
+    guard let current, let note = index[Self.key(current.activityType, current.path)],
+      !note.deleted, isOfferable(note.entry)
+    else { return nil }
+    return note.entry
+  }
+
+  /// Whether a peer's decoder would accept `entry`; logs once when not.
+  private func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
+    guard let reason = entry.unencodableReason else { return true }
+    if unencodableLogged.insert(Self.key(entry.activityType, entry.path)).inserted {
+      logger.warning(
+        "\(entry.activityType):\(entry.path) is not offered to peers: \(reason); rename it"
+          + " (or its folder's activity type) to sync it")
+    }
+    return false
+  }
+
+  /// Our current beacon content (unsealed).
+  public func beaconContent() -> BeaconContent {
+    ensureScanned()
+    return BeaconContent(
+      activityHash: currentEntry?.activityHash ?? 0, indexDigest: HandoffIndexEntry.digest(offered))
+  }
+
+  /// The 31-byte advertising payload, sealed afresh on every call (call it on
+  /// every address rotation and after every change).
+  public func currentBeacon() -> [UInt8] {
+    Beacon.seal(beaconContent(), keys: keys)
+  }
+
+  /// Whether a beacon heard from `address` is worth a connection: it must open
+  /// with our key, and the sender's index must differ from ours in a way no
+  /// finished session has already settled. A connection that failed for the same
+  /// content from the same address is not retried before `retryInterval`, and
+  /// never if that address failed the handshake (a replayed beacon).
+  public func shouldConnect(beacon data: [UInt8], from address: String) -> Bool {
+    ensureScanned()
+    guard let content = Beacon.open(advertisingData: data, keys: keys),
+      content.version == Beacon.protocolVersion
+    else { return false }
+    let mine = HandoffIndexEntry.digest(offered)
+    guard content.indexDigest != mine else { return false }
+    guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
+      return false
+    }
+    guard !failedBeacons.contains(address + "|\(content)") else { return false }
+    let now = ContinuousClock.now
+    if let last = attempts[address], last.content == content, last.mine == mine,
+      now - last.time < policy.retryInterval
+    {
+      return false
+    }
+    if attempts.count > 512 {
+      attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
+    }
+    attempts[address] = (content, mine, now)
+    return true
+  }
+
+  // MARK: Status and bookkeeping
+
+  /// Counters, recent failures, current activity and known peers.
+  public func status() -> HandoffStatus {
+    ensureScanned()
+    return HandoffStatus(
+      deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
+      failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
+      peers: (try? store.peers()) ?? [], noteCount: offered.count, storeRecovery: store.recovery)
+  }
+
+  /// Runs a store update; a database error is logged, never fatal (the folder
+  /// stays the source of truth and a rescan repairs the index).
+  func persist(_ body: () throws -> Void) {
+    do { try body() } catch { logger.error("state database: \(error)") }
+  }
+
+  func count(_ counter: String, _ amount: Int = 1) {
+    persist { try store.increment(counter, by: amount) }
+  }
+
+  /// didFailToContinue: logs, counts and remembers one failure.
+  func fail(activityType: String, peer: String, reason: String) {
+    logger.warning("failed to continue \(activityType) with \(peer): \(reason)")
+    count(HandoffCounter.failed)
+    persist {
+      try store.recordFailure(
+        FailureRecord(activityType: activityType, peer: peer, reason: reason),
+        keep: policy.failureHistory)
+    }
+  }
+}

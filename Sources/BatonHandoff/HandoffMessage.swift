@@ -1,0 +1,333 @@
+import BatonSystem
+import BatonNotes
+
+/// One note as the index lists it (PROTOCOL.md, "Index entry").
+public struct HandoffIndexEntry: Hashable, Sendable {
+  /// The reverse-DNS activity type of the folder holding the note.
+  public var activityType: String
+  /// Path below the folder, `/`-separated.
+  public var path: String
+  public var hash: ContentHash
+  public var size: Int
+  public var version: VersionVector
+  /// The device whose change made this version.
+  public var origin: DeviceID
+
+  public init(
+    activityType: String, path: String, hash: ContentHash, size: Int, version: VersionVector,
+    origin: DeviceID
+  ) {
+    self.activityType = activityType
+    self.path = path
+    self.hash = hash
+    self.size = size
+    self.version = version
+    self.origin = origin
+  }
+
+  func encode(into w: inout ByteWriter) {
+    w.string(activityType, max: HandoffLimits.maxActivityTypeBytes)
+    w.string(path, max: HandoffLimits.maxPathBytes)
+    w.raw(hash.bytes)
+    w.u64(UInt64(size))
+    version.encode(into: &w)
+    w.u64(origin.rawValue)
+  }
+
+  static func decode(from r: inout WireReader) throws(WireError) -> HandoffIndexEntry {
+    let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
+    let path = try r.string(max: HandoffLimits.maxPathBytes)
+    guard let hash = ContentHash(bytes: try r.raw(32)) else { throw WireError("hash") }
+    let size = try r.u64()
+    guard size <= UInt64(Int32.max) else { throw WireError("note size \(size)") }
+    let version = try VersionVector.decode(from: &r)
+    let origin = DeviceID(rawValue: try r.u64())
+    return HandoffIndexEntry(
+      activityType: type, path: path, hash: hash, size: Int(size), version: version, origin: origin)
+  }
+
+  /// Why this entry cannot be offered to peers (a field over its wire limit,
+  /// which a peer's decoder would reject with the whole message), or nil.
+  var unencodableReason: String? {
+    if activityType.utf8.count > HandoffLimits.maxActivityTypeBytes {
+      return "its activity type is over \(HandoffLimits.maxActivityTypeBytes) bytes"
+    }
+    if path.utf8.count > HandoffLimits.maxPathBytes {
+      return "its path is over \(HandoffLimits.maxPathBytes) bytes"
+    }
+    if version.counters.count > HandoffLimits.maxMergedDevices {
+      return "its version vector has over \(HandoffLimits.maxMergedDevices) devices"
+    }
+    return nil
+  }
+
+  /// The 24-bit activity hash of this version, as carried in the beacon.
+  var activityHash: UInt32 {
+    var w = ByteWriter()
+    w.string(activityType)
+    w.string(path)
+    version.encode(into: &w)
+    let h = HandoffCrypto.hash(w.bytes)
+    let v = UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16
+    return v == 0 ? 1 : v  // 0 means "no current activity"
+  }
+
+  /// The 32-bit digest of a whole index, as carried in the beacon: the first 4
+  /// bytes (little-endian) of `fullDigest`.
+  static func digest<S: Sequence>(_ entries: S) -> UInt32 where S.Element == HandoffIndexEntry {
+    let h = fullDigest(entries)
+    return UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16 | UInt32(h[3]) << 24
+  }
+
+  /// BLAKE2b-256 over the entries sorted by (type, path) bytewise, each
+  /// `string type, string path, hash`.
+  static func fullDigest<S: Sequence>(_ entries: S) -> [UInt8]
+  where S.Element == HandoffIndexEntry {
+    let sorted = entries.sorted {
+      ($0.activityType.utf8.lexicographicallyPrecedes($1.activityType.utf8))
+        || ($0.activityType == $1.activityType
+          && $0.path.utf8.lexicographicallyPrecedes($1.path.utf8))
+    }
+    var w = ByteWriter()
+    for e in sorted {
+      w.string(e.activityType)
+      w.string(e.path)
+      w.raw(e.hash.bytes)
+    }
+    return HandoffCrypto.hash(w.bytes)
+  }
+}
+
+/// An activity with its note, in the spirit of NSUserActivity: the type, a title,
+/// `userInfo` {title, content}, plus the note's path, version and origin device.
+public struct ActivityPayload: Sendable, Equatable {
+  public var activityType: String
+  public var title: String
+  public var path: String
+  public var version: VersionVector
+  public var origin: DeviceID
+  public var originName: String
+  public var hash: ContentHash
+  public var content: [UInt8]
+
+  /// NSUserActivity-style user info: the title and the note's text.
+  public var userInfo: [String: String] {
+    ["title": title, "content": String(decoding: content, as: UTF8.self)]
+  }
+
+  /// The note's title by the one title rule (`Note.title(fileName:)`): at most
+  /// `Note.maximumTitleBytes` bytes, so every peer's decoder accepts it.
+  public static func title(of content: [UInt8], path: String) -> String {
+    Note(bytes: content).title(fileName: path)
+  }
+
+  func encode(into w: inout ByteWriter) {
+    w.string(activityType, max: HandoffLimits.maxActivityTypeBytes)
+    w.string(title, max: HandoffLimits.maxTitleBytes)
+    w.string(path, max: HandoffLimits.maxPathBytes)
+    version.encode(into: &w)
+    w.u64(origin.rawValue)
+    w.string(originName, max: HandoffLimits.maxNameBytes)
+    w.raw(hash.bytes)
+    w.blob(content)
+  }
+
+  static func decode(from r: inout WireReader, maxContent: Int) throws(WireError) -> ActivityPayload
+  {
+    let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
+    let title = try r.string(max: HandoffLimits.maxTitleBytes)
+    let path = try r.string(max: HandoffLimits.maxPathBytes)
+    let version = try VersionVector.decode(from: &r)
+    let origin = DeviceID(rawValue: try r.u64())
+    let originName = try r.string(max: HandoffLimits.maxNameBytes)
+    guard let hash = ContentHash(bytes: try r.raw(32)) else { throw WireError("hash") }
+    let content = try r.blob(max: maxContent)
+    return ActivityPayload(
+      activityType: type, title: title, path: path, version: version, origin: origin,
+      originName: originName, hash: hash, content: content)
+  }
+}
+
+/// Sizes the protocol enforces (PROTOCOL.md, "Limits").
+public enum HandoffLimits {
+  public static let maxNameBytes = 64
+  public static let maxActivityTypeBytes = 255
+  public static let maxPathBytes = 1024
+  /// An activity title on the wire (what a decoder accepts; titles are cut to
+  /// `Note.maximumTitleBytes`).
+  public static let maxTitleBytes = 1024
+  /// An ERROR message's text.
+  public static let maxErrorTextBytes = 512
+  /// The most devices an agent lets a note's version vector grow to by
+  /// merging a peer's (decoders accept 4096): with at most this many, every
+  /// message carrying the vector stays under its kind's limit.
+  public static let maxMergedDevices = 1024
+  /// The largest index a peer accepts (reassembled), 16 MiB.
+  public static let maxIndexBytes = 16 << 20
+  /// Slack above the note size for a NOTE message's metadata.
+  public static let noteMetadataSlack = 64 << 10
+  /// Any other message.
+  public static let maxControlBytes = 64 << 10
+  /// The smallest `maximumMessageSize` a channel must offer.
+  public static let minimumMessageSize = 200
+
+  /// `text` cut at a character boundary so that its UTF-8 fits in `toBytes` bytes.
+  public static func truncated(_ text: String, toBytes max: Int) -> String {
+    text.prefix(utf8Bytes: max)
+  }
+
+  /// Whether `type` is a reverse-DNS activity type: at least two dot-separated
+  /// labels of ASCII letters, digits, `-` and `_`, at most 255 bytes.
+  public static func isValidActivityType(_ type: String) -> Bool {
+    guard type.utf8.count <= maxActivityTypeBytes else { return false }
+    let labels = type.split(separator: ".", omittingEmptySubsequences: false)
+    return labels.count >= 2
+      && labels.allSatisfy { label in
+        !label.isEmpty
+          && label.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+              || $0 == 0x2D || $0 == 0x5F
+          }
+      }
+  }
+}
+
+/// The messages of a session, each carried (fragmented if needed) in sealed frames.
+enum HandoffMessage: Equatable {
+  case getActivity
+  /// The current activity (if any) and the sender's full index digest.
+  case activity(HandoffIndexEntry?, title: String, indexDigest: [UInt8])
+  case getIndex
+  case index([HandoffIndexEntry])
+  case getNote(activityType: String, path: String)
+  case note(ActivityPayload)
+  case noteUnavailable(activityType: String, path: String, reason: UnavailableReason)
+  case turn([HandoffIndexEntry])
+  case done(activityHash: UInt32, indexDigest: UInt32)
+  case error(code: UInt8, text: String)
+
+  enum UnavailableReason: UInt8 {
+    case unknown = 1
+    case tooLarge = 2
+    case unreadable = 3
+  }
+
+  enum Kind: UInt8 {
+    case getActivity = 1
+    case activity = 2
+    case getIndex = 3
+    case index = 4
+    case getNote = 5
+    case note = 6
+    case noteUnavailable = 7
+    case turn = 8
+    case done = 9
+    case error = 10
+  }
+
+  var kind: Kind {
+    switch self {
+    case .getActivity: .getActivity
+    case .activity: .activity
+    case .getIndex: .getIndex
+    case .index: .index
+    case .getNote: .getNote
+    case .note: .note
+    case .noteUnavailable: .noteUnavailable
+    case .turn: .turn
+    case .done: .done
+    case .error: .error
+    }
+  }
+
+  /// The largest body a receiver accepts for `kind`.
+  static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
+    switch kind {
+    case .index, .turn: HandoffLimits.maxIndexBytes
+    case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
+    default: HandoffLimits.maxControlBytes
+    }
+  }
+
+  var body: [UInt8] {
+    var w = ByteWriter()
+    switch self {
+    case .getActivity, .getIndex: break
+    case .activity(let entry, let title, let digest):
+      w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
+      if let entry {
+        w.u8(1)
+        entry.encode(into: &w)
+        w.string(title, max: HandoffLimits.maxTitleBytes)
+      } else {
+        w.u8(0)
+      }
+    case .index(let entries), .turn(let entries):
+      w.u32(UInt32(clamping: entries.count))
+      for e in entries { e.encode(into: &w) }
+    case .getNote(let type, let path):
+      w.string(type, max: HandoffLimits.maxActivityTypeBytes)
+      w.string(path, max: HandoffLimits.maxPathBytes)
+    case .note(let payload):
+      payload.encode(into: &w)
+    case .noteUnavailable(let type, let path, let reason):
+      w.string(type, max: HandoffLimits.maxActivityTypeBytes)
+      w.string(path, max: HandoffLimits.maxPathBytes)
+      w.u8(reason.rawValue)
+    case .done(let activityHash, let indexDigest):
+      w.u32(activityHash)
+      w.u32(indexDigest)
+    case .error(let code, let text):
+      w.u8(code)
+      w.string(text, max: HandoffLimits.maxErrorTextBytes)
+    }
+    return w.bytes
+  }
+
+  static func decode(kind rawKind: UInt8, body: [UInt8], maxNoteSize: Int) throws(WireError)
+    -> HandoffMessage
+  {
+    guard let kind = Kind(rawValue: rawKind) else {
+      throw WireError("unknown message kind \(rawKind)")
+    }
+    var r = WireReader(body)
+    let message: HandoffMessage
+    switch kind {
+    case .getActivity: message = .getActivity
+    case .getIndex: message = .getIndex
+    case .activity:
+      let digest = try r.raw(32)
+      switch try r.u8() {
+      case 0: message = .activity(nil, title: "", indexDigest: digest)
+      case 1:
+        let entry = try HandoffIndexEntry.decode(from: &r)
+        message = .activity(
+          entry, title: try r.string(max: HandoffLimits.maxTitleBytes), indexDigest: digest)
+      default: throw WireError("activity presence flag")
+      }
+    case .index, .turn:
+      let count = Int(try r.u32())
+      guard count <= r.remaining / 60 + 1 else { throw WireError("index count \(count)") }
+      var entries: [HandoffIndexEntry] = []
+      entries.reserveCapacity(count)
+      for _ in 0..<count { entries.append(try HandoffIndexEntry.decode(from: &r)) }
+      message = kind == .index ? .index(entries) : .turn(entries)
+    case .getNote:
+      let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
+      message = .getNote(activityType: type, path: try r.string(max: HandoffLimits.maxPathBytes))
+    case .note:
+      message = .note(try ActivityPayload.decode(from: &r, maxContent: maxNoteSize))
+    case .noteUnavailable:
+      let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
+      let path = try r.string(max: HandoffLimits.maxPathBytes)
+      let reason = UnavailableReason(rawValue: try r.u8()) ?? .unknown
+      message = .noteUnavailable(activityType: type, path: path, reason: reason)
+    case .done:
+      message = .done(activityHash: try r.u32(), indexDigest: try r.u32())
+    case .error:
+      message = .error(code: try r.u8(), text: try r.string(max: HandoffLimits.maxErrorTextBytes))
+    }
+    try r.expectEnd()
+    return message
+  }
+}

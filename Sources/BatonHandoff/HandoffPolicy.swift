@@ -1,0 +1,86 @@
+import BatonNotes
+
+/// A notes folder the engine serves, with the activity type it declares.
+public struct HandoffFolder: Sendable {
+  /// Reverse-DNS activity type, e.g. `org.example.baton.notes`.
+  public let activityType: String
+  public let folder: any NoteFolderAccess
+
+  public init(activityType: String, folder: any NoteFolderAccess) {
+    self.activityType = activityType
+    self.folder = folder
+  }
+}
+
+/// What the engine accepts and how patient it is.
+public struct HandoffPolicy: Sendable {
+  /// Peer names allowed to exchange notes with us; nil accepts any keyed peer.
+  public var allowedPeers: Set<String>?
+  /// Notes larger than this are neither sent nor accepted (default 1 MiB).
+  public var maxNoteSize: Int
+  /// How long a session waits for the peer's next message.
+  public var receiveTimeout: Duration
+  /// How many recent failures `status()` keeps.
+  public var failureHistory: Int
+  /// After a failed connection for some beacon content, how long before trying again.
+  public var retryInterval: Duration
+
+  public init(
+    allowedPeers: Set<String>? = nil, maxNoteSize: Int = 1 << 20,
+    receiveTimeout: Duration = .seconds(20), failureHistory: Int = 20,
+    retryInterval: Duration = .seconds(30)
+  ) {
+    self.allowedPeers = allowedPeers
+    self.maxNoteSize = maxNoteSize
+    self.receiveTimeout = receiveTimeout
+    self.failureHistory = failureHistory
+    self.retryInterval = retryInterval
+  }
+}
+
+/// The counters `baton status` shows (persisted in the store).
+public enum HandoffCounter {
+  /// Notes sent to peers.
+  public static let sent = "sent"
+  /// Incoming notes applied (written, or already identical).
+  public static let received = "received"
+  /// Incoming activities declined by policy (undeclared type, too large).
+  public static let declined = "declined"
+  /// Failures to continue (authentication, bad payload, conflict, timeout, disk).
+  public static let failed = "failed"
+  /// Concurrent edits resolved as conflict copies (also counted in failed).
+  public static let conflicts = "conflicts"
+  /// Sessions completed.
+  public static let sessions = "sessions"
+}
+
+/// A snapshot for `baton status`.
+public struct HandoffStatus: Sendable {
+  public var deviceID: DeviceID
+  public var deviceName: String
+  public var counters: [String: Int]
+  /// Newest first.
+  public var failures: [FailureRecord]
+  public var currentActivity: HandoffIndexEntry?
+  public var peers: [PeerRecord]
+  public var noteCount: Int
+  /// Set when the state database was found damaged at start and rebuilt.
+  public var storeRecovery: String?
+}
+
+/// What one session did.
+public struct SessionSummary: Sendable, Equatable {
+  public var peerName: String
+  public var peerDevice: DeviceID
+  /// `type:path` of each note applied from the peer.
+  public var received: [String] = []
+  /// `type:path` of each note sent to the peer.
+  public var sent: [String] = []
+  /// Conflict copies written.
+  public var conflictCopies: [String] = []
+  public var declined = 0
+  public var failed = 0
+  /// Notes that could not be written here (a full disk, a read-only folder):
+  /// the session then settles nothing, so a later session fetches them again.
+  public var unwritten = 0
+}

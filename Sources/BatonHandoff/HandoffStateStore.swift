@@ -1,0 +1,79 @@
+import Foundation
+
+/// What the engine keeps across restarts, and where: this device's id, the
+/// index with version vectors, peers, counters, recent failures and the
+/// current activity. Handoff declares it; `BatonStore`'s `HandoffStore`
+/// (SQLite) implements it, so the protocol layer never imports the store.
+public protocol HandoffStateStore: Sendable {
+  /// This agent's device id (new whenever the state is new).
+  var deviceID: DeviceID { get }
+  /// Set when damaged state was moved aside: what happened, for the log.
+  var recovery: String? { get }
+
+  /// Every stored note, deleted ones included.
+  func notes() throws -> [StoredNote]
+  /// Inserts or replaces one note.
+  func save(_ note: StoredNote) throws
+  /// Records, before an incoming note's file is written, what the index will
+  /// say once it is (a write-back intent).
+  func savePending(_ note: StoredNote) throws
+  /// Write-back intents left by a process that stopped between writing a
+  /// file and recording it.
+  func pendingWrites() throws -> [StoredNote]
+  /// Forgets the intent for one note; with `note`, saves it in the same
+  /// transaction (the write happened).
+  func completeWrite(activityType: String, path: String, saving note: StoredNote?) throws
+  /// The current activity (type and path), remembered across restarts.
+  func currentActivity() throws -> (activityType: String, path: String)?
+  func setCurrentActivity(activityType: String, path: String) throws
+  func recordPeer(_ peer: PeerRecord) throws
+  /// Known peers, the most recently seen first.
+  func peers() throws -> [PeerRecord]
+  func increment(_ counter: String, by amount: Int) throws
+  func counters() throws -> [String: Int]
+  /// Records a failure, keeping only the newest `keep`.
+  func recordFailure(_ failure: FailureRecord, keep: Int) throws
+  /// The newest failures first.
+  func failures() throws -> [FailureRecord]
+}
+
+/// A note as the store remembers it: its index entry, and whether the file was
+/// deleted locally (deletions are not propagated; the entry stays so that an
+/// old copy from a peer is not fetched back).
+public struct StoredNote: Sendable, Equatable {
+  public var entry: HandoffIndexEntry
+  public var deleted: Bool
+
+  public init(entry: HandoffIndexEntry, deleted: Bool = false) {
+    self.entry = entry
+    self.deleted = deleted
+  }
+}
+
+/// A peer seen in a successful session.
+public struct PeerRecord: Sendable, Equatable {
+  public var device: DeviceID
+  public var name: String
+  public var lastSeen: Date
+
+  public init(device: DeviceID, name: String, lastSeen: Date) {
+    self.device = device
+    self.name = name
+    self.lastSeen = lastSeen
+  }
+}
+
+/// One failure to continue an activity (didFailToContinue), for `baton status`.
+public struct FailureRecord: Sendable, Equatable {
+  public var time: Date
+  public var activityType: String
+  public var peer: String
+  public var reason: String
+
+  public init(time: Date = Date(), activityType: String, peer: String, reason: String) {
+    self.time = time
+    self.activityType = activityType
+    self.peer = peer
+    self.reason = reason
+  }
+}

@@ -1,0 +1,314 @@
+import BatonSystem
+
+/// Who a handshake proved the peer to be.
+struct PeerIdentity: Sendable, Equatable {
+  var device: DeviceID
+  var name: String
+}
+
+/// A `MessageChannel` after the mutual handshake: every message sealed with a
+/// per-direction session key, with strictly increasing frame counters
+/// (PROTOCOL.md, "Handshake" and "Frames").
+struct SecureChannel {
+  static let frameMarker: UInt8 = 0x10
+  static let frameHeaderBytes = 9
+  static let frameOverhead = frameHeaderBytes + HandoffCrypto.aeadTagBytes + 2
+
+  let channel: any MessageChannel
+  let peer: PeerIdentity
+  let peerLabel: String
+  private let sendKey: [UInt8]
+  private let receiveKey: [UInt8]
+  private var sendCounter: UInt64 = 0
+  private var receiveCounter: UInt64 = 0
+  let timeout: Duration
+  let maxNoteSize: Int
+  /// The note being transferred, so that a failure mid-transfer names it.
+  var transferring: (activityType: String, path: String)?
+
+  // MARK: Handshake
+
+  static let hello: UInt8 = 0x01
+  static let challengeResponse: UInt8 = 0x02
+  static let response: UInt8 = 0x03
+  static let labelResponder = Array("baton-auth-R".utf8)
+  static let labelInitiator = Array("baton-auth-I".utf8)
+  static let labelSession = Array("baton-session-1".utf8)
+
+  /// Runs the three-message handshake; throws `HandoffError.authenticationFailed`
+  /// (after closing the channel) when the peer does not prove the group key.
+  static func handshake(
+    over channel: any MessageChannel, initiator: Bool, keys: HandoffKeys, me: PeerIdentity,
+    peerLabel: String, timeout: Duration, maxNoteSize: Int
+  ) async throws -> SecureChannel {
+    guard channel.maximumMessageSize >= HandoffLimits.minimumMessageSize else {
+      throw HandoffError.channelTooSmall(size: channel.maximumMessageSize)
+    }
+    func fail(_ reason: String, keyMayDiffer: Bool = true) async -> HandoffError {
+      await channel.close()
+      return .authenticationFailed(peer: peerLabel, reason: reason, keyMayDiffer: keyMayDiffer)
+    }
+    func next() async throws -> [UInt8] {
+      guard let m = try await receiveWithTimeout(channel, timeout, peer: peerLabel) else {
+        throw HandoffError.channelClosed(peer: peerLabel)
+      }
+      return m
+    }
+    let m1: [UInt8]
+    let m2: [UInt8]
+    let m3: [UInt8]
+    let peer: PeerIdentity
+    if initiator {
+      m1 = makeHello(challenge: HandoffCrypto.random(32))
+      try await channel.send(m1)
+      m2 = try await next()
+      if m2.count >= 2, m2[0] == challengeResponse, m2[1] != Beacon.protocolVersion {
+        throw await fail(
+          "it speaks handoff protocol version \(m2[1]), this agent \(Beacon.protocolVersion);"
+            + " run the same baton version on both", keyMayDiffer: false)
+      }
+      guard let id = openChallengeResponse(m2, hello: m1, keys: keys) else {
+        throw await fail("its challenge response does not verify")
+      }
+      peer = id
+      m3 = makeResponse(
+        hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), me: me, keys: keys)
+      try await channel.send(m3)
+    } else {
+      m1 = try await next()
+      guard m1.count == 34, m1[0] == hello else {
+        throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
+      }
+      guard m1[1] == Beacon.protocolVersion else {
+        throw await fail(
+          "it speaks handoff protocol version \(m1[1]), this agent \(Beacon.protocolVersion);"
+            + " run the same baton version on both", keyMayDiffer: false)
+      }
+      m2 = makeChallengeResponse(
+        hello: m1, challenge: HandoffCrypto.random(32), nonce: HandoffCrypto.random(24), me: me,
+        keys: keys)
+      try await channel.send(m2)
+      m3 = try await next()
+      guard let id = openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) else {
+        throw await fail("its response does not verify")
+      }
+      peer = id
+    }
+    guard peer.device != me.device else {
+      throw await fail(
+        "it claims this agent's own device id (a reflected handshake, or a copy of this"
+          + " agent's state directory used by another agent)", keyMayDiffer: false)
+    }
+    let (initiatorID, responderID) = initiator ? (me.device, peer.device) : (peer.device, me.device)
+    let (toResponder, toInitiator) = sessionKeys(
+      hello: m1, challengeResponse: m2, response: m3, initiator: initiatorID,
+      responder: responderID, keys: keys)
+    return SecureChannel(
+      channel: channel, peer: peer, peerLabel: "\(peer.name) (\(peerLabel))",
+      sendKey: initiator ? toResponder : toInitiator,
+      receiveKey: initiator ? toInitiator : toResponder, timeout: timeout, maxNoteSize: maxNoteSize)
+  }
+
+  /// M1: `0x01, version, challenge[32]`.
+  static func makeHello(challenge: [UInt8]) -> [UInt8] {
+    [hello, Beacon.protocolVersion] + challenge
+  }
+
+  /// M2: `0x02, version, challenge[32], nonce[24], seal(identity)` with AD
+  /// `"baton-auth-R" || M1 || the first 58 bytes of M2`.
+  static func makeChallengeResponse(
+    hello m1: [UInt8], challenge: [UInt8], nonce: [UInt8], me: PeerIdentity, keys: HandoffKeys
+  ) -> [UInt8] {
+    let head = [challengeResponse, Beacon.protocolVersion] + challenge + nonce
+    return head
+      + HandoffCrypto.seal(
+        identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+  }
+
+  static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys)
+    -> PeerIdentity?
+  {
+    openIdentity(
+      m2, headerBytes: 58, type: challengeResponse, ad: labelResponder + m1, key: keys.auth)
+  }
+
+  /// M3: `0x03, nonce[24], seal(identity)` with AD `"baton-auth-I" || M1 || M2 || M3[0..<25]`.
+  static func makeResponse(
+    hello m1: [UInt8], challengeResponse m2: [UInt8], nonce: [UInt8], me: PeerIdentity,
+    keys: HandoffKeys
+  ) -> [UInt8] {
+    let head = [response] + nonce
+    return head
+      + HandoffCrypto.seal(
+        identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
+  }
+
+  static func openResponse(
+    _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], keys: HandoffKeys
+  ) -> PeerIdentity? {
+    openIdentity(m3, headerBytes: 25, type: response, ad: labelInitiator + m1 + m2, key: keys.auth)
+  }
+
+  /// The two session keys: BLAKE2b-512 keyed with the payload key over
+  /// `"baton-session-1" || M1 || M2 || M3 || u64 initiator || u64 responder`;
+  /// the first 32 bytes key initiator-to-responder frames, the last 32 the reverse.
+  static func sessionKeys(
+    hello m1: [UInt8], challengeResponse m2: [UInt8], response m3: [UInt8], initiator: DeviceID,
+    responder: DeviceID, keys: HandoffKeys
+  ) -> (toResponder: [UInt8], toInitiator: [UInt8]) {
+    var w = ByteWriter()
+    w.raw(labelSession + m1 + m2 + m3)
+    w.u64(initiator.rawValue)
+    w.u64(responder.rawValue)
+    let okm = HandoffCrypto.hash(w.bytes, key: keys.payload, length: 64)
+    return (Array(okm[0..<32]), Array(okm[32..<64]))
+  }
+
+  /// `u64 device, string name`.
+  static func identityBytes(_ id: PeerIdentity) -> [UInt8] {
+    var w = ByteWriter()
+    w.u64(id.device.rawValue)
+    w.string(id.name, max: HandoffLimits.maxNameBytes)
+    return w.bytes
+  }
+
+  /// Opens M2 (header: type, version, nonceR, nonce) or M3 (header: type, nonce);
+  /// the AD is `ad` followed by the message's own header.
+  static func openIdentity(_ m: [UInt8], headerBytes: Int, type: UInt8, ad: [UInt8], key: [UInt8])
+    -> PeerIdentity?
+  {
+    guard m.count > headerBytes + HandoffCrypto.aeadTagBytes, m[0] == type else { return nil }
+    if type == challengeResponse, m[1] != Beacon.protocolVersion { return nil }
+    let head = Array(m[0..<headerBytes])
+    let nonce = Array(m[(headerBytes - 24)..<headerBytes])
+    guard
+      let plain = HandoffCrypto.open(
+        Array(m[headerBytes...]), ad: ad + head, nonce: nonce, key: key)
+    else { return nil }
+    var r = WireReader(plain)
+    guard let device = try? r.u64(), let name = try? r.string(max: HandoffLimits.maxNameBytes),
+      r.isAtEnd, device != 0
+    else { return nil }
+    return PeerIdentity(device: DeviceID(rawValue: device), name: name)
+  }
+
+  // MARK: Frames
+
+  /// Seals one frame: header `0x10, u64 counter` (the AD), nonce `counter || 0^16`.
+  static func sealFrame(_ plaintext: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8] {
+    var w = ByteWriter()
+    w.u8(frameMarker)
+    w.u64(counter)
+    let header = w.bytes
+    let nonce = Array(header[1...]) + [UInt8](repeating: 0, count: 16)
+    return header + HandoffCrypto.seal(plaintext, ad: header, nonce: nonce, key: key)
+  }
+
+  /// Opens a frame that must carry `counter`; nil if anything does not verify.
+  static func openFrame(_ frame: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8]? {
+    guard frame.count >= frameHeaderBytes + HandoffCrypto.aeadTagBytes, frame[0] == frameMarker
+    else { return nil }
+    var w = ByteWriter()
+    w.u8(frameMarker)
+    w.u64(counter)
+    let header = w.bytes
+    guard HandoffCrypto.constantTimeEqual(Array(frame[0..<frameHeaderBytes]), header) else {
+      return nil
+    }
+    let nonce = Array(header[1...]) + [UInt8](repeating: 0, count: 16)
+    return HandoffCrypto.open(Array(frame[frameHeaderBytes...]), ad: header, nonce: nonce, key: key)
+  }
+
+  /// Sends one message, split into as many frames as the channel's size needs.
+  /// Each frame's plaintext is `kind, more, fragment`.
+  /// A message over its kind's limit (section 9) is not sent at all: the peer
+  /// would reject it, so the session ends here with `oversizeMessage`.
+  mutating func send(_ message: HandoffMessage) async throws {
+    let body = message.body
+    let limit = HandoffMessage.limit(for: message.kind, maxNoteSize: maxNoteSize)
+    guard body.count <= limit else {
+      await channel.close()
+      throw HandoffError.oversizeMessage(
+        peer: peerLabel, kind: "\(message.kind)", size: body.count, limit: limit)
+    }
+    let room = channel.maximumMessageSize - SecureChannel.frameOverhead
+    var offset = 0
+    repeat {
+      let end = min(body.count, offset + room)
+      let more: UInt8 = end < body.count ? 1 : 0
+      let plain = [message.kind.rawValue, more] + body[offset..<end]
+      try await channel.send(SecureChannel.sealFrame(plain, counter: sendCounter, key: sendKey))
+      sendCounter += 1
+      offset = end
+    } while offset < body.count
+  }
+
+  /// Receives one whole message; throws on a bad frame, a closed channel or a timeout.
+  mutating func receive() async throws -> HandoffMessage {
+    var kind: UInt8?
+    var body: [UInt8] = []
+    while true {
+      guard let frame = try await receiveWithTimeout(channel, timeout, peer: peerLabel) else {
+        throw HandoffError.channelClosed(peer: peerLabel)
+      }
+      guard let plain = SecureChannel.openFrame(frame, counter: receiveCounter, key: receiveKey),
+        plain.count >= 2
+      else {
+        await channel.close()
+        throw HandoffError.protocolViolation(
+          peer: peerLabel, reason: "frame \(receiveCounter) does not verify")
+      }
+      receiveCounter += 1
+      if let kind, kind != plain[0] {
+        await channel.close()
+        throw HandoffError.protocolViolation(peer: peerLabel, reason: "fragment kind changed")
+      }
+      kind = plain[0]
+      let limit =
+        HandoffMessage.Kind(rawValue: plain[0]).map {
+          HandoffMessage.limit(for: $0, maxNoteSize: maxNoteSize)
+        } ?? HandoffLimits.maxControlBytes
+      body += plain[2...]
+      guard body.count <= limit else {
+        await channel.close()
+        throw HandoffError.protocolViolation(
+          peer: peerLabel, reason: "message exceeds \(limit) bytes")
+      }
+      if plain[1] == 0 { break }
+    }
+    do {
+      return try HandoffMessage.decode(kind: kind!, body: body, maxNoteSize: maxNoteSize)
+    } catch {
+      await channel.close()
+      throw HandoffError.protocolViolation(peer: peerLabel, reason: error.description)
+    }
+  }
+}
+
+/// `channel.receive()`, abandoned (and the channel closed) after `timeout`.
+func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer: String)
+  async throws -> [UInt8]?
+{
+  enum Outcome: Sendable {
+    case message([UInt8]?)
+    case timedOut
+  }
+  let first = try await withThrowingTaskGroup(of: Outcome.self) { group in
+    group.addTask { .message(try await channel.receive()) }
+    group.addTask {
+      try await Task.sleep(for: timeout)
+      return .timedOut
+    }
+    let first = try await group.next()!
+    if case .timedOut = first { await channel.close() }
+    group.cancelAll()
+    return first
+  }
+  switch first {
+  case .message(let message): return message
+  case .timedOut:
+    throw HandoffError.timeout(
+      peer: peer,
+      seconds: timeout.secondsValue)
+  }
+}

@@ -1,0 +1,155 @@
+import BatonHCI
+
+/// Advertising and scanning.
+extension BLEHost {
+  /// Starts legacy connectable advertising (ADV_IND) with `data` (at most 31
+  /// bytes) every `intervalMilliseconds` (20 to 10240 ms). Advertising is
+  /// re-enabled automatically after a connection made to us ends.
+  /// (bumble's simulator takes the interval value as milliseconds, so there
+  /// advertisements come 1.6 times as often as asked.)
+  public func startAdvertising(data: [UInt8], intervalMilliseconds: Int = 100) async throws {
+    guard data.count <= 31 else {
+      throw HCIError.invalidArgument(
+        "advertising data of \(data.count) bytes (legacy advertising takes 31)")
+    }
+    guard (20...10240).contains(intervalMilliseconds) else {
+      throw HCIError.invalidArgument(
+        "advertising interval \(intervalMilliseconds) ms (20 to 10240)")
+    }
+    let units = UInt16(min(0x4000, max(0x0020, intervalMilliseconds * 8 / 5)))
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
+    if state.withLock({ $0.advertisingEnabled }) { try await setAdvertisingEnabled(false) }
+    try await controller.send(
+      .leSetAdvertisingParameters(.init(intervalMin: units, intervalMax: units)))
+    try await controller.send(.leSetAdvertisingData(data))
+    state.withLock {
+      $0.advertisingData = data
+      $0.advertisingInterval = units
+    }
+    try await setAdvertisingEnabled(true)
+    log.info("advertising \(data.count) bytes every \(intervalMilliseconds) ms as \(address)")
+  }
+
+  /// Replaces the advertising data; takes effect at the next advertisement
+  /// (advertising is re-enabled so that every controller reports the change).
+  public func updateAdvertisingData(_ data: [UInt8]) async throws {
+    guard data.count <= 31 else {
+      throw HCIError.invalidArgument(
+        "advertising data of \(data.count) bytes (legacy advertising takes 31)")
+    }
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
+    try await controller.send(.leSetAdvertisingData(data))
+    state.withLock { $0.advertisingData = data }
+    // Re-enabling makes controllers that report an advertiser only when it
+    // starts (BlueZ's btvirt) report the new data; the disable may fail when
+    // the controller stopped advertising by itself (btvirt, after we
+    // connected as central), which is fine.
+    if state.withLock({ $0.advertisingEnabled }) {
+      try? await setAdvertisingEnabled(false)
+      try await setAdvertisingEnabled(true)
+    }
+    log.debug("advertising data replaced (\(data.count) bytes)")
+  }
+
+  /// Stops advertising (and its automatic re-enabling).
+  public func stopAdvertising() async throws {
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
+    state.withLock { $0.advertisingData = nil }
+    try await setAdvertisingEnabled(false)
+  }
+
+  /// Whether we want to advertise (advertising may be paused by a connection).
+  public var isAdvertising: Bool { state.withLock { $0.advertisingData != nil } }
+
+  func setAdvertisingEnabled(_ on: Bool) async throws {
+    try await controller.send(.leSetAdvertisingEnable(on))
+    state.withLock { $0.advertisingEnabled = on }
+  }
+
+  /// After a connection made to us starts or ends: advertise again if wanted.
+  func resumeAdvertising(after why: String) {
+    Task { [weak self] in
+      guard let self else { return }
+      do {
+        try await advertisingGate.acquire()
+      } catch {
+        return
+      }
+      defer { advertisingGate.release() }
+      let wanted = state.withLock {
+        $0.advertisingData != nil && !$0.advertisingEnabled && !$0.finished
+      }
+      guard wanted else { return }
+      do {
+        try await setAdvertisingEnabled(true)
+        log.info("advertising resumed (\(why))")
+      } catch {
+        log.debug("cannot resume advertising (\(why)): \(error)")
+      }
+    }
+  }
+
+  // MARK: - Scanning
+
+  /// Starts passive scanning (if not already on) and returns a stream of
+  /// advertisements, both legacy and extended reports, with repeats of the
+  /// same address and data within `duplicateWindow` removed. The stream ends
+  /// with `stopScanning()` or when the host closes.
+  public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
+    let id = state.withLock { s -> UInt64 in
+      s.nextID += 1
+      s.scanSubscribers[s.nextID] = continuation
+      return s.nextID
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.state.withLock { $0.scanSubscribers.removeValue(forKey: id) }
+    }
+    if !state.withLock({ $0.scanning }) {
+      do {
+        try await controller.send(.leSetScanParameters(.init()))
+        try await controller.send(.leSetScanEnable(true, filterDuplicates: false))
+      } catch {
+        continuation.finish()
+        throw error
+      }
+      state.withLock {
+        $0.scanning = true
+        $0.lastDelivered.removeAll()
+      }
+      log.info("scanning")
+    }
+    return stream
+  }
+
+  /// Stops scanning; every scan stream ends.
+  public func stopScanning() async throws {
+    let subscribers = state.withLock { s in
+      defer { s.scanSubscribers.removeAll() }
+      return Array(s.scanSubscribers.values)
+    }
+    for subscriber in subscribers { subscriber.finish() }
+    guard state.withLock({ $0.scanning }) else { return }
+    try await controller.send(.leSetScanEnable(false, filterDuplicates: false))
+    state.withLock { $0.scanning = false }
+  }
+
+  /// One report from the controller: de-duplicated, then to every subscriber.
+  func deliver(_ report: AdvertisingReport) {
+    let now = ContinuousClock.now
+    let key = report.address.bytes + [report.addressType.rawValue] + report.data
+    let subscribers = state.withLock { s -> [AsyncStream<AdvertisingReport>.Continuation] in
+      if let last = s.lastDelivered[key], now - last < duplicateWindow { return [] }
+      if s.lastDelivered.count > 512 {
+        s.lastDelivered = s.lastDelivered.filter { now - $0.value < duplicateWindow }
+      }
+      s.lastDelivered[key] = now
+      return Array(s.scanSubscribers.values)
+    }
+    for subscriber in subscribers { subscriber.yield(report) }
+  }
+}

@@ -1,0 +1,80 @@
+import BatonHCI
+import BatonL2CAP
+import BatonSystem
+import Synchronization
+
+/// One LE connection (central or peripheral role). Open L2CAP channels on it
+/// with `BLEHost.openChannel(_:psm:)`; it ends with `BLEHost.disconnect(_:)`,
+/// the peer disconnecting, or the host closing.
+public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
+  /// Which side started the connection.
+  public enum Role: UInt8, Sendable, CustomStringConvertible {
+    case central = 0
+    case peripheral = 1
+    public var description: String { self == .central ? "central" : "peripheral" }
+  }
+
+  public let handle: UInt16
+  public let peerAddress: BluetoothAddress
+  public let peerAddressType: AddressType
+  /// Our role.
+  public let role: Role
+  let link: L2CAPLink
+
+  private struct State {
+    var reason: HCIStatus?
+    var waiters: [CheckedContinuation<HCIStatus, Never>] = []
+  }
+  private let state = Mutex(State())
+
+  init(
+    handle: UInt16, peerAddress: BluetoothAddress, peerAddressType: AddressType, role: Role,
+    controller: HCIController,
+    acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
+  ) {
+    self.handle = handle
+    self.peerAddress = peerAddress
+    self.peerAddressType = peerAddressType
+    self.role = role
+    link = L2CAPLink(
+      handle: handle, peerAddress: peerAddress, description: "connection 0x\(hex(handle)) to \(peerAddress)", controller: controller,
+      acceptor: acceptor)
+  }
+
+  public var description: String {
+    "connection 0x\(hex(handle)) to \(peerAddress) (we are \(role))"
+  }
+
+  /// Whether the connection is still up.
+  public var isConnected: Bool { state.withLock { $0.reason == nil } }
+
+  /// Why it ended (nil while connected).
+  public var disconnectReason: HCIStatus? { state.withLock { $0.reason } }
+
+  /// Waits until the connection ends; returns the reason.
+  public func waitForDisconnection() async -> HCIStatus {
+    await withCheckedContinuation { continuation in
+      let reason = state.withLock { s -> HCIStatus? in
+        if let reason = s.reason { return reason }
+        s.waiters.append(continuation)
+        return nil
+      }
+      if let reason { continuation.resume(returning: reason) }
+    }
+  }
+
+  /// The connection ended: channels close, waiters wake.
+  func markDisconnected(_ reason: HCIStatus) {
+    let waiters = state.withLock { s -> [CheckedContinuation<HCIStatus, Never>] in
+      guard s.reason == nil else { return [] }
+      s.reason = reason
+      defer { s.waiters.removeAll() }
+      return s.waiters
+    }
+    link.terminate("connection ended: \(reason)")
+    for waiter in waiters { waiter.resume(returning: reason) }
+  }
+
+  public static func == (a: LEConnection, b: LEConnection) -> Bool { a === b }
+  public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

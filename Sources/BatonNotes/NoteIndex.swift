@@ -1,0 +1,157 @@
+import BatonSystem
+import Synchronization
+
+/// The index of a notes folder, shared between the watcher thread and the
+/// callers of `NotesFolder` (behind a `Mutex`): every note's size and hash,
+/// the versions skipped as invalid (so each is warned about once), and the
+/// hashes of our own write-backs (echo suppression).
+final class NoteIndex: Sendable {
+  private struct State {
+    var entries: [String: NoteIndexEntry] = [:]
+    var skipped: [String: NoteFile.Signature] = [:]
+    /// Hash of the last write-back per path, until the watcher sees it.
+    var echoes: [String: ContentHash] = [:]
+  }
+
+  private let state = Mutex(State())
+  let root: String
+  let maximumNoteSize: Int
+  private let log = Logger(label: "notes")
+
+  init(root: String, maximumNoteSize: Int) {
+    self.root = root
+    self.maximumNoteSize = maximumNoteSize
+  }
+
+  var entries: [NoteIndexEntry] {
+    state.withLock { Array($0.entries.values) }.sorted { $0.relativePath < $1.relativePath }
+  }
+
+  func entry(_ relativePath: String) -> NoteIndexEntry? {
+    state.withLock { $0.entries[relativePath] }
+  }
+
+  /// Records a write-back: the index holds it at once, and the watcher will
+  /// not report it as a local save.
+  func recordWriteBack(_ relativePath: String, bytes: [UInt8], hash: ContentHash) {
+    state.withLock {
+      $0.echoes[relativePath] = hash
+      $0.entries[relativePath] = NoteIndexEntry(
+        relativePath: relativePath, size: bytes.count, hash: hash)
+      $0.skipped[relativePath] = nil
+    }
+  }
+
+  /// Forgets a write-back that did not happen.
+  func cancelWriteBack(_ relativePath: String, previous: NoteIndexEntry?) {
+    state.withLock {
+      $0.echoes[relativePath] = nil
+      $0.entries[relativePath] = previous
+    }
+  }
+
+  /// A file read but not yet applied to the index.
+  enum Inspection {
+    case unchanged
+    case invalid(path: String, reason: String, NoteFile.Signature)
+    case note(path: String, bytes: [UInt8], hash: ContentHash)
+  }
+
+  /// Reads the file at `relativePath` and brings the index up to date.
+  /// Returns the event to report: a save when the bytes are new (not
+  /// indexed, not our own write-back), a removal when an indexed note
+  /// turned invalid (warned once per version), else nil.
+  func examine(_ relativePath: String) -> NotesEvent? {
+    commit(inspect(relativePath))
+  }
+
+  /// Reads the file at `relativePath` without touching the index.
+  func inspect(_ relativePath: String) -> Inspection {
+    let path = NoteFile.join(root, relativePath)
+    // A version already skipped is not read again until it changes.
+    if let skippedVersion = state.withLock({ $0.skipped[relativePath] }),
+      NoteFile.signature(path) == skippedVersion
+    {
+      return .unchanged
+    }
+    switch NoteFile.read(path, maximum: maximumNoteSize) {
+    case .absent:
+      return .unchanged
+    case .invalid(let reason, let signature):
+      return .invalid(path: relativePath, reason: reason, signature)
+    case .note(let bytes, _):
+      return .note(path: relativePath, bytes: bytes, hash: ContentHash(of: bytes))
+    }
+  }
+
+  /// Applies an inspection to the index; returns the event to report.
+  func commit(_ inspection: Inspection) -> NotesEvent? {
+    switch inspection {
+    case .unchanged:
+      return nil
+    case .invalid(let relativePath, let reason, let signature):
+      let (alreadyWarned, wasIndexed) = state.withLock { s in
+        let warned = s.skipped[relativePath] == signature
+        s.skipped[relativePath] = signature
+        let indexed = s.entries.removeValue(forKey: relativePath) != nil
+        return (warned, indexed)
+      }
+      if !alreadyWarned {
+        log.warning(
+          "skipping \(NoteFile.join(root, relativePath)): \(reason); it is retried once it"
+            + " changes")
+      }
+      return wasIndexed ? .removed(relativePath: relativePath) : nil
+    case .note(let relativePath, let bytes, let hash):
+      let isNew = state.withLock { s -> Bool in
+        s.skipped[relativePath] = nil
+        if s.echoes[relativePath] == hash {
+          s.echoes[relativePath] = nil
+          s.entries[relativePath] = NoteIndexEntry(
+            relativePath: relativePath, size: bytes.count, hash: hash)
+          return false
+        }
+        if s.entries[relativePath]?.hash == hash { return false }
+        s.entries[relativePath] = NoteIndexEntry(
+          relativePath: relativePath, size: bytes.count, hash: hash)
+        return true
+      }
+      if !isNew { return nil }
+      log.debug("save \(relativePath) \(bytes.count) bytes \(hash.short)")
+      return .saved(NoteSave(relativePath: relativePath, bytes: bytes))
+    }
+  }
+
+  /// Drops `relativePath` when it is no longer a regular file; returns
+  /// whether it was indexed (so a removal is reported).
+  func dropIfGone(_ relativePath: String) -> Bool {
+    if NoteFile.isRegularFile(NoteFile.join(root, relativePath)) { return false }
+    return state.withLock { s in
+      s.skipped[relativePath] = nil
+      s.echoes[relativePath] = nil
+      return s.entries.removeValue(forKey: relativePath) != nil
+    }
+  }
+
+  /// Drops every indexed path not in `present` (after a full rescan);
+  /// returns the dropped paths.
+  func dropAll(except present: Set<String>) -> [String] {
+    state.withLock { s in
+      let gone = s.entries.keys.filter { !present.contains($0) }.sorted()
+      for path in gone {
+        s.entries[path] = nil
+        s.echoes[path] = nil
+      }
+      for path in s.skipped.keys where !present.contains(path) { s.skipped[path] = nil }
+      return gone
+    }
+  }
+
+  /// The indexed paths at or below the folder `relativeDirectory`.
+  func paths(under relativeDirectory: String) -> [String] {
+    let prefix = relativeDirectory.isEmpty ? "" : relativeDirectory + "/"
+    return state.withLock { s in
+      s.entries.keys.filter { $0.hasPrefix(prefix) }
+    }
+  }
+}

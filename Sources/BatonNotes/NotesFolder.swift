@@ -1,0 +1,182 @@
+import BatonSystem
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What the watch of a notes folder reports.
+public enum NotesEvent: Sendable, Equatable {
+  /// A completed local save whose bytes differ from the index.
+  case saved(NoteSave)
+  /// A note deleted or moved away (or turned invalid); the index dropped it.
+  case removed(relativePath: String)
+}
+
+/// A folder of markdown notes: its index, a recursive inotify watch turning
+/// every completed save into one `NotesEvent.saved`, and safe write-back of
+/// incoming notes (`writeNote`).
+///
+/// Watching uses raw inotify, not libinotifytools, whose process-global
+/// state would allow only one watcher per process and which has no
+/// descriptor to poll (see `Inotify`).
+///
+/// Notes are files matching `pattern` (fnmatch(3), default `*.md`) in the
+/// folder or any non-hidden subfolder, valid UTF-8 and at most
+/// `maximumNoteSize` bytes; other files are skipped with one warning per
+/// version. Editor droppings (dotfiles, `*~`, `#*#`, `*.swp`, `4913`) are
+/// never notes. Symlinks are never followed.
+public final class NotesFolder: NoteFolderAccess {
+  /// The folder's absolute path (symlinks in it resolved once, at init).
+  public let root: String
+  public let names: NoteNames
+  public let maximumNoteSize: Int
+
+  let index: NoteIndex
+  let tuning: NotesWatcher.Tuning
+  private let writer: NoteWriter
+  private let log = Logger(label: "notes")
+
+  private struct Running {
+    var wakeWrite: FileDescriptor
+    var watcher: NotesWatcher
+  }
+  private let running = Mutex<Running?>(nil)
+
+  /// Opens the folder at `root`. Throws `NotesError.rootMissing` or
+  /// `.rootNotADirectory`. Nothing is read until `start()` or `buildIndex()`.
+  public convenience init(
+    root: String, pattern: String = "*.md", maximumNoteSize: Int = 1 << 20
+  ) throws {
+    try self.init(
+      root: root, pattern: pattern, maximumNoteSize: maximumNoteSize, tuning: .init())
+  }
+
+  init(
+    root: String, pattern: String, maximumNoteSize: Int, tuning: NotesWatcher.Tuning
+  ) throws {
+    var info = stat()
+    guard stat(root, &info) == 0 else {
+      if Errno.current == .noEntry { throw NotesError.rootMissing(path: root) }
+      throw NotesError.system(operation: "stat the notes folder", path: root, errno: .current)
+    }
+    guard (info.st_mode & S_IFMT) == S_IFDIR else {
+      throw NotesError.rootNotADirectory(path: root)
+    }
+    var resolved = root
+    if let real = realpath(root, nil) {
+      resolved = String(cString: real)
+      free(real)
+    }
+    self.root = resolved
+    self.names = NoteNames(pattern: pattern)
+    self.maximumNoteSize = maximumNoteSize
+    self.tuning = tuning
+    self.index = NoteIndex(root: resolved, maximumNoteSize: maximumNoteSize)
+    self.writer = NoteWriter(
+      root: resolved, names: names, index: index, maximumNoteSize: maximumNoteSize)
+  }
+
+  deinit { stop() }
+
+  // MARK: Index and watch
+
+  /// Builds the index without watching (a one-off scan) and returns it.
+  @discardableResult
+  public func buildIndex() throws -> [NoteIndexEntry] {
+    func walk(_ relativeDirectory: String) {
+      let path = NoteFile.join(root, relativeDirectory)
+      let entries = NoteFile.list(path)
+      NoteWriter.removeStaleTemporaries(in: path, names: entries.map(\.name))
+      for (name, kind) in entries {
+        let child = NoteFile.child(relativeDirectory, name)
+        switch kind {
+        case .directory where NoteNames.isWatchedDirectory(name): walk(child)
+        case .file where names.isNote(name): _ = index.examine(child)
+        default: break
+        }
+      }
+    }
+    walk("")
+    return index.entries
+  }
+
+  /// Builds the index (every note's path, size and hash), then watches the
+  /// folder. The stream yields one event per completed save or removal and
+  /// finishes after `stop()`. Throws `NotesError.watchLimitReached` when
+  /// `fs.inotify.max_user_watches` cannot cover every folder.
+  public func start() throws -> AsyncStream<NotesEvent> {
+    try running.withLock { (state) throws -> AsyncStream<NotesEvent> in
+      precondition(state == nil, "NotesFolder.start() called twice without stop()")
+      var ends: [Int32] = [0, 0]
+      guard pipe(&ends) == 0 else {
+        throw NotesError.system(operation: "pipe2 for", path: root, errno: .current)
+      }
+      for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+      let wakeRead = FileDescriptor(rawValue: ends[0])
+      let wakeWrite = FileDescriptor(rawValue: ends[1])
+      let watcher: NotesWatcher
+      do {
+        watcher = try NotesWatcher(index: index, names: names, tuning: tuning, wakeRead: wakeRead)
+        try watcher.prepare()
+      } catch {
+        wakeRead.closeIgnoringErrors()
+        wakeWrite.closeIgnoringErrors()
+        throw error
+      }
+      let (stream, continuation) = AsyncStream.makeStream(
+        of: NotesEvent.self, bufferingPolicy: .unbounded)
+      // A consumer that drops the stream stops the watch.
+      let id = ObjectIdentifier(watcher)
+      continuation.onTermination = { [weak self] _ in self?.stop(only: id) }
+      watcher.run(continuation)
+      state = Running(wakeWrite: wakeWrite, watcher: watcher)
+      log.info("watching \(root): \(index.entries.count) notes matching \(names.pattern)")
+      return stream
+    }
+  }
+
+  /// Stops the watch; the stream finishes. Safe to call more than once.
+  public func stop() { stop(only: nil) }
+
+  /// Stops the watch; with `only`, just when that watcher is the one running.
+  private func stop(only watcher: ObjectIdentifier?) {
+    running.withLock { state in
+      guard let current = state else { return }
+      if let watcher, ObjectIdentifier(current.watcher) != watcher { return }
+      try? current.wakeWrite.writeAll([1])
+      current.wakeWrite.closeIgnoringErrors()
+      state = nil
+    }
+  }
+
+  /// Holds the watcher back from reading events (tests provoke an overflow).
+  func pauseWatching(_ paused: Bool) {
+    running.withLock { $0?.watcher.paused.store(paused, ordering: .releasing) }
+  }
+
+  // MARK: NoteFolderAccess
+
+  public func indexEntries() -> [NoteIndexEntry] { index.entries }
+
+  /// The bytes of the note at `relativePath` (validated like `writeNote`'s
+  /// paths; never through a symlink).
+  public func readNote(_ relativePath: String) throws -> [UInt8] {
+    try writer.read(relativePath)
+  }
+
+  /// Writes an incoming note atomically (see `NoteFolderAccess`): a dotfile
+  /// temp in the note's folder (created if missing), fsync, rename, fsync of
+  /// the folder. A file holding other bytes than `expected` (or any file
+  /// when `expected` is nil) is kept and the note goes to a conflict copy
+  /// `<name>.conflict-<peer>-<UTC yyyymmddTHHMMSSZ>.md`; a file that is gone
+  /// although `expected` was given is simply written (nothing local is
+  /// lost). The write is not reported as a local save. Throws
+  /// `NotesError`: `.invalidPath`/`.symlinkInPath` for refused paths,
+  /// `.diskFull`/`.readOnly` (retryable: keep the note and try again later).
+  public func writeNote(
+    _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
+  ) throws -> NoteWriteOutcome {
+    try writer.write(relativePath, bytes: bytes, replacing: expected, peer: peer)
+  }
+}

@@ -1,0 +1,395 @@
+import BatonSystem
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The recursive inotify watch of one notes folder, run on a thread of its
+/// own that blocks in poll(2) on the inotify descriptor and a wake-up pipe.
+///
+/// Raw inotify rather than libinotifytools: see `Inotify`. Every folder
+/// below the root (except hidden ones such as `.git`) gets a watch with
+/// `IN_DONT_FOLLOW | IN_ONLYDIR`, added *before* the folder is listed, so a
+/// file written into a new folder before its watch existed is still found.
+///
+/// Saves: a note is read after `IN_CLOSE_WRITE` or `IN_MOVED_TO` (a short
+/// settle delay coalesces an editor's events; an `IN_MODIFY` after the close
+/// means someone writes again, so it waits for the next close), and reported
+/// only when its hash differs from the index. Removals: `IN_MOVED_FROM` and
+/// `IN_DELETE` are checked after a delay, so a backup-and-rename save (vim,
+/// emacs) is not mistaken for a deletion. `IN_Q_OVERFLOW`: a full rescan.
+///
+/// Limits: a change made without closing a write descriptor (truncate(2) by
+/// path, writes through mmap) or a hard link made with link(2) is seen at
+/// the note's next close or rename, or at the next rescan.
+final class NotesWatcher: @unchecked Sendable {
+  // @unchecked: all mutable state below is touched only by the watcher's
+  // own thread after `prepare()` (which runs before that thread starts;
+  // Thread.start is the hand-over). `paused` is an Atomic; the wake-up pipe
+  // is written by `NotesFolder.stop()` only.
+
+  struct Tuning: Sendable {
+    /// How long after a close or move a note is read (coalescing).
+    var settleNanoseconds: UInt64 = 2_000_000
+    /// How long after a delete or move away a removal is confirmed.
+    var removalDelayNanoseconds: UInt64 = 200_000_000
+    /// Pretend `inotify_add_watch` fails with ENOSPC after this many watches.
+    var simulatedWatchLimit: Int? = nil
+    /// Sees every raw event (tests check that editors made their droppings).
+    var observer: (@Sendable (String, Inotify.Mask) -> Void)? = nil
+  }
+
+  static let watchMask: Inotify.Mask = [
+    .closeWrite, .movedTo, .movedFrom, .create, .delete, .modify, .deleteSelf, .moveSelf,
+    .onlyDirectory, .dontFollow, .excludeUnlinked,
+  ]
+
+  private let inotify: Inotify
+  private let wakeRead: FileDescriptor
+  private let index: NoteIndex
+  private let names: NoteNames
+  private let tuning: Tuning
+  private let log = Logger(label: "notes")
+  private var continuation: AsyncStream<NotesEvent>.Continuation?
+
+  private var directories: [Inotify.Watch: String] = [:]
+  /// While the notes folder itself is gone (deleted or moved away): a watch on
+  /// the folder that held it, to notice it coming back.
+  private var parentWatch: Inotify.Watch?
+  private var pendingSaves: [String: UInt64] = [:]
+  private var pendingRemovals: [String: UInt64] = [:]
+  /// Notes with events since the last drain (their reads may be torn).
+  private var touched: Set<String> = []
+  private var overflowed = false
+  private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+  /// Tests hold the reader back to provoke IN_Q_OVERFLOW.
+  let paused = Atomic<Bool>(false)
+
+  init(index: NoteIndex, names: NoteNames, tuning: Tuning, wakeRead: FileDescriptor) throws {
+    do {
+      inotify = try Inotify(nonBlocking: true)
+    } catch {
+      throw NotesError.system(operation: "inotify_init1 for", path: index.root, errno: error)
+    }
+    self.index = index
+    self.names = names
+    self.tuning = tuning
+    self.wakeRead = wakeRead
+  }
+
+  /// Watches the whole tree and indexes every note (reporting none).
+  func prepare() throws(NotesError) {
+    do {
+      try watchTree("", report: false)
+    } catch {
+      inotify.close()
+      throw error
+    }
+  }
+
+  /// Starts the reader thread; events go to `continuation`.
+  func run(_ continuation: AsyncStream<NotesEvent>.Continuation) {
+    self.continuation = continuation
+    let thread = Thread { [self] in self.loop() }
+    thread.name = "notes-watch"
+    thread.start()
+  }
+
+  // MARK: The loop
+
+  private func loop() {
+    var fds = [
+      pollfd(fd: inotify.descriptor.rawValue, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: wakeRead.rawValue, events: Int16(POLLIN), revents: 0),
+    ]
+    defer {
+      inotify.close()
+      wakeRead.closeIgnoringErrors()
+      continuation?.finish()
+    }
+    while true {
+      var timeout: Int32 = -1
+      if let next = (Array(pendingSaves.values) + Array(pendingRemovals.values)).min() {
+        let now = NotesWatcher.now()
+        timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
+      }
+      let isPaused = paused.load(ordering: .acquiring)
+      // While paused, poll only the wake-up pipe (a negative fd is skipped).
+      fds[0].fd = isPaused ? -1 : inotify.descriptor.rawValue
+      if isPaused { timeout = 5 }
+      fds[0].revents = 0
+      fds[1].revents = 0
+      let ready = poll(&fds, 2, timeout)
+      if ready < 0 && errno != EINTR {
+        log.error("poll on the inotify descriptor: \(Errno.current)")
+      }
+      if fds[1].revents != 0 { return }
+      if isPaused { continue }
+      // Drain everything queued before acting, so one batch coalesces.
+      if fds[0].revents != 0 { drain() }
+      processDue()
+    }
+  }
+
+  static func now() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+  }
+
+  /// Reads and handles every event queued now (non-blocking).
+  private func drain() {
+    while true {
+      guard let events = try? inotify.readEvents(into: &buffer), !events.isEmpty else { return }
+      for event in events { handle(event) }
+    }
+  }
+
+  private func handle(_ event: Inotify.Event) {
+    if event.mask.contains(.queueOverflow) {
+      log.warning("inotify queue overflowed; rescanning \(index.root)")
+      overflowed = true
+      rescan()
+      return
+    }
+    if let parentWatch, event.watch == parentWatch {
+      handleParent(event)
+      return
+    }
+    guard let directory = directories[event.watch] else { return }
+    if event.mask.contains(.ignored) {
+      directories[event.watch] = nil
+      return
+    }
+    if event.name.isEmpty {
+      if directory.isEmpty && !event.mask.isDisjoint(with: [.deleteSelf, .moveSelf]) {
+        rootLost(moved: event.mask.contains(.moveSelf))
+      }
+      return
+    }
+    let path = NoteFile.child(directory, event.name)
+    tuning.observer?(path, event.mask)
+    if event.mask.contains(.isDirectory) {
+      guard NoteNames.isWatchedDirectory(event.name) else { return }
+      if event.mask.contains(.create) || event.mask.contains(.movedTo) {
+        do {
+          try watchTree(path, report: true)
+        } catch {
+          log.error("\(error)")
+        }
+      } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
+        unwatchTree(path)
+        let due = NotesWatcher.now() + tuning.removalDelayNanoseconds
+        for note in index.paths(under: path) { pendingRemovals[note] = due }
+      }
+      return
+    }
+    guard names.isNote(event.name) else { return }
+    touched.insert(path)
+    if event.mask.contains(.closeWrite) || event.mask.contains(.movedTo) {
+      pendingSaves[path] = NotesWatcher.now() + tuning.settleNanoseconds
+    } else if event.mask.contains(.modify) {
+      // Written again after a close: wait for the writer's next close.
+      pendingSaves[path] = nil
+    } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
+      pendingRemovals[path] = NotesWatcher.now() + tuning.removalDelayNanoseconds
+    }
+  }
+
+  /// Reads the notes whose settle delay is over, then drains the queue
+  /// once more: a note written again meanwhile (a truncate after the close
+  /// we acted on) may have been read torn, so its read is dropped and it
+  /// waits for its next close. Then confirms removals.
+  private func processDue() {
+    let now = NotesWatcher.now()
+    let due = pendingSaves.filter { $0.value <= now }.sorted { $0.value < $1.value }.map(\.key)
+    if !due.isEmpty {
+      touched.removeAll()
+      overflowed = false
+      var inspections: [(String, NoteIndex.Inspection)] = []
+      for path in due {
+        pendingSaves[path] = nil
+        inspections.append((path, index.inspect(path)))
+      }
+      drain()
+      for (path, inspection) in inspections where !overflowed && !touched.contains(path) {
+        if let event = index.commit(inspection) { continuation?.yield(event) }
+      }
+      touched.removeAll()
+    }
+    for (path, due) in pendingRemovals.sorted(by: { $0.key < $1.key }) where due <= now {
+      if pendingSaves[path] != nil { continue }
+      pendingRemovals[path] = nil
+      if index.dropIfGone(path) {
+        log.debug("removed \(path)")
+        continuation?.yield(.removed(relativePath: path))
+      }
+    }
+  }
+
+  // MARK: The notes folder itself
+
+  private var rootName: String { String(index.root.split(separator: "/").last ?? "") }
+  private var parentPath: String {
+    let parent = index.root.split(separator: "/").dropLast().joined(separator: "/")
+    return "/" + parent
+  }
+
+  /// The notes folder was deleted or moved away: its notes count as removed,
+  /// and the folder that held it is watched until it is back.
+  private func rootLost(moved: Bool) {
+    guard parentWatch == nil else { return }
+    log.error(
+      "the notes folder \(index.root) was \(moved ? "moved away" : "deleted"); "
+        + "its notes stay with the peers, and baton resumes when the folder is back")
+    unwatchTree("")
+    let due = NotesWatcher.now() + tuning.removalDelayNanoseconds
+    for note in index.paths(under: "") { pendingRemovals[note] = due }
+    do {
+      parentWatch = try inotify.addWatch(
+        parentPath, mask: [.create, .movedTo, .onlyDirectory, .dontFollow])
+    } catch {
+      log.error(
+        "cannot watch \(parentPath) for the notes folder to come back: \(error); "
+          + "restart baton once \(index.root) exists again")
+      return
+    }
+    // It may be back already (a tool that replaces the folder by a rename).
+    if NoteFile.isDirectory(index.root) { rootReturned() }
+  }
+
+  private func handleParent(_ event: Inotify.Event) {
+    if event.mask.contains(.ignored) {
+      parentWatch = nil
+      log.error(
+        "\(parentPath), which held the notes folder, is gone too; restart baton once \(index.root) exists again")
+      return
+    }
+    if event.name == rootName, event.mask.contains(.isDirectory),
+      !event.mask.isDisjoint(with: [.create, .movedTo])
+    {
+      rootReturned()
+    }
+  }
+
+  /// The notes folder exists again: watch it, and report every note in it.
+  private func rootReturned() {
+    if let parentWatch { inotify.removeWatch(parentWatch) }
+    parentWatch = nil
+    log.notice("the notes folder \(index.root) is back; watching it again")
+    do {
+      try watchTree("", report: true)
+    } catch {
+      log.error("\(error)")
+    }
+  }
+
+  // MARK: Watches
+
+  /// Watches `relativeDirectory` and every folder below it, then indexes
+  /// the notes in them; with `report`, new or changed notes are yielded.
+  private func watchTree(_ relativeDirectory: String, report: Bool) throws(NotesError) {
+    let path = NoteFile.join(index.root, relativeDirectory)
+    let watch: Inotify.Watch
+    do {
+      if let limit = tuning.simulatedWatchLimit, directories.count >= limit {
+        throw Errno.noSpaceForWatches
+      }
+      watch = try inotify.addWatch(path, mask: NotesWatcher.watchMask)
+    } catch let error as Errno where error == .noSpaceForWatches {
+      throw .watchLimitReached(
+        path: path, current: tuning.simulatedWatchLimit ?? Inotify.maximumUserWatches(),
+        needed: NotesWatcher.countDirectories(index.root))
+    } catch {
+      // Gone again, or replaced by a symlink or a file: nothing to watch.
+      log.debug("not watching \(path): \(error)")
+      return
+    }
+    directories[watch] = relativeDirectory
+    let entries = NoteFile.list(path)
+    if !report { NoteWriter.removeStaleTemporaries(in: path, names: entries.map(\.name)) }
+    for (name, kind) in entries {
+      let child = NoteFile.child(relativeDirectory, name)
+      switch kind {
+      case .directory where NoteNames.isWatchedDirectory(name):
+        try watchTree(child, report: report)
+      case .file where names.isNote(name):
+        if report {
+          // A new folder's file may still be being written: read it through
+          // the settle-and-drain path, which drops a torn read.
+          pendingSaves[child] = NotesWatcher.now() + tuning.settleNanoseconds
+        } else {
+          _ = index.examine(child)
+        }
+      default:
+        break
+      }
+    }
+  }
+
+  /// Removes the watches of a folder that moved away (its watch would keep
+  /// reporting events under the old path).
+  private func unwatchTree(_ relativeDirectory: String) {
+    let prefix = relativeDirectory.isEmpty ? "" : relativeDirectory + "/"
+    for (watch, path) in directories where path == relativeDirectory || path.hasPrefix(prefix) {
+      inotify.removeWatch(watch)
+      directories[watch] = nil
+    }
+  }
+
+  /// After IN_Q_OVERFLOW: re-watch the whole tree, re-read every note and
+  /// report whatever differs from the index, including removals.
+  private func rescan() {
+    pendingSaves.removeAll()
+    pendingRemovals.removeAll()
+    let old = directories
+    directories.removeAll()
+    var present = Set<String>()
+    var changes: [NotesEvent] = []
+    func walk(_ relativeDirectory: String) {
+      let path = NoteFile.join(index.root, relativeDirectory)
+      let watch: Inotify.Watch
+      do {
+        watch = try inotify.addWatch(path, mask: NotesWatcher.watchMask)
+      } catch {
+        if error == .noSpaceForWatches {
+          let limit = NotesError.watchLimitReached(
+            path: path, current: Inotify.maximumUserWatches(),
+            needed: NotesWatcher.countDirectories(index.root))
+          log.error("\(limit)")
+        }
+        return
+      }
+      directories[watch] = relativeDirectory
+      for (name, kind) in NoteFile.list(path) {
+        let child = NoteFile.child(relativeDirectory, name)
+        switch kind {
+        case .directory where NoteNames.isWatchedDirectory(name): walk(child)
+        case .file where names.isNote(name):
+          present.insert(child)
+          if let event = index.examine(child) { changes.append(event) }
+        default: break
+        }
+      }
+    }
+    walk("")
+    for (watch, _) in old where directories[watch] == nil { inotify.removeWatch(watch) }
+    for event in changes { continuation?.yield(event) }
+    for path in index.dropAll(except: present) {
+      continuation?.yield(.removed(relativePath: path))
+    }
+    log.info("rescan found \(changes.count) changed notes, \(present.count) in all")
+  }
+
+  /// The number of folders a full watch of `root` needs.
+  static func countDirectories(_ root: String) -> Int {
+    var count = 1
+    for (name, kind) in NoteFile.list(root)
+    where kind == .directory && NoteNames.isWatchedDirectory(name) {
+      count += countDirectories(root + "/" + name)
+    }
+    return count
+  }
+}

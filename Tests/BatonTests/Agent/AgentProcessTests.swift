@@ -1,0 +1,214 @@
+import BatonAgent
+import BatonSystem
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `baton agent` as a process on a simulated controller of its own:
+/// signals, reload, the control socket and sd_notify. The assertions hold
+/// for the handoff agent on a simulated controller.
+@Suite struct AgentProcessTests {
+  func start(_ sandbox: BatonSandbox, _ extra: [String] = [], environment: [String: String] = [:])
+    throws -> (ChildProcess, String)
+  {
+    let log = sandbox.path + "/agent.log"
+    let controller = try sandbox.radio().spec(0)
+    let agent = try sandbox.startAgent(
+      ["--notes", sandbox.notes, "--controller", controller, "--name", "desk"] + extra,
+      log: log, environment: environment)
+    sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
+    return (agent, log)
+  }
+
+  @Test(arguments: [SIGTERM, SIGINT])
+  func stopsOnSignalWithinTwoSecondsAndCleansUp(_ signal: Int32) throws {
+    let sandbox = try BatonSandbox()
+    let (agent, log) = try start(sandbox)
+    #expect(access(sandbox.socketPath, F_OK) == 0)
+    let started = Date()
+    agent.signal(signal)
+    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    let elapsed = Date().timeIntervalSince(started)
+    #expect(agent.wait() == 0)
+    #expect(elapsed < 2)
+    #expect(access(sandbox.socketPath, F_OK) != 0)
+    let text = sandbox.contents(log)
+    #expect(
+      text.contains("<6>agent: received \(signal == SIGTERM ? "SIGTERM" : "SIGINT"), stopping\n"))
+    #expect(text.contains("<6>agent: stopped\n"))
+  }
+
+  /// Two agents on one state folder would share a device id: the second is
+  /// refused, with the first one's pid, and the first carries on.
+  @Test func aSecondAgentOnTheSameStateFolderIsRefused() throws {
+    let sandbox = try BatonSandbox()
+    let (first, _) = try start(sandbox)
+    defer { first.stop() }
+    let log = sandbox.path + "/second.log"
+    let second = try sandbox.startAgent(
+      [
+        "--notes", sandbox.notes, "--controller", try sandbox.radio().spec(0), "--name", "copy",
+        "--socket", sandbox.path + "/run/second",
+      ], log: log)
+    sandbox.waitUntil("the second agent exits") { second.hasExited }
+    #expect(second.hasExited, "a second agent runs on the same state folder")
+    if !second.hasExited { second.stop() }
+    #expect(second.wait() == 1)
+    let text = sandbox.contents(log)
+    #expect(text.contains("is in use by another baton agent (pid \(first.pid))"), "\(text)")
+    #expect(!first.hasExited)
+    #expect(try sandbox.run(["status"]).status == 0)
+  }
+
+  @Test func answersStatusWhileRunning() throws {
+    let sandbox = try BatonSandbox()
+    let (agent, _) = try start(sandbox)
+    defer { agent.stop() }
+    let status = try sandbox.run(["status"])
+    #expect(status.status == 0)
+    #expect(status.stdout.hasPrefix("agent: desk"))
+    #expect(status.stdout.contains("\nfolders:\n  notes  \(sandbox.notes)  org.baton.note\n"))
+    #expect(
+      status.stdout.contains(
+        "activities: 0 sent, 0 received, 0 declined, 0 failed (0 conflicts); 0 sessions\n"))
+    let json = try sandbox.run(["status", "--json"])
+    #expect(json.status == 0)
+    let decoded = try ControlCoding.decode(AgentStatus.self, from: Array(json.stdout.utf8))
+    #expect(decoded.name == "desk")
+    #expect(
+      decoded.folders == [
+        AgentStatus.Folder(name: "notes", path: sandbox.notes, activityType: "org.baton.note")
+      ])
+    // A file in no watched folder cannot be sent; the refusal reaches the
+    // user.
+    let note = sandbox.path + "/outside.md"
+    try sandbox.write("# A\n", to: note)
+    let send = try sandbox.run(["send", note])
+    #expect(send.status == 1)
+    #expect(send.stdout.isEmpty)
+    #expect(send.stderr.hasPrefix("baton: "))
+    let missing = try sandbox.run(["send", sandbox.notes + "/none.md"])
+    #expect(missing.status == 1)
+    #expect(missing.stderr == "baton: \(sandbox.notes)/none.md: No such file or directory\n")
+    // A second agent on the same socket refuses to start, before it touches
+    // its controller.
+    let second = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
+    #expect(second.status == 1)
+    #expect(second.stderr.contains("<3>agent: another agent is already running"))
+  }
+
+  @Test func reloadsOnSIGHUPAndKeepsTheOldConfigurationWhenTheNewOneIsBad() throws {
+    let sandbox = try BatonSandbox()
+    let other = sandbox.path + "/other"
+    try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+    try sandbox.write(
+      "[agent]\nname = desk\n[folder notes]\npath = ~/notes\n", to: sandbox.configFile)
+    let log = sandbox.path + "/agent.log"
+    let agent = try sandbox.startAgent(["--controller", try sandbox.radio().spec(0)], log: log)
+    defer { agent.stop() }
+    sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
+    #expect(try sandbox.run(["status", "--json"]).stdout.contains("\"name\":\"desk\""))
+
+    try sandbox.write(
+      "[agent]\nname = desk2\n[folder notes]\npath = ~/notes\n[folder other]\npath = ~/other\nactivity-type = org.example.other\n",
+      to: sandbox.configFile)
+    agent.signal(SIGHUP)
+    sandbox.waitUntil("the reload is logged") { sandbox.contents(log).contains("reloaded: desk2") }
+    var status = try ControlCoding.decode(
+      AgentStatus.self, from: Array(try sandbox.run(["status", "--json"]).stdout.utf8))
+    #expect(status.name == "desk2")
+    #expect(status.folders.map(\.name) == ["notes", "other"])
+
+    try sandbox.write("[agent]\nname = desk3\nmax-note-size = huge\n", to: sandbox.configFile)
+    agent.signal(SIGHUP)
+    sandbox.waitUntil("the failed reload is logged") {
+      sandbox.contents(log).contains("reload failed")
+    }
+    #expect(
+      sandbox.contents(log).contains(
+        "<3>agent: \(sandbox.configFile):3: key 'max-note-size': 'huge' is not valid; expected a size in bytes"
+      ))
+    #expect(!agent.hasExited)
+    status = try ControlCoding.decode(
+      AgentStatus.self, from: Array(try sandbox.run(["status", "--json"]).stdout.utf8))
+    #expect(status.name == "desk2")
+    #expect(status.folders.count == 2)
+
+    agent.signal(SIGTERM)
+    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(agent.wait() == 0)
+  }
+
+  @Test func failsAtStartWithABadConfigurationOrKey() throws {
+    let sandbox = try BatonSandbox()
+    try sandbox.write(
+      "[agent]\ncontroller = usb\n[folder n]\npath = ~/notes\n", to: sandbox.configFile)
+    let bad = try sandbox.run(["agent"])
+    #expect(bad.status == 1)
+    #expect(
+      bad.stderr.hasPrefix(
+        "<3>agent: \(sandbox.configFile):2: key 'controller': 'usb' is not a controller"))
+    #expect(bad.stderr.split(separator: "\n").count == 1)
+    unlink(sandbox.configFile)
+    chmod(sandbox.keyFile, 0o640)
+    let key = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
+    #expect(key.status == 1)
+    #expect(key.stderr.hasPrefix("<3>agent: key file \(sandbox.keyFile) is readable by its group (mode 640)"))
+  }
+
+  @Test func tellsSystemdItIsReadyAndStopping() throws {
+    let sandbox = try BatonSandbox()
+    let notifyPath = sandbox.path + "/notify"
+    let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+    #expect(receiver >= 0)
+    defer { close(receiver) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in notifyPath.utf8.enumerated() { raw[index] = byte }
+    }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(receiver, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    #expect(bound == 0)
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(receiver, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    func receive() -> String {
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      let n = recv(receiver, &buffer, buffer.count, 0)
+      return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : ""
+    }
+
+    let (agent, _) = try start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
+    let ready = receive()
+    #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:"))
+    #expect(ready.hasSuffix(", watching \(sandbox.notes)"))
+    agent.signal(SIGHUP)
+    #expect(receive().hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
+    #expect(receive().hasPrefix("READY=1\n"))
+    agent.signal(SIGTERM)
+    #expect(receive() == "STOPPING=1\nSTATUS=Stopping")
+    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(agent.wait() == 0)
+  }
+
+  @Test func replacesAStaleSocketAtStart() throws {
+    let sandbox = try BatonSandbox()
+    try FileManager.default.createDirectory(
+      atPath: sandbox.path + "/run/baton", withIntermediateDirectories: true)
+    let stale = try UnixSocket.listen(path: sandbox.socketPath)
+    stale.close()
+    let (agent, log) = try start(sandbox)
+    #expect(
+      sandbox.contents(log).contains("<5>control: removing stale socket \(sandbox.socketPath)\n"))
+    #expect(try sandbox.run(["status"]).status == 0)
+    agent.signal(SIGTERM)
+    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(agent.wait() == 0)
+  }
+}

@@ -1,0 +1,193 @@
+import BatonCLI
+import BatonHandoff
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Every subcommand of the built `baton` binary: output and exit status.
+@Suite struct BatonCommandTests {
+  @Test func printsVersionAndHelp() throws {
+    let sandbox = try BatonSandbox()
+    let version = try sandbox.run(["--version"])
+    #expect(version.status == 0 && version.stdout == "baton \(BatonCommand.version)\n")
+    #expect(version.stderr.isEmpty)
+    let help = try sandbox.run(["--help"])
+    #expect(help.status == 0)
+    #expect(help.stdout.contains("baton agent [options]"))
+    #expect(help.stdout.contains("3 no agent running"))
+    for command in ["agent", "check", "keygen", "status", "send"] {
+      let result = try sandbox.run([command, "--help"])
+      #expect(result.status == 0, "\(command) --help")
+      #expect(result.stdout.hasPrefix("usage: baton \(command)"), "\(command) --help")
+      #expect(result.stderr.isEmpty)
+    }
+    #expect(try sandbox.run(["agent", "-h"]).stdout.contains("--controller SPEC"))
+  }
+
+  @Test(arguments: [
+    (["agent", "--bogus"], "baton: unrecognized option '--bogus'", "usage: baton agent"),
+    (["agent", "--config"], "baton: option '--config' requires an argument", "usage: baton agent"),
+    (["agent", "-f"], "baton: option '-f' requires an argument", "usage: baton agent"),
+    (["agent", "-v=1", "-q"], "baton: invalid option -- '='", "usage: baton agent"),
+    (
+      ["check", "--verbose=yes"], "baton: option '--verbose' doesn't allow an argument",
+      "usage: baton check"
+    ),
+    (["check", "extra"], "baton: check: unexpected argument 'extra'", "usage: baton check"),
+    (["keygen", "-x"], "baton: invalid option -- 'x'", "usage: baton keygen"),
+    (
+      ["status", "--json=1"], "baton: option '--json' doesn't allow an argument",
+      "usage: baton status"
+    ),
+    (
+      ["status", "--socket"], "baton: option '--socket' requires an argument", "usage: baton status"
+    ),
+    (["send"], "baton: send: missing operand", "usage: baton send"),
+    (["send", "a", "b"], "baton: send: unexpected argument 'b'", "usage: baton send"),
+    (["dance"], "baton: unknown command 'dance'", "usage: baton agent [options]"),
+    ([], "baton: no command given", "usage: baton agent [options]"),
+    (["--frobnicate"], "baton: unrecognized option '--frobnicate'", "usage: baton agent [options]"),
+  ])
+  func rejectsBadUsageWithOneLineAndTheUsage(
+    _ arguments: [String], _ message: String, _ usage: String
+  ) throws {
+    let result = try BatonSandbox().run(arguments)
+    #expect(result.status == 2)
+    #expect(result.stdout.isEmpty)
+    let lines = result.stderr.split(separator: "\n")
+    #expect(lines.first.map(String.init) == message)
+    #expect(lines.dropFirst().first?.hasPrefix(usage) == true)
+  }
+
+  @Test func keygenPrintsAKeyThatLoads() throws {
+    let sandbox = try BatonSandbox()
+    let first = try sandbox.run(["keygen"])
+    let second = try sandbox.run(["keygen"])
+    #expect(first.status == 0 && first.stderr.isEmpty)
+    #expect(first.stdout != second.stdout)
+    let key = try GroupKey(parsing: first.stdout, path: "stdout")
+    #expect(key.bytes.count == 32)
+  }
+
+  @Test func checkDescribesAGoodConfiguration() throws {
+    let sandbox = try BatonSandbox()
+    try sandbox.write(
+      """
+      [agent]
+      name = desk
+      controller = tcp:127.0.0.1:7001
+      max-note-size = 512K
+      allowed-peers = laptop
+      [folder notes]
+      path = ~/notes
+      activity-type = org.example.note
+      """, to: sandbox.configFile)
+    let result = try sandbox.run(["check"])
+    #expect(result.status == 0)
+    #expect(result.stderr.isEmpty)
+    let expected = [
+      "configuration: \(sandbox.configFile)",
+      "name: desk",
+      "controller: tcp:127.0.0.1:7001 (HCI/H4 over TCP to 127.0.0.1 port 7001)",
+      "key file: \(sandbox.keyFile) (valid)",
+      "state directory: \(sandbox.path)/state/baton",
+      "advertising interval: 200 ms",
+      "address rotation: every 15 minutes",
+      "maximum note size: 524288 bytes",
+      "allowed peers: laptop",
+      "HCI log: none",
+      "control socket: \(sandbox.socketPath)",
+      "folder notes: \(sandbox.notes), notes matching *.md, activity type org.example.note",
+      "configuration OK",
+    ]
+    #expect(result.stdout.split(separator: "\n").map(String.init) == expected)
+
+    // Overrides apply, as they would for the agent.
+    let overridden = try sandbox.run([
+      "check", "--name", "laptop", "--notes", sandbox.path, "--controller=hci1",
+    ])
+    #expect(overridden.status == 0)
+    #expect(overridden.stdout.contains("name: laptop\n"))
+    #expect(overridden.stdout.contains("controller: hci1 (kernel adapter hci1"))
+    #expect(
+      overridden.stdout.contains(
+        "folder notes: \(sandbox.path), notes matching *.md, activity type org.baton.note\n"))
+  }
+
+  @Test func checkReportsEveryProblemWithFileAndLine() throws {
+    let sandbox = try BatonSandbox()
+    let file = sandbox.path + "/bad.conf"
+    try sandbox.write(
+      "[agent]\nadvertising-interval = fast\n[folder notes]\npath = ~/missing\npattern = a/b\n",
+      to: file)
+    let result = try sandbox.run(["check", "-f", file])
+    #expect(result.status == 1)
+    #expect(result.stdout.isEmpty)
+    let lines = result.stderr.split(separator: "\n").map(String.init)
+    #expect(
+      lines == [
+        "baton: \(file):2: key 'advertising-interval': 'fast' is not valid; expected a whole number of milliseconds from 20 to 10240",
+        "baton: \(file):4: key 'path': folder 'notes': \(sandbox.path)/missing: No such file or directory; expected an existing directory (create it or correct the path)",
+        "baton: \(file):5: key 'pattern': 'a/b' is not a file-name pattern; expected a glob on the file name without '/', such as *.md",
+        "baton: configuration \(file): 3 problems",
+      ])
+  }
+
+  @Test func checkRefusesABadKeyFile() throws {
+    let sandbox = try BatonSandbox()
+    chmod(sandbox.keyFile, 0o644)
+    let open = try sandbox.run(["check", "--notes", sandbox.notes])
+    #expect(open.status == 1)
+    #expect(open.stdout.contains("(INVALID)"))
+    #expect(
+      open.stderr
+        == "baton: key file \(sandbox.keyFile) is readable by its group and others (mode 644); run 'chmod 600 \(sandbox.keyFile)'\n"
+    )
+    chmod(sandbox.keyFile, 0o640)
+    let group = try sandbox.run(["check", "--notes", sandbox.notes])
+    #expect(group.stderr.contains("is readable by its group (mode 640)"), "\(group.stderr)")
+    chmod(sandbox.keyFile, 0o604)
+    let others = try sandbox.run(["check", "--notes", sandbox.notes])
+    #expect(others.stderr.contains("is readable by others (mode 604)"), "\(others.stderr)")
+    let missing = try sandbox.run(["check", "--notes", sandbox.notes, "--key-file", "nokey"])
+    #expect(missing.status == 1)
+    #expect(missing.stderr.hasPrefix("baton: cannot read key file /"))
+    #expect(
+      missing.stderr.contains("/nokey: No such file or directory; create one with 'baton keygen > ")
+    )
+  }
+
+  @Test func checkWithoutAnyConfigurationNeedsAFolder() throws {
+    let sandbox = try BatonSandbox()
+    let result = try sandbox.run(["check"])
+    #expect(result.status == 1)
+    #expect(result.stderr.hasPrefix("baton: \(sandbox.configFile): no folder to watch"))
+    let missing = try sandbox.run(["check", "-f", "nothing.conf"])
+    #expect(missing.status == 1)
+    #expect(
+      missing.stderr.contains("cannot read the configuration file: No such file or directory"))
+  }
+
+  @Test func statusAndSendSayPlainlyThatNoAgentRuns() throws {
+    let sandbox = try BatonSandbox()
+    let status = try sandbox.run(["status"])
+    #expect(status.status == 3)
+    #expect(status.stdout.isEmpty)
+    #expect(
+      status.stderr
+        == "baton: no agent is running (no socket at \(sandbox.socketPath)); start one with 'baton agent' or 'systemctl --user start baton'\n"
+    )
+    let note = sandbox.notes + "/a.md"
+    try sandbox.write("# A\n", to: note)
+    let send = try sandbox.run(["send", note])
+    #expect(send.status == 3)
+    #expect(send.stderr.hasPrefix("baton: no agent is running"))
+    // With no agent, that is what matters (exit 3), whatever the file.
+    let missing = try sandbox.run(["send", sandbox.notes + "/none.md"])
+    #expect(missing.status == 3)
+    #expect(missing.stderr.hasPrefix("baton: no agent is running"))
+  }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import Testing
+
+@testable import BatonHCI
+@testable import BatonHost
+@testable import BatonL2CAP
+
+/// Our host against bumble's simulated controllers: two of our hosts on one
+/// radio, a fresh simulator per test.
+@Suite("BLEHost", .serialized)
+struct BLEHostTests {
+  /// Two hosts up on a fresh radio; `body` runs, then everything stops.
+  static func withHosts(
+    _ count: Int = 2, hciLog: String? = nil,
+    _ body: ([BLEHost], SimulatedRadio) async throws -> Void
+  ) async throws {
+    let radio = try SimulatedRadio(controllers: count)
+    defer { radio.stop() }
+    var hosts: [BLEHost] = []
+    do {
+      for index in 0..<count {
+        hosts.append(
+          try await BLEHost.open(controller: radio.spec(index), hciLog: index == 0 ? hciLog : nil))
+      }
+      try await body(hosts, radio)
+    } catch {
+      for host in hosts { await host.close() }
+      throw error
+    }
+    for host in hosts { await host.close() }
+  }
+
+  /// Waits for the first report from `address` on `stream` (at most `seconds`).
+  static func firstReport(
+    from address: BluetoothAddress, in stream: AsyncStream<AdvertisingReport>, seconds: Double = 5
+  ) async -> AdvertisingReport? {
+    await withTaskGroup(of: AdvertisingReport?.self) { group in
+      group.addTask {
+        for await report in stream where report.address == address { return report }
+        return nil
+      }
+      group.addTask {
+        try? await Task.sleep(for: .seconds(seconds))
+        return nil
+      }
+      let first = await group.next() ?? nil
+      group.cancelAll()
+      return first
+    }
+  }
+
+  @Test func bringUpGivesARandomStaticAddressAndBuffers() async throws {
+    try await Self.withHosts(1) { hosts, _ in
+      let host = hosts[0]
+      #expect(host.address.isRandomStatic)
+      #expect(host.controller.aclBuffers.length == 27)
+      #expect(host.controller.aclBuffers.count == 64)
+      let old = host.address
+      let new = try await host.rotateAddress()
+      #expect(new != old && new.isRandomStatic && host.address == new)
+    }
+  }
+
+  @Test func advertisementIsHeardWithExactBytesAndUpdated() async throws {
+    try await Self.withHosts { hosts, _ in
+      let data: [UInt8] =
+        [0x02, 0x01, 0x06, 0x05, 0xFF, 0x4C, 0x00, 0x0C, 0x0E] + Array(repeating: 0xAB, count: 22)
+      #expect(data.count == 31)
+      try await hosts[0].startAdvertising(data: data, intervalMilliseconds: 40)
+      let scan = try await hosts[1].startScanning()
+      let report = await Self.firstReport(from: hosts[0].address, in: scan)
+      #expect(report?.data == data)
+      #expect(report?.addressType == .random)
+      let changed: [UInt8] = [0x03, 0xFF, 0x01, 0x02]
+      try await hosts[0].updateAdvertisingData(changed)
+      let deadline = ContinuousClock.now + .seconds(5)
+      var seen = false
+      for await report in scan where report.address == hosts[0].address {
+        if report.data == changed {
+          seen = true
+          break
+        }
+        if ContinuousClock.now > deadline { break }
+      }
+      #expect(seen)
+    }
+  }
+
+  /// Sends `bytes` over `from` in messages of `chunk` bytes and collects
+  /// them on `to`; returns what arrived.
+  static func transfer(_ bytes: [UInt8], from: L2CAPChannel, to: L2CAPChannel, chunk: Int)
+    async throws -> [UInt8]
+  {
+    let sender = Task {
+      var offset = 0
+      while offset < bytes.count {
+        let end = min(bytes.count, offset + chunk)
+        try await from.send(Array(bytes[offset..<end]))
+        offset = end
+      }
+    }
+    var received: [UInt8] = []
+    while received.count < bytes.count, let message = try await to.receive() {
+      received += message
+    }
+    try await sender.value
+    return received
+  }
+
+  static func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 7 &+ ($0 >> 8)) }
+  }
+
+  @Test func centralAndPeripheralExchangeMessagesOverL2CAP() async throws {
+    try await Self.withHosts { hosts, _ in
+      let (a, b) = (hosts[0], hosts[1])
+      let listener = b.listen(psm: 0x0081)
+      try await b.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      let connection = try await a.connect(to: b.address, timeout: .seconds(5))
+      #expect(connection.role == .central)
+      let channel = try await a.openChannel(connection, psm: 0x0081)
+      var iterator = listener.makeAsyncIterator()
+      let accepted = try #require(await iterator.next())
+      #expect(channel.maximumMessageSize == 65535)
+      let big = Self.pattern(100_000)
+      #expect(try await Self.transfer(big, from: channel, to: accepted, chunk: 60_000) == big)
+      let back = Self.pattern(100_000, seed: 3)
+      #expect(try await Self.transfer(back, from: accepted, to: channel, chunk: 1000) == back)
+      await #expect(throws: L2CAPError.self) {
+        try await channel.send(Array(repeating: 0, count: 65536))
+      }
+      await channel.close()
+      #expect(try await accepted.receive() == nil)
+      await #expect(throws: L2CAPError.self) { try await accepted.send([1]) }
+      await a.disconnect(connection)
+      #expect(!connection.isConnected)
+    }
+  }
+
+  @Test func severalConnectionsAtOnceAndDisconnectFromEachSide() async throws {
+    try await Self.withHosts(3) { hosts, _ in
+      let (a, b, c) = (hosts[0], hosts[1], hosts[2])
+      let listenB = b.listen(psm: 0x0082)
+      let listenC = c.listen(psm: 0x0082)
+      try await b.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      try await c.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      let toB = try await a.connect(to: b.address, timeout: .seconds(5))
+      let toC = try await a.connect(to: c.address, timeout: .seconds(5))
+      #expect(toB.handle != toC.handle)
+      #expect(a.connections.count == 2)
+      let chB = try await a.openChannel(toB, psm: 0x0082)
+      let chC = try await a.openChannel(toC, psm: 0x0082)
+      var itB = listenB.makeAsyncIterator()
+      var itC = listenC.makeAsyncIterator()
+      let atB = try #require(await itB.next())
+      let atC = try #require(await itC.next())
+      try await chB.send(Array("to b".utf8))
+      try await chC.send(Array("to c".utf8))
+      #expect(try await atB.receive() == Array("to b".utf8))
+      #expect(try await atC.receive() == Array("to c".utf8))
+      // B's side disconnects: A sees it, and B advertises again.
+      var incomingB = b.incomingConnections.makeAsyncIterator()
+      let fromA = try #require(await incomingB.next())
+      await b.disconnect(fromA)
+      #expect(await toB.waitForDisconnection() == .remoteUserTerminated)
+      #expect(try await chB.receive() == nil)
+      // A disconnects C.
+      await a.disconnect(toC)
+      #expect(!toC.isConnected)
+      #expect(try await atC.receive() == nil)
+      #expect(a.connections.isEmpty)
+      // B advertises again after its connection ended: A reconnects.
+      let again = try await a.connect(to: b.address, timeout: .seconds(5))
+      #expect(again.isConnected)
+    }
+  }
+
+  @Test func connectTimesOutByOurOwnClock() async throws {
+    try await Self.withHosts(1) { hosts, _ in
+      let nobody = BluetoothAddress.randomStatic()
+      let start = ContinuousClock.now
+      await #expect(throws: HCIError.self) {
+        _ = try await hosts[0].connect(to: nobody, timeout: .milliseconds(500))
+      }
+      #expect(ContinuousClock.now - start < .seconds(10))  // it ends; no timing target here
+    }
+  }
+
+  @Test func lostTransportEndsStreamsAndIsReported() async throws {
+    let radio = try SimulatedRadio(controllers: 1)
+    let host = try await BLEHost.open(controller: radio.spec(0))
+    let scan = try await host.startScanning()
+    let incoming = host.incomingConnections
+    radio.stop()
+    let reason = await host.waitUntilClosed()
+    #expect(reason != nil)
+    #expect("\(reason!)".contains("lost"))
+    for await _ in scan {}
+    for await _ in incoming {}
+    #expect(host.isClosed)
+    await #expect(throws: (any Error).self) {
+      try await host.startAdvertising(data: [], intervalMilliseconds: 100)
+    }
+  }
+
+  @Test func badSpecsAndUnreachableControllersGiveClearErrors() async throws {
+    await #expect(throws: TransportError.self) {
+      _ = try await BLEHost.open(controller: "tcp:127.0.0.1")
+    }
+    do {
+      _ = try await BLEHost.open(controller: "tcp:127.0.0.1:1")
+      Issue.record("connecting to port 1 should fail")
+    } catch {
+      #expect("\(error)".contains("tcp:127.0.0.1:1"))
+    }
+  }
+
+  @Test func btsnoopLogOfAFullSessionDecodesCleanlyInBtmon() async throws {
+    let dir = try TestEnvironment.temporaryDirectory("hci-log")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let path = dir.appendingPathComponent("session.btsnoop").path
+    try await Self.withHosts(hciLog: path) { hosts, _ in
+      let (a, b) = (hosts[0], hosts[1])
+      let listener = a.listen(psm: 0x0083)
+      try await a.startAdvertising(
+        data: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x01, 0x02], intervalMilliseconds: 30)
+      let scanA = try await a.startScanning()
+      try await b.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      _ = await Self.firstReport(from: b.address, in: scanA)
+      try await a.stopScanning()
+      let connection = try await b.connect(to: a.address, timeout: .seconds(5))
+      let channel = try await b.openChannel(connection, psm: 0x0083)
+      var iterator = listener.makeAsyncIterator()
+      let accepted = try #require(await iterator.next())
+      let data = Self.pattern(20_000)
+      #expect(try await Self.transfer(data, from: channel, to: accepted, chunk: 5000) == data)
+      #expect(try await Self.transfer(data, from: accepted, to: channel, chunk: 5000) == data)
+      await channel.close()
+      await b.disconnect(connection)
+      _ = try await a.rotateAddress()
+    }
+    let btmon = try ChildProcess("/usr/bin/btmon", ["-r", path])
+    var lines: [String] = []
+    while let line = btmon.readLine() { lines.append(line) }
+    #expect(btmon.wait() == 0)
+    let text = lines.joined(separator: "\n")
+    #expect(text.contains("LE Connection Complete"))
+    #expect(text.contains("LE Connection Request"))
+    #expect(text.contains("ACL Data TX"))
+    #expect(text.contains("Advertising Report"))
+    let bad = lines.filter {
+      let l = $0.lowercased()
+      return l.contains("malformed") || l.contains("invalid size") || l.contains("invalid packet")
+        || l.contains("too short") || l.contains("unknown packet")
+    }
+    #expect(bad.isEmpty, "btmon complained: \(bad.prefix(5))")
+    #expect(lines.count > 100)
+  }
+
+  @Test func legacyReportsAreUnderstoodAndDuplicatesDropped() async throws {
+    let radio = try SimulatedRadio(controllers: 2, extendedAdvertising: false)
+    defer { radio.stop() }
+    let a = try await BLEHost.open(controller: radio.spec(0))
+    let b = try await BLEHost.open(controller: radio.spec(1), duplicateWindow: .seconds(10))
+    try await a.startAdvertising(
+      data: [0x02, 0x01, 0x06, 0x02, 0xFF, 0x42], intervalMilliseconds: 20)
+    let scan = try await b.startScanning()
+    let report = await Self.firstReport(from: a.address, in: scan)
+    #expect(report?.extended == false)
+    #expect(report?.data == [0x02, 0x01, 0x06, 0x02, 0xFF, 0x42])
+    // About 50 advertisements a second, each reported twice: within the
+    // window, none of them is delivered again.
+    let repeats = await withTaskGroup(of: Int.self) { group in
+      group.addTask {
+        var count = 0
+        for await r in scan where r.address == a.address { count += 1 }
+        return count
+      }
+      try? await Task.sleep(for: .milliseconds(800))
+      try? await b.stopScanning()
+      return await group.next() ?? -1
+    }
+    #expect(repeats == 0)
+    await a.close()
+    await b.close()
+  }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+@testable import BatonHCI
+@testable import BatonHost
+@testable import BatonL2CAP
+
+/// Command and ACL flow control against a scripted controller.
+@Suite("HCI controller")
+struct HCIControllerTests {
+  @Test func unansweredCommandTimesOutAndTheNextOneStillGoes() async throws {
+    let fake = FakeController()
+    let controller = HCIController(transport: fake, commandTimeout: .milliseconds(200))
+    controller.start(events: { _ in }, data: { _, _ in }, closed: { _ in })
+    defer { controller.close() }
+    fake.neverAnswer(0x2025)  // LE Read Local P-256 Public Key: bumble never answers
+    fake.neverAnswer(0x200E)
+    let start = ContinuousClock.now
+    do {
+      try await controller.send(.leCreateConnectionCancel)
+      Issue.record("an unanswered command must time out")
+    } catch let error as HCIError {
+      guard case .commandTimedOut(let name, _) = error else {
+        Issue.record("wrong error \(error)")
+        return
+      }
+      #expect(name == "LE Create Connection Cancel")
+      #expect(error.description.contains("no answer"))
+    }
+    #expect(ContinuousClock.now - start < .seconds(10))  // it ends; no timing target here
+    #expect(try await controller.send(.reset) == [])
+  }
+
+  @Test func failedCommandCarriesTheStatusName() async throws {
+    let fake = FakeController()
+    let controller = HCIController(transport: fake)
+    controller.start(events: { _ in }, data: { _, _ in }, closed: { _ in })
+    defer { controller.close() }
+    fake.fail(0x2005, with: .commandDisallowed)
+    do {
+      try await controller.send(.leSetRandomAddress(.randomStatic()))
+      Issue.record("expected a failure")
+    } catch {
+      #expect("\(error)" == "HCI LE Set Random Address failed: Command Disallowed (0x0C)")
+    }
+  }
+
+  @Test func aclFlowControlKeepsAtMostTheBufferCountInTheController() async throws {
+    let fake = FakeController()
+    let host = try await BLEHost.open(transport: fake)  // the fake reports 8 buffers of 27
+    defer { Task { await host.close() } }
+    #expect(host.controller.aclBuffers == (27, 8))
+    fake.holdACLCompletions(true)
+    // 40 fragments' worth of PDU.
+    try host.controller.sendACL(
+      handle: 1, pdu: L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 1, count: 1000)))
+    #expect(await fake.wait { fake.outstandingACL == 8 })
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(fake.outstandingACL == 8)
+    let aclSent = { fake.sent.filter { $0.first == 0x02 }.count }
+    #expect(aclSent() == 8)
+    fake.completeHeld()
+    #expect(await fake.wait { fake.outstandingACL == 8 && aclSent() == 16 })
+    fake.holdACLCompletions(false)
+    #expect(await fake.wait { aclSent() == (1004 + 26) / 27 })
+    let fragments = fake.sent.filter { $0.first == 0x02 }
+    #expect(fragments.allSatisfy { $0.count <= 5 + 27 })
+  }
+
+  /// A rotation installs the new address and beacon before advertising
+  /// resumes: no advertisement goes out with the old data under the new address.
+  @Test func rotationInstallsTheNewDataBeforeAdvertisingResumes() async throws {
+    let fake = FakeController()
+    let host = try await BLEHost.open(transport: fake)
+    defer { Task { await host.close() } }
+    let old = [UInt8](repeating: 1, count: 31)
+    let new = [UInt8](repeating: 2, count: 31)
+    try await host.startAdvertising(data: old, intervalMilliseconds: 100)
+    let before = fake.sent.count
+    let address = BluetoothAddress(littleEndian: [1, 2, 3, 4, 5, 0x45])!
+    #expect(try await host.rotateAddress(to: address, advertisingData: new) == address)
+    let commands = fake.sent[before...].compactMap { try? HCICommand.decode($0) }
+    let order = commands.compactMap { command -> String? in
+      switch command {
+      case .leSetAdvertisingEnable(let on): on ? "on" : "off"
+      case .leSetRandomAddress(let a): a == address ? "address" : "other address"
+      case .leSetAdvertisingData(let d): d == new ? "new data" : "old data"
+      default: nil
+      }
+    }
+    #expect(order == ["off", "address", "new data", "on"])
+    #expect(host.address == address)
+  }
+
+  @Test func closingEndsEverythingWithoutSpinning() async throws {
+    let fake = FakeController()
+    let host = try await BLEHost.open(transport: fake)
+    let scan = try await host.startScanning()
+    fake.close()  // the "dongle" is unplugged
+    let reason = await host.waitUntilClosed()
+    #expect(reason is HCIError)
+    for await _ in scan {}
+    await #expect(throws: HCIError.self) {
+      _ = try await host.connect(to: .randomStatic(), timeout: .seconds(1))
+    }
+  }
+}

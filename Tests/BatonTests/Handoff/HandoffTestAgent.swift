@@ -1,0 +1,86 @@
+import Foundation
+
+@testable import BatonHandoff
+@testable import BatonNotes
+@testable import BatonStore
+
+/// One agent for tests: an engine over in-memory folders and a temporary state dir.
+struct HandoffTestAgent {
+  static let notesType = "org.example.baton.notes"
+  static let otherType = "org.example.baton.journal"
+
+  let name: String
+  let key: GroupKey
+  let stateDirectory: String
+  let folders: [String: InMemoryNoteFolder]
+  let policy: HandoffPolicy
+  let engine: HandoffEngine
+
+  var folder: InMemoryNoteFolder { folders[Self.notesType]! }
+
+  init(
+    _ name: String, key: GroupKey, types: [String] = [notesType], policy: HandoffPolicy = .init(),
+    stateDirectory: String? = nil, folders existing: [String: InMemoryNoteFolder]? = nil
+  ) throws {
+    self.name = name
+    self.key = key
+    self.policy = policy
+    self.stateDirectory =
+      try stateDirectory ?? TestEnvironment.temporaryDirectory("handoff-\(name)").path
+    var folders: [String: InMemoryNoteFolder] = [:]
+    for type in types {
+      folders[type] = existing?[type] ?? InMemoryNoteFolder(root: "/\(name)/\(type)")
+    }
+    self.folders = folders
+    let store = try HandoffStore(directory: self.stateDirectory)
+    engine = HandoffEngine(
+      key: key, deviceName: name, store: store,
+      folders: folders.map { HandoffFolder(activityType: $0.key, folder: $0.value) }, policy: policy
+    )
+  }
+
+  /// The same agent restarted: a new store connection and engine on the same state.
+  func restarted() throws -> HandoffTestAgent {
+    try HandoffTestAgent(
+      name, key: key, types: Array(folders.keys), policy: policy, stateDirectory: stateDirectory,
+      folders: folders)
+  }
+
+  /// A local save, as the folder watcher reports it.
+  func save(_ path: String, _ text: String, type: String = notesType) async {
+    folders[type]!.put(path, text)
+    await engine.localSave(
+      NoteSave(relativePath: path, bytes: Array(text.utf8)), activityType: type)
+  }
+
+  func counter(_ name: String) async -> Int { await engine.status().counters[name] ?? 0 }
+}
+
+/// Runs one session between two agents over an in-memory channel pair.
+func runSession(
+  _ initiator: HandoffTestAgent, _ responder: HandoffTestAgent, maximumMessageSize: Int = 512,
+  breakAfter: Int? = nil, responderAddress: String? = nil
+) async -> (Result<SessionSummary, any Error>, Result<SessionSummary, any Error>) {
+  let (a, b) = InMemoryMessageChannel.pair(
+    maximumMessageSize: maximumMessageSize, breakAfter: breakAfter)
+  async let first: Result<SessionSummary, any Error> = {
+    do {
+      return .success(
+        try await initiator.engine.runSession(
+          over: a, initiator: true, peerAddress: responderAddress ?? "addr-\(responder.name)"))
+    } catch { return .failure(error) }
+  }()
+  async let second: Result<SessionSummary, any Error> = {
+    do {
+      return .success(
+        try await responder.engine.runSession(
+          over: b, initiator: false, peerAddress: "addr-\(initiator.name)"))
+    } catch { return .failure(error) }
+  }()
+  return await (first, second)
+}
+
+extension Result {
+  var succeeded: Bool { if case .success = self { true } else { false } }
+  var value: Success? { if case .success(let v) = self { v } else { nil } }
+}

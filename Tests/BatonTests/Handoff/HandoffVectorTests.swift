@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+
+@testable import BatonHandoff
+@testable import BatonSystem
+
+/// The test vectors of PROTOCOL.md, frozen here and checked against the code.
+/// Tests/Scripts/verify-handoff-vectors.py checks the same values independently.
+@Suite struct HandoffVectorTests {
+  static let expected: [String: String] = [
+    "k_beacon_enc": "7ab6a0453b365a960249ef80fb6c5e826a728f759136cba238b3b32bbaf55e06",
+    "k_beacon_mac": "16f0e0cfbc2901a852c7dae96c3adce6d3623e58aba5ef89423230b101a37671",
+    "k_auth": "3319e319e1c5fbcaa9d1accbb3a7e3b946a69470ce5ce92f588220c689857f32",
+    "k_payload": "704d11d17cbbbb54b72f72d73e6af1939e58868cc6b5a12ff4ca9d41558fff17",
+    "beacon_plaintext": "01563412efcdab89",
+    "beacon": "0201061bffffffa0a1a2a3a4a5a6a79fc2226fd7e177e7ae3b6e22f63b7dec",
+    "hs_m1": "01011111111111111111111111111111111111111111111111111111111111111111",
+    "hs_m2":
+      "020122222222222222222222222222222222222222222222222222222222222222223333333333333333333333333333333333333333333333330118374675f30553b65b9a85a44c2e1a79c1f97bc90fea2aa73c3ce5f5",
+    "hs_m3":
+      "0344444444444444444444444444444444444444444444444440e977f6b280ddc0baf05cd1e7b45466ad6a104ebd7b30ac5fdc1cb6ae19b1",
+    "k_initiator_to_responder": "19ef5b6b27bfdbe9900048de2b61c6a27e853ce47364d43bc4e832c3e5c3156e",
+    "k_responder_to_initiator": "f238a2ae583881cbec5d44fdca2da4b5fbd50b5eae4b7f2638c75c026995f7da",
+    "content_hash": "d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8",
+    "version_vector": "02000807060504030201020000000000000018171615141312110100000000000000",
+    "frame_plaintext":
+      "060011006f72672e6578616d706c652e6e6f746573020048690400612e6d640200080706050403020102000000000000001817161514131211010000000000000008070605040302010500616c696365d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e805000000232048690a",
+    "frame":
+      "1005000000000000007839523085f59ce178f962e0db49d745d27d69011ac83c490276c59ebaa84a74e3570e8b63d3a0b8370d69edb4f16e67353949be6a4bf34a887b4800fa8308e5449adedf206cd2b9e6800298c2c476d7f9c5236efbe80642bf8fccd5071d104680aabd45ad29933b5709b9acf3286efcb28f3ae1e9b7ceaa4ba3f0deaa4de3bd7789efb73a811123dd",
+    "activity_hash": "7793e1",
+    "index_digest": "c541adc8",
+    "k_address": "8e2794e1d8d203e165def941bc2951c00477eb1d3fdaf86a771f3abac77ea59e",
+    "address_prand": "a1b243",
+    "address": "0179dea1b243",
+  ]
+
+  let keys = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!)
+  let alice = PeerIdentity(device: DeviceID(rawValue: 0x0102_0304_0506_0708), name: "alice")
+  let bob = PeerIdentity(device: DeviceID(rawValue: 0x1112_1314_1516_1718), name: "bob")
+
+  /// Everything the vectors cover, computed by the code.
+  func computed() -> [String: String] {
+    var out: [String: String] = [:]
+    out["k_beacon_enc"] = keys.beaconCipher.hexString
+    out["k_beacon_mac"] = keys.beaconMAC.hexString
+    out["k_auth"] = keys.auth.hexString
+    out["k_payload"] = keys.payload.hexString
+    let content = BeaconContent(activityHash: 0x12_3456, indexDigest: 0x89ab_cdef)
+    out["beacon_plaintext"] = content.plaintext.hexString
+    out["beacon"] = Beacon.seal(content, keys: keys, nonce: Array(0xa0...0xa7)).hexString
+    let m1 = SecureChannel.makeHello(challenge: [UInt8](repeating: 0x11, count: 32))
+    let m2 = SecureChannel.makeChallengeResponse(
+      hello: m1, challenge: [UInt8](repeating: 0x22, count: 32),
+      nonce: [UInt8](repeating: 0x33, count: 24), me: bob, keys: keys)
+    let m3 = SecureChannel.makeResponse(
+      hello: m1, challengeResponse: m2, nonce: [UInt8](repeating: 0x44, count: 24), me: alice,
+      keys: keys)
+    out["hs_m1"] = m1.hexString
+    out["hs_m2"] = m2.hexString
+    out["hs_m3"] = m3.hexString
+    let (ir, ri) = SecureChannel.sessionKeys(
+      hello: m1, challengeResponse: m2, response: m3, initiator: alice.device,
+      responder: bob.device, keys: keys)
+    out["k_initiator_to_responder"] = ir.hexString
+    out["k_responder_to_initiator"] = ri.hexString
+    let text = Array("# Hi\n".utf8)
+    let version = VersionVector([alice.device: 2, bob.device: 1])
+    let payload = ActivityPayload(
+      activityType: "org.example.notes", title: ActivityPayload.title(of: text, path: "a.md"),
+      path: "a.md", version: version, origin: alice.device, originName: "alice",
+      hash: ContentHash(of: text), content: text)
+    out["content_hash"] = payload.hash.hex
+    out["version_vector"] = version.encoded.hexString
+    let message = HandoffMessage.note(payload)
+    let plain = [message.kind.rawValue, 0] + message.body
+    out["frame_plaintext"] = plain.hexString
+    out["frame"] = SecureChannel.sealFrame(plain, counter: 5, key: ir).hexString
+    let entry = HandoffIndexEntry(
+      activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
+      version: version, origin: alice.device)
+    let a = entry.activityHash
+    out["activity_hash"] = [UInt8(a & 0xff), UInt8(a >> 8 & 0xff), UInt8(a >> 16)].hexString
+    let d = HandoffIndexEntry.digest([entry])
+    out["index_digest"] =
+      [UInt8(d & 0xff), UInt8(d >> 8 & 0xff), UInt8(d >> 16 & 0xff), UInt8(d >> 24)].hexString
+    out["k_address"] = keys.address.hexString
+    out["address_prand"] = "a1b243"
+    out["address"] =
+      ResolvableAddress(device: alice.device, prand: [0xa1, 0xb2, 0x43], keys: keys).bytes.hexString
+    return out
+  }
+
+  @Test func codeMatchesFrozenVectors() {
+    let got = computed()
+    for (name, value) in Self.expected {
+      #expect(got[name] == value, "vector \(name)")
+    }
+  }
+
+  @Test func protocolDocumentListsTheSameVectors() throws {
+    let doc = try String(
+      contentsOf: TestEnvironment.repository.appendingPathComponent(
+        "Sources/BatonHandoff/PROTOCOL.md"), encoding: .utf8)
+    var documented: [String: String] = [:]
+    for line in doc.split(separator: "\n") {
+      let parts = line.split(separator: "=", maxSplits: 1).map {
+        $0.trimmingCharacters(in: .whitespaces)
+      }
+      if parts.count == 2, Self.expected[parts[0]] != nil { documented[parts[0]] = parts[1] }
+    }
+    #expect(documented == Self.expected)
+  }
+
+  /// The independent check: Python's hashlib and `cryptography` recompute every
+  /// vector from the document alone.
+  @Test func pythonRecomputesTheDocumentedVectors() throws {
+    let script = TestEnvironment.repository.appendingPathComponent(
+      "Tests/Scripts/verify-handoff-vectors.py"
+    ).path
+    let child = try ChildProcess(TestEnvironment.python, [script])
+    var lines: [String] = []
+    while let line = child.readLine() { lines.append(line) }
+    #expect(child.wait() == 0, "\(lines.joined(separator: "\n"))")
+    #expect(lines.last == "all vectors verified")
+    #expect(lines.filter { $0.hasPrefix("ok ") }.count >= Self.expected.count)
+  }
+
+  @Test func framesAndHandshakeOpenWithTheVectorKeys() throws {
+    let m1 = try #require([UInt8](hexString: Self.expected["hs_m1"]!))
+    let m2 = try #require([UInt8](hexString: Self.expected["hs_m2"]!))
+    let m3 = try #require([UInt8](hexString: Self.expected["hs_m3"]!))
+    #expect(SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys) == bob)
+    #expect(SecureChannel.openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) == alice)
+    // Bound to the other messages: a different M1 breaks M2 and M3.
+    var otherM1 = m1
+    otherM1[5] ^= 1
+    #expect(SecureChannel.openChallengeResponse(m2, hello: otherM1, keys: keys) == nil)
+    #expect(
+      SecureChannel.openResponse(m3, hello: otherM1, challengeResponse: m2, keys: keys) == nil)
+    let key = try #require([UInt8](hexString: Self.expected["k_initiator_to_responder"]!))
+    let frame = try #require([UInt8](hexString: Self.expected["frame"]!))
+    #expect(
+      SecureChannel.openFrame(frame, counter: 5, key: key)?.hexString
+        == Self.expected["frame_plaintext"])
+    #expect(SecureChannel.openFrame(frame, counter: 6, key: key) == nil)  // replayed out of order
+    var header = frame
+    header[1] = 6  // a header claiming another counter
+    #expect(SecureChannel.openFrame(header, counter: 6, key: key) == nil)
+  }
+}

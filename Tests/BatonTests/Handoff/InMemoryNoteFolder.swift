@@ -1,0 +1,73 @@
+import Synchronization
+
+@testable import BatonNotes
+@testable import BatonSystem
+
+/// A notes folder in memory with the write-back semantics of `NoteFolderAccess`.
+final class InMemoryNoteFolder: NoteFolderAccess {
+  let root: String
+  private let files = Mutex<[String: [UInt8]]>([:])
+  /// When set, writes fail with this error (a full or read-only disk).
+  let failWrites = Mutex<Bool>(false)
+
+  /// Called with the path after each write-back lands (what a rename does).
+  let afterWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+  struct DiskFull: Error {}
+
+  init(root: String = "/mem") { self.root = root }
+
+  /// A local edit (what the user does); the test reports it with `localSave`.
+  func put(_ path: String, _ text: String) { files.withLock { $0[path] = Array(text.utf8) } }
+  func remove(_ path: String) { files.withLock { $0[path] = nil } }
+  func text(_ path: String) -> String? {
+    files.withLock { $0[path] }.map { String(decoding: $0, as: UTF8.self) }
+  }
+  var paths: [String] { files.withLock { Array($0.keys).sorted() } }
+  var contents: [String: String] {
+    files.withLock { $0.mapValues { String(decoding: $0, as: UTF8.self) } }
+  }
+
+  func indexEntries() -> [NoteIndexEntry] {
+    files.withLock { files in
+      files.map {
+        NoteIndexEntry(relativePath: $0.key, size: $0.value.count, hash: ContentHash(of: $0.value))
+      }
+    }
+  }
+
+  func readNote(_ relativePath: String) throws -> [UInt8] {
+    guard let bytes = files.withLock({ $0[relativePath] }) else { throw Errno.noEntry }
+    return bytes
+  }
+
+  func writeNote(
+    _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
+  ) throws -> NoteWriteOutcome {
+    if failWrites.withLock({ $0 }) { throw DiskFull() }
+    let outcome = files.withLock { files -> NoteWriteOutcome in
+      let current = files[relativePath].map { ContentHash(of: $0) }
+      if current == ContentHash(of: bytes) { return .unchanged(relativePath: relativePath) }
+      if current == nil || current == expected {
+        files[relativePath] = bytes
+        return .written(relativePath: relativePath)
+      }
+      let (stem, ext) = Self.split(relativePath)
+      var copy = "\(stem) (conflict from \(peer))\(ext)"
+      var n = 2
+      while let existing = files[copy], existing != bytes {
+        copy = "\(stem) (conflict from \(peer) \(n))\(ext)"
+        n += 1
+      }
+      files[copy] = bytes
+      return .conflictCopy(relativePath: copy)
+    }
+    if case .written(let path) = outcome { afterWrite.withLock { $0 }?(path) }
+    return outcome
+  }
+
+  private static func split(_ path: String) -> (String, String) {
+    guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return (path, "") }
+    return (String(path[..<dot]), String(path[dot...]))
+  }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import Testing
+
+@testable import BatonNotes
+@testable import BatonSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite struct NoteWriterTests {
+  /// A fresh folder (not watched) and its NotesFolder.
+  private func makeFolder() throws -> (URL, NotesFolder) {
+    let dir = try TestEnvironment.temporaryDirectory("baton-write")
+    return (dir, try NotesFolder(root: dir.path))
+  }
+
+  private func contents(_ dir: URL, _ relative: String) -> [UInt8]? {
+    FileManager.default.contents(atPath: dir.appendingPathComponent(relative).path).map {
+      Array($0)
+    }
+  }
+
+  private func listing(_ dir: URL) -> [String] {
+    (FileManager.default.subpaths(atPath: dir.path) ?? []).sorted()
+  }
+
+  @Test func writesUnchangedAndConflictCopies() throws {
+    let (dir, folder) = try makeFolder()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let v1 = Array("# Groceries\nmilk\n".utf8)
+    let v2 = Array("# Groceries\nmilk\neggs\n".utf8)
+    #expect(
+      try folder.writeNote("Groceries.md", bytes: v1, replacing: nil, peer: "bob")
+        == .written(relativePath: "Groceries.md"))
+    #expect(contents(dir, "Groceries.md") == v1)
+    #expect(
+      try folder.writeNote("Groceries.md", bytes: v1, replacing: nil, peer: "bob")
+        == .unchanged(relativePath: "Groceries.md"))
+    #expect(
+      try folder.writeNote(
+        "Groceries.md", bytes: v2, replacing: ContentHash(of: v1), peer: "bob")
+        == .written(relativePath: "Groceries.md"))
+    #expect(contents(dir, "Groceries.md") == v2)
+    #expect(folder.indexEntries().map(\.hash) == [ContentHash(of: v2)])
+
+    // A local edit the peer did not know about: the incoming note goes to a
+    // conflict copy, the local file stays as it is.
+    let local = Array("# Groceries\nlocal edit\n".utf8)
+    try Data(local).write(to: dir.appendingPathComponent("Groceries.md"))
+    let incoming = Array("# Groceries\nfrom bob\n".utf8)
+    let outcome = try folder.writeNote(
+      "Groceries.md", bytes: incoming, replacing: ContentHash(of: v2), peer: "Bob's Mac")
+    guard case .conflictCopy(let copy) = outcome else {
+      Issue.record("expected a conflict copy, got \(outcome)")
+      return
+    }
+    #expect(copy.hasPrefix("Groceries.conflict-Bob_s_Mac-"))
+    #expect(copy.hasSuffix("Z.md"))
+    #expect(contents(dir, "Groceries.md") == local)
+    #expect(contents(dir, copy) == incoming)
+    // Expecting no file where one exists is a conflict too; a second copy
+    // in the same second gets its own name.
+    let again = try folder.writeNote(
+      "Groceries.md", bytes: Array("# other\n".utf8), replacing: nil, peer: "Bob's Mac")
+    guard case .conflictCopy(let second) = again else {
+      Issue.record("expected a conflict copy, got \(again)")
+      return
+    }
+    #expect(second != copy)
+    #expect(contents(dir, "Groceries.md") == local)
+    // No temporary files left behind.
+    #expect(listing(dir).allSatisfy { !$0.hasPrefix(".") })
+  }
+
+  @Test func createsSubfoldersAndKeepsTheModeOfAReplacedFile() throws {
+    let (dir, folder) = try makeFolder()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let bytes = Array("# deep\n".utf8)
+    #expect(
+      try folder.writeNote("a/b/c/deep.md", bytes: bytes, replacing: nil, peer: "p")
+        == .written(relativePath: "a/b/c/deep.md"))
+    #expect(contents(dir, "a/b/c/deep.md") == bytes)
+    let path = dir.appendingPathComponent("a/b/c/deep.md").path
+    chmod(path, 0o600)
+    _ = try folder.writeNote(
+      "a/b/c/deep.md", bytes: Array("# v2\n".utf8), replacing: ContentHash(of: bytes), peer: "p")
+    var info = stat()
+    stat(path, &info)
+    #expect(info.st_mode & 0o777 == 0o600)
+    #expect(try folder.readNote("a/b/c/deep.md") == Array("# v2\n".utf8))
+  }
+
+  @Test(arguments: [
+    "/tmp/abs.md", "../escape.md", "a/../../escape.md", "a//b.md", "", "nul\u{0}.md",
+    "ctl\u{1B}.md", String(repeating: "y", count: 256) + ".md", ".hidden.md", "x.md~", "4913",
+    "#x.md#", "x.swp", "notes.txt",
+  ])
+  func refusesUntrustedPaths(_ path: String) throws {
+    let (dir, folder) = try makeFolder()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    #expect(throws: NotesError.self) {
+      try folder.writeNote(path, bytes: Array("# x\n".utf8), replacing: nil, peer: "p")
+    }
+    #expect(listing(dir).isEmpty)
+  }
+
+  @Test func refusesPathsThroughSymlinks() throws {
+    let (dir, folder) = try makeFolder()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let outside = try TestEnvironment.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: outside) }
+    let fm = FileManager.default
+    try fm.createSymbolicLink(
+      atPath: dir.appendingPathComponent("out").path, withDestinationPath: outside.path)
+    try fm.createDirectory(
+      at: dir.appendingPathComponent("real"), withIntermediateDirectories: true)
+    try fm.createSymbolicLink(
+      atPath: dir.appendingPathComponent("real/inner").path, withDestinationPath: outside.path)
+    try Data("# t\n".utf8).write(to: outside.appendingPathComponent("t.md"))
+    try fm.createSymbolicLink(
+      atPath: dir.appendingPathComponent("link.md").path,
+      withDestinationPath: outside.appendingPathComponent("t.md").path)
+    for path in ["out/x.md", "real/inner/x.md", "out/new/x.md", "link.md"] {
+      do {
+        _ = try folder.writeNote(path, bytes: Array("# x\n".utf8), replacing: nil, peer: "p")
+        Issue.record("wrote through a symlink: \(path)")
+      } catch let error as NotesError {
+        guard case .symlinkInPath = error else {
+          Issue.record("wrong error for \(path): \(error)")
+          continue
+        }
+        #expect(error.description.contains("symlink"))
+      }
+    }
+    #expect(throws: NotesError.self) { try folder.readNote("link.md") }
+    #expect(listing(outside) == ["t.md"])
+    #expect(contents(outside, "t.md") == Array("# t\n".utf8))
+  }
+
+  @Test func refusesNotesOverTheLimitOrNotUTF8() throws {
+    let dir = try TestEnvironment.temporaryDirectory("baton-write")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let folder = try NotesFolder(root: dir.path, maximumNoteSize: 100)
+    #expect(throws: NotesError.tooLarge(path: "big.md", size: 101, maximum: 100)) {
+      try folder.writeNote(
+        "big.md", bytes: [UInt8](repeating: 65, count: 101), replacing: nil, peer: "p")
+    }
+    #expect(throws: NotesError.self) {
+      try folder.writeNote("bad.md", bytes: [0xFF, 0xFE], replacing: nil, peer: "p")
+    }
+  }
+
+  /// Disk full and a read-only folder, on small tmpfs mounts (root only;
+  /// otherwise a folder without write permission stands in for read-only).
+  @Test func diskFullAndReadOnlyAreClearRetryableErrors() throws {
+    let dir = try TestEnvironment.temporaryDirectory("baton-full")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let original = Array("# original\n".utf8)
+    let incoming = Array(("# incoming\n" + String(repeating: "x", count: 200_000)).utf8)
+    let isRoot = getuid() == 0
+    if isRoot {
+      #expect(
+        try runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir.path]) == 0)
+    }
+    defer { if isRoot { _ = try? runProgram("/bin/umount", [dir.path]) } }
+    if isRoot {
+      try Data(original).write(to: dir.appendingPathComponent("n.md"))
+      let folder = try NotesFolder(root: dir.path)
+      do {
+        _ = try folder.writeNote(
+          "n.md", bytes: incoming, replacing: ContentHash(of: original), peer: "p")
+        Issue.record("a 200 kB note fit on a 64 kB disk")
+      } catch let error as NotesError {
+        #expect(error == .diskFull(path: "n.md"))
+        #expect(error.isRetryable)
+        #expect(error.description.contains("no space left"))
+      }
+      #expect(contents(dir, "n.md") == original)
+      #expect(listing(dir) == ["n.md"])
+      #expect(folder.indexEntries().isEmpty)
+      #expect(try runProgram("/bin/mount", ["-o", "remount,ro", dir.path]) == 0)
+    } else {
+      try Data(original).write(to: dir.appendingPathComponent("n.md"))
+      chmod(dir.path, 0o555)
+    }
+    defer { chmod(dir.path, 0o755) }
+    let folder = try NotesFolder(root: dir.path)
+    do {
+      _ = try folder.writeNote(
+        "n.md", bytes: Array("# small\n".utf8), replacing: ContentHash(of: original), peer: "p")
+      Issue.record("wrote into a read-only folder")
+    } catch let error as NotesError {
+      guard case .readOnly = error else {
+        Issue.record("wrong error \(error)")
+        return
+      }
+      #expect(error.isRetryable)
+      #expect(error.description.contains("read-only"))
+    }
+    #expect(contents(dir, "n.md") == original)
+  }
+}

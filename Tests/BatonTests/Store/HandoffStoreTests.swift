@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+
+@testable import BatonHandoff
+@testable import BatonStore
+@testable import BatonSystem
+
+@Suite struct HandoffStoreTests {
+  func entry(_ path: String, _ text: String, _ device: DeviceID) -> HandoffIndexEntry {
+    HandoffIndexEntry(
+      activityType: "org.example.notes", path: path, hash: ContentHash(of: Array(text.utf8)),
+      size: text.utf8.count, version: VersionVector([device: 3]), origin: device)
+  }
+
+  @Test func everythingSurvivesReopening() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    let device: DeviceID
+    do {
+      let store = try HandoffStore(directory: dir)
+      device = store.deviceID
+      try store.save(StoredNote(entry: entry("a.md", "A", device)))
+      try store.save(StoredNote(entry: entry("b.md", "B", device), deleted: true))
+      try store.setCurrentActivity(activityType: "org.example.notes", path: "a.md")
+      try store.recordPeer(
+        PeerRecord(
+          device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000)))
+      try store.increment("sent", by: 2)
+      try store.increment("sent")
+      for i in 0..<5 {
+        try store.recordFailure(
+          FailureRecord(activityType: "t", peer: "p", reason: "r\(i)"), keep: 3)
+      }
+      #expect(store.recovery == nil)
+    }
+    let store = try HandoffStore(directory: dir)
+    #expect(store.deviceID == device)
+    #expect(store.recovery == nil)
+    let notes = try store.notes().sorted { $0.entry.path < $1.entry.path }
+    #expect(
+      notes == [
+        StoredNote(entry: entry("a.md", "A", device)),
+        StoredNote(entry: entry("b.md", "B", device), deleted: true),
+      ])
+    #expect(
+      try store.note(activityType: "org.example.notes", path: "a.md")?.entry.version
+        == VersionVector([device: 3]))
+    #expect(try store.currentActivity()?.path == "a.md")
+    #expect(
+      try store.peers() == [
+        PeerRecord(
+          device: DeviceID(rawValue: 42), name: "bob", lastSeen: Date(timeIntervalSince1970: 1000))
+      ])
+    #expect(try store.counters()["sent"] == 3)
+    #expect(try store.failures().map(\.reason) == ["r4", "r3", "r2"])
+    let header = String(
+      decoding: FileManager.default.contents(atPath: dir + "/handoff.db").map(Array.init) ?? [],
+      as: UTF8.self)
+    #expect(header.hasPrefix("SQLite format 3"))
+    #expect(try store.journalMode() == "wal")
+  }
+
+  /// It names peers and notes: owner only, whatever the umask (issue 13, bug 8).
+  @Test func databaseIsCreatedOwnerOnlyAndAnOlderOpenOneIsNarrowed() throws {
+    func mode(_ path: String) -> mode_t? {
+      var info = stat()
+      return stat(path, &info) == 0 ? info.st_mode & 0o777 : nil
+    }
+    let dir = try TestEnvironment.temporaryDirectory("store-mode").path
+    let path = dir + "/" + HandoffStore.fileName
+    let old = umask(0o022)
+    defer { umask(old) }
+    do {
+      let store = try HandoffStore(directory: dir)
+      try store.save(StoredNote(entry: entry("a.md", "A", store.deviceID)))
+      for suffix in ["", "-wal", "-shm"] {
+        #expect(mode(path + suffix) == 0o600, "handoff.db\(suffix)")
+      }
+    }
+    // A database created 0644 by an older version.
+    for suffix in ["", "-wal", "-shm"] { chmod(path + suffix, 0o644) }
+    let reopened = try HandoffStore(directory: dir)
+    #expect(try reopened.notes().count == 1)
+    for suffix in ["", "-wal", "-shm"] where mode(path + suffix) != nil {
+      #expect(mode(path + suffix) == 0o600, "handoff.db\(suffix)")
+    }
+  }
+
+  @Test func damagedDatabaseIsMovedAsideAndRebuiltWithoutLosingNotes() async throws {
+    let key = GroupKey.generate()
+    let a = try HandoffTestAgent("alice", key: key)
+    for i in 0..<4 { await a.save("n\(i).md", "note \(i)") }
+    let oldID = a.engine.deviceID
+    let path = a.stateDirectory + "/handoff.db"
+    // Checkpoint-free damage: overwrite the header and some pages with junk.
+    var bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
+    for i in 0..<min(bytes.count, 4096) { bytes[i] = UInt8(truncatingIfNeeded: i &* 31 &+ 7) }
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    try? FileManager.default.removeItem(atPath: path + "-wal")
+
+    let b = try HandoffTestAgent("bob", key: key)
+    let restarted = try a.restarted()
+    let status = await restarted.engine.status()
+    #expect(restarted.engine.deviceID != oldID)
+    #expect(status.noteCount == 4)  // rebuilt from the folder
+    #expect(status.storeRecovery?.contains("damaged") == true)
+    let aside = try FileManager.default.contentsOfDirectory(atPath: a.stateDirectory)
+      .filter { $0.hasPrefix("handoff.db.damaged-") }
+    #expect(!aside.isEmpty)
+    // And it still syncs: bob gets all four notes.
+    let (r1, r2) = await runSession(b, restarted)
+    #expect(r1.succeeded && r2.succeeded)
+    #expect(b.folder.contents == a.folder.contents)
+  }
+
+  @Test func damagedPageInsideTheFileIsDetected() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    do {
+      let store = try HandoffStore(directory: dir)
+      for i in 0..<400 {
+        try store.save(
+          StoredNote(
+            entry: entry("dir/note-\(i).md", String(repeating: "x", count: i), store.deviceID)))
+      }
+    }  // the last connection closes: the WAL is checkpointed into the main file
+    let path = dir + "/handoff.db"
+    var bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
+    #expect(bytes.count >= 4 * 4096)
+    for i in (2 * 4096)..<(3 * 4096) { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    let store = try HandoffStore(directory: dir)
+    #expect(store.recovery != nil)
+    #expect(try store.notes().isEmpty)  // a fresh database; the engine rebuilds it from the folders
+  }
+
+  @Test func notADatabaseAtAllIsRecovered() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    try Data("this is not sqlite, just text\n".utf8).write(
+      to: URL(fileURLWithPath: dir + "/handoff.db"))
+    let store = try HandoffStore(directory: dir)
+    #expect(store.recovery?.contains("damaged") == true)
+    try store.increment("x")
+    #expect(try store.counters()["x"] == 1)
+  }
+
+  @Test func unreadableDirectoryIsAnErrorNotARecovery() throws {
+    #expect(throws: SQLiteError.self) {
+      _ = try HandoffStore(directory: "/nonexistent/baton-state")
+    }
+  }
+}
+
+extension HandoffStore {
+  func journalMode() throws -> String? {
+    try SQLiteDatabase(path: path).query("PRAGMA journal_mode").first?.first?.text
+  }
+}
