@@ -233,7 +233,8 @@ final class TamperingChannel: MessageChannel {
 
   @Test func newerPeerIsToldToUpgradeThisAgent() {
     let error = HandoffError.peerProtocolVersion(peer: "p", version: 3)
-    #expect("\(error)".contains("speaks baton protocol 3") && "\(error)".contains("upgrade this agent"))
+    let text = "\(error)"
+    #expect(text.contains("speaks baton protocol 3") && text.contains("upgrade this agent"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
@@ -274,8 +275,9 @@ final class TamperingChannel: MessageChannel {
     // A key holder sends the all-zero point: every shared secret would be zero.
     try await hostile.send(
       SecureChannel.makeChallengeResponse(
-        hello: hello, challenge: HandoffCrypto.random(32), ephemeral: [UInt8](repeating: 0, count: 32),
-        nonce: HandoffCrypto.random(24), me: bob, keys: keys))
+        hello: hello, challenge: HandoffCrypto.random(32),
+        ephemeral: [UInt8](repeating: 0, count: 32), nonce: HandoffCrypto.random(24), me: bob,
+        keys: keys))
     guard case .failure(let error) = await session else {
       Issue.record("a low-order ephemeral key was accepted")
       return
