@@ -79,6 +79,35 @@ enum HandoffCrypto {
     return sodium_memcmp(a, b, a.count) == 0
   }
 
+  /// X25519 key sizes (`crypto_scalarmult_BYTES`, `crypto_scalarmult_SCALARBYTES`).
+  static let x25519Bytes = 32
+
+  /// `crypto_scalarmult_base`: the X25519 public key of a 32-byte secret key
+  /// (clamped by libsodium, as RFC 7748 says).
+  static func x25519PublicKey(secret: [UInt8]) -> [UInt8] {
+    Sodium.ensureInitialized()
+    precondition(secret.count == x25519Bytes)
+    var out = [UInt8](repeating: 0, count: x25519Bytes)
+    _ = crypto_scalarmult_base(&out, secret)
+    return out
+  }
+
+  /// `crypto_scalarmult`: the X25519 shared secret of our secret key and the
+  /// peer's public key; nil when the peer's key is not 32 bytes or is a
+  /// low-order point (libsodium refuses an all-zero result).
+  static func x25519(secret: [UInt8], peerPublic: [UInt8]) -> [UInt8]? {
+    Sodium.ensureInitialized()
+    guard secret.count == x25519Bytes, peerPublic.count == x25519Bytes else { return nil }
+    var out = [UInt8](repeating: 0, count: x25519Bytes)
+    guard crypto_scalarmult(&out, secret, peerPublic) == 0 else { return nil }
+    return out
+  }
+
+  /// `sodium_memzero`: overwrites secret bytes that are no longer needed.
+  static func wipe(_ bytes: inout [UInt8]) {
+    bytes.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
+  }
+
   /// `crypto_aead_xchacha20poly1305_ietf_encrypt`: ciphertext followed by the 16-byte tag.
   static func seal(_ plaintext: [UInt8], ad: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8] {
     Sodium.ensureInitialized()

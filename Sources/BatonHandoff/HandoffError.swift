@@ -4,6 +4,12 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   /// it). `keyMayDiffer` is false when the key cannot be the cause (a
   /// malformed hello, another protocol version, a claim of our own device id).
   case authenticationFailed(peer: String, reason: String, keyMayDiffer: Bool = true)
+  /// The peer speaks another handshake version (PROTOCOL.md section 4): it
+  /// said so in its hello or its challenge response.
+  case peerProtocolVersion(peer: String, version: UInt8)
+  /// The peer closed the channel on our hello without answering, which is what
+  /// an agent of protocol 1 does with a hello of another version.
+  case peerRefusedHello(peer: String)
   /// The peer sent something the protocol does not allow at this point.
   case protocolViolation(peer: String, reason: String)
   /// The channel closed before the session finished.
@@ -26,6 +32,15 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
         + " handshake was tampered with or replayed; check that both agents use the same key file"
     case .authenticationFailed(let peer, let reason, false):
       "peer \(peer) failed authentication: \(reason)"
+    case .peerProtocolVersion(let peer, let version) where version < SecureChannel.handshakeVersion:
+      "peer \(peer) speaks baton protocol \(version); upgrade it to this version"
+        + " (protocol \(SecureChannel.handshakeVersion))"
+    case .peerProtocolVersion(let peer, let version):
+      "peer \(peer) speaks baton protocol \(version), newer than this agent's"
+        + " \(SecureChannel.handshakeVersion); upgrade this agent"
+    case .peerRefusedHello(let peer):
+      "peer \(peer) closed the connection on our protocol \(SecureChannel.handshakeVersion) hello"
+        + " without answering: it probably speaks baton protocol 1; upgrade it to this version"
     case .protocolViolation(let peer, let reason):
       "peer \(peer) broke the handoff protocol: \(reason)"
     case .channelClosed(let peer):
@@ -41,6 +56,18 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
     case .oversizeMessage(let peer, let kind, let size, let limit):
       "did not send a \(size)-byte \(kind) message to \(peer): peers refuse more than \(limit)"
         + " bytes; session ended (please report this as a bug)"
+    }
+  }
+}
+
+extension HandoffError {
+  /// Failures that another try with the same beacon content from the same
+  /// address would only repeat: a failed handshake, or a peer of another
+  /// protocol version (it must be upgraded first).
+  var endsHandshakesWithThisAddress: Bool {
+    switch self {
+    case .authenticationFailed, .peerProtocolVersion, .peerRefusedHello: true
+    default: false
     }
   }
 }

@@ -27,7 +27,7 @@ extension HandoffEngine {
         timeout: policy.receiveTimeout, maxNoteSize: policy.maxNoteSize)
     } catch let error as HandoffError {
       await channel.close()
-      if case .authenticationFailed = error, let attempt = attempts[peerAddress] {
+      if error.endsHandshakesWithThisAddress, let attempt = attempts[peerAddress] {
         if failedBeacons.count > 1024 { failedBeacons.removeAll() }
         failedBeacons.insert(peerAddress + "|\(attempt.content)")
       }

@@ -28,15 +28,27 @@ struct SecureChannel {
 
   // MARK: Handshake
 
+  /// The handshake version (M1 and M2 byte 1). Version 2 added the ephemeral
+  /// X25519 key agreement; the beacon's own format version stays
+  /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
+  static let handshakeVersion: UInt8 = 2
   static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03
   static let labelResponder = Array("baton-auth-R".utf8)
   static let labelInitiator = Array("baton-auth-I".utf8)
-  static let labelSession = Array("baton-session-1".utf8)
+  static let labelSession = Array("baton-session-2".utf8)
+  /// Byte sizes: M1; the headers (everything before the sealed identity) of M2 and M3;
+  /// where each ephemeral public key sits in its message.
+  static let helloBytes = 34
+  static let challengeResponseHeaderBytes = 90
+  static let responseHeaderBytes = 57
+  static let responderEphemeralRange = 34..<66
+  static let initiatorEphemeralRange = 1..<33
 
   /// Runs the three-message handshake; throws `HandoffError.authenticationFailed`
-  /// (after closing the channel) when the peer does not prove the group key.
+  /// (after closing the channel) when the peer does not prove the group key, and
+  /// `peerProtocolVersion` or `peerRefusedHello` when it speaks another version.
   static func handshake(
     over channel: any MessageChannel, initiator: Bool, keys: HandoffKeys, me: PeerIdentity,
     peerLabel: String, timeout: Duration, maxNoteSize: Int
@@ -54,46 +66,75 @@ struct SecureChannel {
       }
       return m
     }
+    // This session's ephemeral X25519 key, wiped once the shared secret is made.
+    var ephemeralSecret = HandoffCrypto.random(HandoffCrypto.x25519Bytes)
+    defer { HandoffCrypto.wipe(&ephemeralSecret) }
+    let ephemeralPublic = HandoffCrypto.x25519PublicKey(secret: ephemeralSecret)
     let m1: [UInt8]
     let m2: [UInt8]
     let m3: [UInt8]
     let peer: PeerIdentity
+    var shared: [UInt8]
     if initiator {
       m1 = makeHello(challenge: HandoffCrypto.random(32))
       try await channel.send(m1)
-      m2 = try await next()
-      if m2.count >= 2, m2[0] == challengeResponse, m2[1] != Beacon.protocolVersion {
-        throw await fail(
-          "it speaks handoff protocol version \(m2[1]), this agent \(Beacon.protocolVersion);"
-            + " run the same baton version on both", keyMayDiffer: false)
+      do {
+        m2 = try await next()
+      } catch HandoffError.channelClosed {
+        // A protocol 1 responder closes on a hello of another version, saying nothing.
+        throw HandoffError.peerRefusedHello(peer: peerLabel)
+      }
+      if m2.count >= 2, m2[0] == challengeResponse, m2[1] != handshakeVersion {
+        await channel.close()
+        throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m2[1])
       }
       guard let id = openChallengeResponse(m2, hello: m1, keys: keys) else {
         throw await fail("its challenge response does not verify")
       }
+      guard
+        let dh = HandoffCrypto.x25519(
+          secret: ephemeralSecret, peerPublic: Array(m2[responderEphemeralRange]))
+      else {
+        throw await fail("its ephemeral key is not a usable X25519 key", keyMayDiffer: false)
+      }
       peer = id
+      shared = dh
       m3 = makeResponse(
-        hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), me: me, keys: keys)
+        hello: m1, challengeResponse: m2, ephemeral: ephemeralPublic,
+        nonce: HandoffCrypto.random(24), me: me, keys: keys)
       try await channel.send(m3)
     } else {
       m1 = try await next()
-      guard m1.count == 34, m1[0] == hello else {
+      guard m1.count >= 2, m1[0] == hello else {
         throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
       }
-      guard m1[1] == Beacon.protocolVersion else {
-        throw await fail(
-          "it speaks handoff protocol version \(m1[1]), this agent \(Beacon.protocolVersion);"
-            + " run the same baton version on both", keyMayDiffer: false)
+      guard m1[1] == handshakeVersion else {
+        // Tell the peer our version (a protocol 1 initiator reports it), then close.
+        try? await channel.send([challengeResponse, handshakeVersion])
+        await channel.close()
+        throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m1[1])
+      }
+      guard m1.count == helloBytes else {
+        throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
       }
       m2 = makeChallengeResponse(
-        hello: m1, challenge: HandoffCrypto.random(32), nonce: HandoffCrypto.random(24), me: me,
-        keys: keys)
+        hello: m1, challenge: HandoffCrypto.random(32), ephemeral: ephemeralPublic,
+        nonce: HandoffCrypto.random(24), me: me, keys: keys)
       try await channel.send(m2)
       m3 = try await next()
       guard let id = openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) else {
         throw await fail("its response does not verify")
       }
+      guard
+        let dh = HandoffCrypto.x25519(
+          secret: ephemeralSecret, peerPublic: Array(m3[initiatorEphemeralRange]))
+      else {
+        throw await fail("its ephemeral key is not a usable X25519 key", keyMayDiffer: false)
+      }
       peer = id
+      shared = dh
     }
+    defer { HandoffCrypto.wipe(&shared) }
     guard peer.device != me.device else {
       throw await fail(
         "it claims this agent's own device id (a reflected handshake, or a copy of this"
@@ -102,7 +143,7 @@ struct SecureChannel {
     let (initiatorID, responderID) = initiator ? (me.device, peer.device) : (peer.device, me.device)
     let (toResponder, toInitiator) = sessionKeys(
       hello: m1, challengeResponse: m2, response: m3, initiator: initiatorID,
-      responder: responderID, keys: keys)
+      responder: responderID, shared: shared, keys: keys)
     return SecureChannel(
       channel: channel, peer: peer, peerLabel: "\(peer.name) (\(peerLabel))",
       sendKey: initiator ? toResponder : toInitiator,
@@ -111,15 +152,16 @@ struct SecureChannel {
 
   /// M1: `0x01, version, challenge[32]`.
   static func makeHello(challenge: [UInt8]) -> [UInt8] {
-    [hello, Beacon.protocolVersion] + challenge
+    [hello, handshakeVersion] + challenge
   }
 
-  /// M2: `0x02, version, challenge[32], nonce[24], seal(identity)` with AD
-  /// `"baton-auth-R" || M1 || the first 58 bytes of M2`.
+  /// M2: `0x02, version, challenge[32], ephemeral[32], nonce[24], seal(identity)` with AD
+  /// `"baton-auth-R" || M1 || the first 90 bytes of M2`.
   static func makeChallengeResponse(
-    hello m1: [UInt8], challenge: [UInt8], nonce: [UInt8], me: PeerIdentity, keys: HandoffKeys
+    hello m1: [UInt8], challenge: [UInt8], ephemeral: [UInt8], nonce: [UInt8], me: PeerIdentity,
+    keys: HandoffKeys
   ) -> [UInt8] {
-    let head = [challengeResponse, Beacon.protocolVersion] + challenge + nonce
+    let head = [challengeResponse, handshakeVersion] + challenge + ephemeral + nonce
     return head
       + HandoffCrypto.seal(
         identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
@@ -129,15 +171,17 @@ struct SecureChannel {
     -> PeerIdentity?
   {
     openIdentity(
-      m2, headerBytes: 58, type: challengeResponse, ad: labelResponder + m1, key: keys.auth)
+      m2, headerBytes: challengeResponseHeaderBytes, type: challengeResponse,
+      ad: labelResponder + m1, key: keys.auth)
   }
 
-  /// M3: `0x03, nonce[24], seal(identity)` with AD `"baton-auth-I" || M1 || M2 || M3[0..<25]`.
+  /// M3: `0x03, ephemeral[32], nonce[24], seal(identity)` with AD
+  /// `"baton-auth-I" || M1 || M2 || the first 57 bytes of M3`.
   static func makeResponse(
-    hello m1: [UInt8], challengeResponse m2: [UInt8], nonce: [UInt8], me: PeerIdentity,
-    keys: HandoffKeys
+    hello m1: [UInt8], challengeResponse m2: [UInt8], ephemeral: [UInt8], nonce: [UInt8],
+    me: PeerIdentity, keys: HandoffKeys
   ) -> [UInt8] {
-    let head = [response] + nonce
+    let head = [response] + ephemeral + nonce
     return head
       + HandoffCrypto.seal(
         identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
@@ -146,21 +190,28 @@ struct SecureChannel {
   static func openResponse(
     _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], keys: HandoffKeys
   ) -> PeerIdentity? {
-    openIdentity(m3, headerBytes: 25, type: response, ad: labelInitiator + m1 + m2, key: keys.auth)
+    openIdentity(
+      m3, headerBytes: responseHeaderBytes, type: response, ad: labelInitiator + m1 + m2,
+      key: keys.auth)
   }
 
   /// The two session keys: BLAKE2b-512 keyed with the payload key over
-  /// `"baton-session-1" || M1 || M2 || M3 || u64 initiator || u64 responder`;
-  /// the first 32 bytes key initiator-to-responder frames, the last 32 the reverse.
+  /// `"baton-session-2" || M1 || M2 || M3 || u64 initiator || u64 responder || shared`,
+  /// where `shared` is the X25519 secret of the two ephemeral keys; the first
+  /// 32 bytes key initiator-to-responder frames, the last 32 the reverse. Both
+  /// the group key and the ephemeral secrets are needed to make them.
   static func sessionKeys(
     hello m1: [UInt8], challengeResponse m2: [UInt8], response m3: [UInt8], initiator: DeviceID,
-    responder: DeviceID, keys: HandoffKeys
+    responder: DeviceID, shared: [UInt8], keys: HandoffKeys
   ) -> (toResponder: [UInt8], toInitiator: [UInt8]) {
+    precondition(shared.count == HandoffCrypto.x25519Bytes)
     var w = ByteWriter()
     w.raw(labelSession + m1 + m2 + m3)
     w.u64(initiator.rawValue)
     w.u64(responder.rawValue)
-    let okm = HandoffCrypto.hash(w.bytes, key: keys.payload, length: 64)
+    w.raw(shared)
+    var okm = HandoffCrypto.hash(w.bytes, key: keys.payload, length: 64)
+    defer { HandoffCrypto.wipe(&okm) }
     return (Array(okm[0..<32]), Array(okm[32..<64]))
   }
 
@@ -172,13 +223,14 @@ struct SecureChannel {
     return w.bytes
   }
 
-  /// Opens M2 (header: type, version, nonceR, nonce) or M3 (header: type, nonce);
+  /// Opens M2 (header: type, version, challenge, ephemeral, nonce) or M3 (header:
+  /// type, ephemeral, nonce);
   /// the AD is `ad` followed by the message's own header.
   static func openIdentity(_ m: [UInt8], headerBytes: Int, type: UInt8, ad: [UInt8], key: [UInt8])
     -> PeerIdentity?
   {
     guard m.count > headerBytes + HandoffCrypto.aeadTagBytes, m[0] == type else { return nil }
-    if type == challengeResponse, m[1] != Beacon.protocolVersion { return nil }
+    if type == challengeResponse, m[1] != handshakeVersion { return nil }
     let head = Array(m[0..<headerBytes])
     let nonce = Array(m[(headerBytes - 24)..<headerBytes])
     guard

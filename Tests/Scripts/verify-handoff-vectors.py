@@ -2,7 +2,7 @@
 """Independent check of the test vectors in Sources/BatonHandoff/PROTOCOL.md.
 
 Recomputes every vector from the specification with Python's hashlib (BLAKE2b)
-and the `cryptography` package (ChaCha20, ChaCha20-Poly1305), plus HChaCha20
+and the `cryptography` package (ChaCha20, ChaCha20-Poly1305, X25519), plus HChaCha20
 written out here, without any baton or libsodium code. Exits 1 on a mismatch.
 
 Run: .venv/bin/python3 Tests/Scripts/verify-handoff-vectors.py
@@ -15,6 +15,8 @@ import sys
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives import serialization
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "Sources/BatonHandoff/PROTOCOL.md"
 
@@ -106,12 +108,19 @@ def main():
     # Handshake
     alice, bob = 0x0102030405060708, 0x1112131415161718
     ident = lambda d, n: struct.pack("<Q", d) + string(n)
-    m1 = bytes([1, 1]) + b"\x11" * 32
-    head2 = bytes([2, 1]) + b"\x22" * 32 + b"\x33" * 24
+    raw = serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    sk_i = X25519PrivateKey.from_private_bytes(b"\x55" * 32)
+    sk_r = X25519PrivateKey.from_private_bytes(b"\x66" * 32)
+    e_i, e_r = sk_i.public_key().public_bytes(*raw), sk_r.public_key().public_bytes(*raw)
+    shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
+    assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
+    got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
+    m1 = bytes([1, 2]) + b"\x11" * 32
+    head2 = bytes([2, 2]) + b"\x22" * 32 + e_r + b"\x33" * 24
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
-    head3 = bytes([3]) + b"\x44" * 24
+    head3 = bytes([3]) + e_i + b"\x44" * 24
     m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
-    okm = hashlib.blake2b(b"baton-session-1" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob),
+    okm = hashlib.blake2b(b"baton-session-2" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob) + shared,
                           digest_size=64, key=got["k_payload"]).digest()
     got["hs_m1"], got["hs_m2"], got["hs_m3"] = m1, m2, m3
     got["k_initiator_to_responder"], got["k_responder_to_initiator"] = okm[:32], okm[32:]

@@ -14,19 +14,22 @@ import Testing
     "k_payload": "704d11d17cbbbb54b72f72d73e6af1939e58868cc6b5a12ff4ca9d41558fff17",
     "beacon_plaintext": "01563412efcdab89",
     "beacon": "0201061bffffffa0a1a2a3a4a5a6a79fc2226fd7e177e7ae3b6e22f63b7dec",
-    "hs_m1": "01011111111111111111111111111111111111111111111111111111111111111111",
+    "hs_ephemeral_i": "38ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67",
+    "hs_ephemeral_r": "219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf424",
+    "hs_shared": "559ed2171b98fa0c0f417b78b5c5a43e971990d7605860038d940284d3245142",
+    "hs_m1": "01021111111111111111111111111111111111111111111111111111111111111111",
     "hs_m2":
-      "020122222222222222222222222222222222222222222222222222222222222222223333333333333333333333333333333333333333333333330118374675f30553b65b9a85a44c2e1a79c1f97bc90fea2aa73c3ce5f5",
+      "02022222222222222222222222222222222222222222222222222222222222222222219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf4243333333333333333333333333333333333333333333333330118374675f30553b65b9a85a44ee946201b0c0ff34bb79fe0c37f078b",
     "hs_m3":
-      "0344444444444444444444444444444444444444444444444440e977f6b280ddc0baf05cd1e7b45466ad6a104ebd7b30ac5fdc1cb6ae19b1",
-    "k_initiator_to_responder": "19ef5b6b27bfdbe9900048de2b61c6a27e853ce47364d43bc4e832c3e5c3156e",
-    "k_responder_to_initiator": "f238a2ae583881cbec5d44fdca2da4b5fbd50b5eae4b7f2638c75c026995f7da",
+      "0338ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c6744444444444444444444444444444444444444444444444440e977f6b280ddc0baf05cd1e7b4549c91bf4210b0d66f236bc6be964d5f62",
+    "k_initiator_to_responder": "3a79c187b602c0ff7d0edc074611963a2e39967af62b84c81cea4d08743a7b5e",
+    "k_responder_to_initiator": "aa9635f2288cf7677736a973a1884cf02b9267916384920c2765832d2fa05711",
     "content_hash": "d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8",
     "version_vector": "02000807060504030201020000000000000018171615141312110100000000000000",
     "frame_plaintext":
       "060011006f72672e6578616d706c652e6e6f746573020048690400612e6d640200080706050403020102000000000000001817161514131211010000000000000008070605040302010500616c696365d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e805000000232048690a",
     "frame":
-      "1005000000000000007839523085f59ce178f962e0db49d745d27d69011ac83c490276c59ebaa84a74e3570e8b63d3a0b8370d69edb4f16e67353949be6a4bf34a887b4800fa8308e5449adedf206cd2b9e6800298c2c476d7f9c5236efbe80642bf8fccd5071d104680aabd45ad29933b5709b9acf3286efcb28f3ae1e9b7ceaa4ba3f0deaa4de3bd7789efb73a811123dd",
+      "100500000000000000c9d89a8d8ee648880ec345f38504f53d3295b3eb860addb0c27e6c5ca646244cd9da90116945a8f1bb559d9749d20855034d6472d8e9366b3224adfcc1f49ec8db41edb307f92a9a141a228a14b06148678128e3311a860dbbb5c02be5e1e02ce162b2ed331ba62b1f297c388685f3362ce168c115b24ca444e70dc39c7dd57c82fb23b0f4f0311fa5",
     "activity_hash": "7793e1",
     "index_digest": "c541adc8",
     "k_address": "8e2794e1d8d203e165def941bc2951c00477eb1d3fdaf86a771f3abac77ea59e",
@@ -37,6 +40,11 @@ import Testing
   let keys = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!)
   let alice = PeerIdentity(device: DeviceID(rawValue: 0x0102_0304_0506_0708), name: "alice")
   let bob = PeerIdentity(device: DeviceID(rawValue: 0x1112_1314_1516_1718), name: "bob")
+
+  /// The X25519 public key of the secret key `byte`×32.
+  static func ephemeralPublic(_ byte: UInt8) -> [UInt8] {
+    HandoffCrypto.x25519PublicKey(secret: [UInt8](repeating: byte, count: 32))
+  }
 
   /// Everything the vectors cover, computed by the code.
   func computed() -> [String: String] {
@@ -49,18 +57,24 @@ import Testing
     out["beacon_plaintext"] = content.plaintext.hexString
     out["beacon"] = Beacon.seal(content, keys: keys, nonce: Array(0xa0...0xa7)).hexString
     let m1 = SecureChannel.makeHello(challenge: [UInt8](repeating: 0x11, count: 32))
+    let (eI, eR) = (Self.ephemeralPublic(0x55), Self.ephemeralPublic(0x66))
     let m2 = SecureChannel.makeChallengeResponse(
-      hello: m1, challenge: [UInt8](repeating: 0x22, count: 32),
+      hello: m1, challenge: [UInt8](repeating: 0x22, count: 32), ephemeral: eR,
       nonce: [UInt8](repeating: 0x33, count: 24), me: bob, keys: keys)
     let m3 = SecureChannel.makeResponse(
-      hello: m1, challengeResponse: m2, nonce: [UInt8](repeating: 0x44, count: 24), me: alice,
-      keys: keys)
+      hello: m1, challengeResponse: m2, ephemeral: eI, nonce: [UInt8](repeating: 0x44, count: 24),
+      me: alice, keys: keys)
+    let shared = HandoffCrypto.x25519(
+      secret: [UInt8](repeating: 0x55, count: 32), peerPublic: eR)!
+    out["hs_ephemeral_i"] = eI.hexString
+    out["hs_ephemeral_r"] = eR.hexString
+    out["hs_shared"] = shared.hexString
     out["hs_m1"] = m1.hexString
     out["hs_m2"] = m2.hexString
     out["hs_m3"] = m3.hexString
     let (ir, ri) = SecureChannel.sessionKeys(
       hello: m1, challengeResponse: m2, response: m3, initiator: alice.device,
-      responder: bob.device, keys: keys)
+      responder: bob.device, shared: shared, keys: keys)
     out["k_initiator_to_responder"] = ir.hexString
     out["k_responder_to_initiator"] = ri.hexString
     let text = Array("# Hi\n".utf8)

@@ -122,3 +122,202 @@ extension Result where Failure == any Error {
     do { self = .success(try await body()) } catch { self = .failure(error) }
   }
 }
+
+/// Flips one bit of byte `offset` in the `index`th message (from 1) sent through it.
+final class TamperingChannel: MessageChannel {
+  let inner: any MessageChannel
+  let index: Int
+  let offset: Int
+  let count = Mutex(0)
+  init(_ inner: any MessageChannel, message index: Int, offset: Int) {
+    self.inner = inner
+    self.index = index
+    self.offset = offset
+  }
+  var maximumMessageSize: Int { inner.maximumMessageSize }
+  func send(_ message: [UInt8]) async throws {
+    var m = message
+    let n = count.withLock {
+      $0 += 1
+      return $0
+    }
+    if n == index { m[offset] ^= 0x01 }
+    try await inner.send(m)
+  }
+  func receive() async throws -> [UInt8]? { try await inner.receive() }
+  func close() async { await inner.close() }
+}
+
+/// Handshake version 2: the ephemeral X25519 agreement and the version rules
+/// (PROTOCOL.md section 4).
+@Suite struct ForwardSecrecyTests {
+  let key = GroupKey.generate()
+  var keys: HandoffKeys { HandoffKeys(groupKey: key) }
+  let bob = PeerIdentity(device: DeviceID(rawValue: 0x1112_1314_1516_1718), name: "bob")
+
+  @Test func sessionBetweenTwoEnginesWorksInBothDirections() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("x.md", "from alice")
+    await b.save("y.md", "from bob")
+    let (i, r) = InMemoryMessageChannel.pair(maximumMessageSize: HandoffLimits.minimumMessageSize)
+    async let one = b.engine.runSession(over: i, initiator: true, peerAddress: "a")
+    async let two = a.engine.runSession(over: r, initiator: false, peerAddress: "b")
+    let (sb, sa) = try await (one, two)
+    #expect(sb.peerName == "alice" && sa.peerName == "bob")
+    #expect(b.folder.text("x.md") == "from alice")
+    #expect(a.folder.text("y.md") == "from bob")
+  }
+
+  @Test func oldInitiatorGetsTheUpgradeMessage() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let (old, victim) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
+    })
+    try await old.send([0x01, 0x01] + HandoffCrypto.random(32))  // a protocol 1 hello
+    // The answer a protocol 1 initiator reports as "it speaks handoff protocol version 2".
+    #expect(try await old.receive() == [0x02, SecureChannel.handshakeVersion])
+    #expect(try await old.receive() == nil)
+    guard case .failure(let error) = await session else {
+      Issue.record("a protocol 1 hello was accepted")
+      return
+    }
+    #expect(error as? HandoffError == .peerProtocolVersion(peer: "old", version: 1))
+    let failure = try #require(await a.engine.status().failures.first)
+    #expect(failure.reason.contains("peer old speaks baton protocol 1; upgrade it to this version"))
+    #expect(!failure.reason.contains("key file"))
+  }
+
+  @Test func initiatorDetectsAnOldResponderThatCloses() async throws {
+    let b = try HandoffTestAgent("bob", key: key)
+    let (i, old) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await b.engine.runSession(over: i, initiator: true, peerAddress: "old")
+    })
+    // What a protocol 1 responder does: a 34-byte hello not of version 1 is refused, silently.
+    let hello = try #require(try await old.receive())
+    #expect(hello.count == 34 && hello[0] == 0x01 && hello[1] == 2)
+    await old.close()
+    guard case .failure(let error) = await session else {
+      Issue.record("no failure")
+      return
+    }
+    #expect(error as? HandoffError == .peerRefusedHello(peer: "old"))
+    #expect("\(error)".contains("protocol 1; upgrade it to this version"))
+    let failure = try #require(await b.engine.status().failures.first)
+    #expect(failure.reason.contains("protocol 1; upgrade it"))
+  }
+
+  @Test func initiatorDetectsAnOldResponderThatAnswers() async throws {
+    let b = try HandoffTestAgent("bob", key: key)
+    let (i, old) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await b.engine.runSession(over: i, initiator: true, peerAddress: "old")
+    })
+    let hello = try #require(try await old.receive())
+    // A protocol 1 challenge response: 02 01 cR n2 seal(identity).
+    let nonce = HandoffCrypto.random(24)
+    let head = [0x02, 0x01] + HandoffCrypto.random(32) + nonce
+    let sealed = HandoffCrypto.seal(
+      SecureChannel.identityBytes(bob), ad: SecureChannel.labelResponder + hello + head,
+      nonce: nonce, key: keys.auth)
+    try await old.send(head + sealed)
+    guard case .failure(let error) = await session else {
+      Issue.record("a protocol 1 challenge response was accepted")
+      return
+    }
+    #expect(error as? HandoffError == .peerProtocolVersion(peer: "old", version: 1))
+    #expect("\(error)".hasPrefix("peer old speaks baton protocol 1; upgrade it to this version"))
+    #expect(try await old.receive() == nil)  // nothing more sent: no M3
+  }
+
+  @Test func newerPeerIsToldToUpgradeThisAgent() {
+    let error = HandoffError.peerProtocolVersion(peer: "p", version: 3)
+    let text = "\(error)"
+    #expect(text.contains("speaks baton protocol 3") && text.contains("upgrade this agent"))
+  }
+
+  /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
+  /// or M3's (initiator's second message, byte 5). Each is in its message's AD.
+  @Test(arguments: [(false, 1, 40), (true, 2, 5)])
+  func tamperedEphemeralKeyFailsTheHandshake(
+    initiatorSide: Bool, message: Int, offset: Int
+  ) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("x.md", "x")
+    let (i, r) = InMemoryMessageChannel.pair()
+    let ic: any MessageChannel =
+      initiatorSide ? TamperingChannel(i, message: message, offset: offset) : i
+    let rc: any MessageChannel =
+      initiatorSide ? r : TamperingChannel(r, message: message, offset: offset)
+    async let one = Result(catching: {
+      try await b.engine.runSession(over: ic, initiator: true, peerAddress: "a")
+    })
+    async let two = Result(catching: {
+      try await a.engine.runSession(over: rc, initiator: false, peerAddress: "b")
+    })
+    let (x, y) = await (one, two)
+    #expect(!x.succeeded && !y.succeeded)
+    #expect(b.folder.paths.isEmpty)
+    let victim = initiatorSide ? a : b
+    let failure = try #require(await victim.engine.status().failures.first)
+    #expect(failure.reason.contains("does not verify") && failure.reason.contains("authentication"))
+  }
+
+  @Test func lowOrderEphemeralKeyIsRefused() async throws {
+    let b = try HandoffTestAgent("bob", key: key)
+    let (i, hostile) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await b.engine.runSession(over: i, initiator: true, peerAddress: "m")
+    })
+    let hello = try #require(try await hostile.receive())
+    // A key holder sends the all-zero point: every shared secret would be zero.
+    try await hostile.send(
+      SecureChannel.makeChallengeResponse(
+        hello: hello, challenge: HandoffCrypto.random(32),
+        ephemeral: [UInt8](repeating: 0, count: 32), nonce: HandoffCrypto.random(24), me: bob,
+        keys: keys))
+    guard case .failure(let error) = await session else {
+      Issue.record("a low-order ephemeral key was accepted")
+      return
+    }
+    #expect("\(error)".contains("not a usable X25519 key"))
+    #expect(try await hostile.receive() == nil)  // no M3
+  }
+
+  /// Same challenges and nonces, other ephemeral keys: other session keys. The
+  /// shared secret itself is an input: with the same messages, another shared
+  /// secret gives other keys, so a capture and the group key are not enough.
+  @Test func sessionKeysDependOnTheEphemeralKeys() throws {
+    let alice = PeerIdentity(device: DeviceID(rawValue: 0x0102_0304_0506_0708), name: "alice")
+    let m1 = SecureChannel.makeHello(challenge: [UInt8](repeating: 0x11, count: 32))
+    func session(_ ei: UInt8, _ er: UInt8) -> (m2: [UInt8], m3: [UInt8], ir: [UInt8], ri: [UInt8]) {
+      let si = [UInt8](repeating: ei, count: 32)
+      let sr = [UInt8](repeating: er, count: 32)
+      let pi = HandoffCrypto.x25519PublicKey(secret: si)
+      let pr = HandoffCrypto.x25519PublicKey(secret: sr)
+      let m2 = SecureChannel.makeChallengeResponse(
+        hello: m1, challenge: [UInt8](repeating: 0x22, count: 32), ephemeral: pr,
+        nonce: [UInt8](repeating: 0x33, count: 24), me: bob, keys: keys)
+      let m3 = SecureChannel.makeResponse(
+        hello: m1, challengeResponse: m2, ephemeral: pi, nonce: [UInt8](repeating: 0x44, count: 24),
+        me: alice, keys: keys)
+      let shared = HandoffCrypto.x25519(secret: si, peerPublic: pr)!
+      #expect(shared == HandoffCrypto.x25519(secret: sr, peerPublic: pi))
+      let (ir, ri) = SecureChannel.sessionKeys(
+        hello: m1, challengeResponse: m2, response: m3, initiator: alice.device,
+        responder: bob.device, shared: shared, keys: keys)
+      return (m2, m3, ir, ri)
+    }
+    let s1 = session(0x55, 0x66)
+    let s2 = session(0x57, 0x68)
+    #expect(s1.ir != s2.ir && s1.ri != s2.ri && s1.ir != s1.ri)
+    #expect(s1.ir == session(0x55, 0x66).ir)  // deterministic in its inputs
+    let guessed = SecureChannel.sessionKeys(
+      hello: m1, challengeResponse: s1.m2, response: s1.m3, initiator: alice.device,
+      responder: bob.device, shared: [UInt8](repeating: 0, count: 32), keys: keys)
+    #expect(guessed.toResponder != s1.ir && guessed.toInitiator != s1.ri)
+  }
+}
