@@ -210,6 +210,11 @@ extension HandoffEngine {
         summary.failed += 1
         continue
       }
+      if let reason = folders[e.activityType]?.refusal(of: e.path) {
+        decline(e, from: peer, reason: "the folder refuses the name: \(reason)")
+        summary.declined += 1
+        continue
+      }
       if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
         fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
         summary.failed += 1
