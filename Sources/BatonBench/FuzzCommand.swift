@@ -33,7 +33,7 @@ enum FuzzCommand {
     try FileManager.default.createDirectory(atPath: crashDir, withIntermediateDirectories: true)
     let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     var crashes = 0
-    print("target                  inputs   inputs/s  crashes")
+    say("target                  inputs   inputs/s  crashes")
     for target in DecoderFuzzer.targets where only == nil || only == target.name {
       let file = "\(crashDir)/\(target.name).input"
       let process = Process()
@@ -49,21 +49,26 @@ enum FuzzCommand {
       let line = String(decoding: report, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
       if process.terminationReason == .exit, process.terminationStatus == 0, let secs = Double(line) {
         let pad = { (s: String, n: Int) in String(repeating: " ", count: max(0, n - s.count)) + s }
-        print(
+        say(
           target.name.padding(toLength: 18, withPad: " ", startingAt: 0)
             + pad("\(count)", 12) + pad("\(Int(Double(count) / max(secs, 1e-9)))", 11) + pad("0", 9))
         try? FileManager.default.removeItem(atPath: file)
       } else {
         crashes += 1
         let input = lastInput(file)
-        print(
+        say(
           "\(target.name): CRASH (\(process.terminationReason == .uncaughtSignal ? "signal" : "exit") \(process.terminationStatus)) after \(String(format: "%.1f", seconds)) s;"
             + " input of \(input.count) bytes kept in \(file).crash: \(input.prefix(64).map { String(format: "%02x", $0) }.joined())")
         FileManager.default.createFile(atPath: file + ".crash", contents: Data(input))
       }
     }
-    print("crashes: \(crashes)")
+    say("crashes: \(crashes)")
     if crashes > 0 { exit(3) }
+  }
+
+  /// One line on stdout, written at once (not held in a buffer until exit).
+  static func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
   }
 
   /// The input a dead child left in its mapping: `u32 length || bytes`.

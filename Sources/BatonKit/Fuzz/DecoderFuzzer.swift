@@ -46,7 +46,7 @@ public enum DecoderFuzzer {
     _ target: FuzzTarget, count: Int, seed: UInt64,
     record: ((UnsafeRawBufferPointer) -> Void)? = nil
   ) -> Double {
-    var rng = FuzzRandom(seed: seed ^ UInt64(truncatingIfNeeded: target.name.hashValue & 0))
+    var rng = FuzzRandom(seed: seed)
     for c in target.name.utf8 { rng.state = rng.state &* 31 &+ UInt64(c) }
     let start = ContinuousClock.now
     for i in 0..<count {
