@@ -1,6 +1,8 @@
 # baton: build, test, demo, install.
 #   make test       install what is needed, build, run every test (ends with test-vm)
 #   make test-vm    the kernel adapter path (hciN) in a VM with Debian's kernel
+#   make fuzz       every decoder of outside bytes with FUZZ_COUNT inputs
+#                   (default 10^6) and a hostile peer's sessions; not in 'make test'
 #   make demo       two agents on a simulated radio, handing notes to each other
 #   make install    the release binary (Swift runtime linked statically,
 #                   stripped), both man pages, the user unit and the
@@ -22,7 +24,7 @@ INSTALL ?= install
 # is an error (a plain build accepts one that happens to be built already).
 CHECK_FLAGS ?= --explicit-target-dependency-import-check error
 
-.PHONY: all build release test setup demo install uninstall clean test-vm
+.PHONY: all build release test fuzz setup demo install uninstall clean test-vm
 
 all: build
 
@@ -45,6 +47,10 @@ test: setup
 
 demo:
 	Tests/Scripts/demo.sh
+
+FUZZ_COUNT ?= 1000000
+fuzz: setup
+	FUZZ_COUNT=$(FUZZ_COUNT) Tests/Scripts/fuzz.sh
 
 install:
 ifeq ($(NOBUILD),)

@@ -49,6 +49,14 @@ let package = Package(
     layer(
       "BatonCLI",
       ["BatonAgent", "BatonHandoff", "BatonSystem", "CBatonShims"]),
+    // The decoder fuzzer (`make fuzz`, baton-bench fuzz): beside the CLI, it
+    // reaches every layer's decoders of outside bytes.
+    layer(
+      "BatonFuzz",
+      [
+        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonHandoff", "BatonNotes",
+        "BatonSystem",
+      ]),
     // The thin command-line front end.
     .executableTarget(
       name: "baton",
@@ -60,6 +68,7 @@ let package = Package(
       name: "baton-bench",
       dependencies: [
         "BatonAgent", "BatonHost", "BatonHCI", "BatonHandoff", "BatonNotes", "BatonSystem",
+        "BatonFuzz",
       ],
       path: "Sources/BatonBench",
       swiftSettings: [.swiftLanguageMode(.v6)]
@@ -68,7 +77,7 @@ let package = Package(
       name: "BatonTests",
       dependencies: [
         "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonStore",
-        "BatonHandoff", "BatonNotes", "BatonSystem", "CBluetooth",
+        "BatonHandoff", "BatonNotes", "BatonSystem", "BatonFuzz", "CBluetooth",
       ],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),

@@ -2,6 +2,7 @@
 //   baton-bench notes [options]     index build time, save-to-update latency
 //   baton-bench l2cap [options]     L2CAP transfer time and HCI overhead
 //   baton-bench handoff [options]   save-to-peer-file latency between two agents
+//   baton-bench fuzz [options]      every decoder of outside bytes (Tests/Scripts/fuzz.sh)
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -12,8 +13,10 @@ do {
   case "notes": try await NotesBenchmark.run(Array(arguments.dropFirst()))
   case "l2cap": try await L2CAPBenchmark.run(Array(arguments.dropFirst()))
   case "handoff": try await HandoffBenchmark.run(Array(arguments.dropFirst()))
+  case "fuzz": try FuzzCommand.run(Array(arguments.dropFirst()))
+  case "fuzz-child": try FuzzCommand.child(Array(arguments.dropFirst()))
   default:
-    print("usage: baton-bench notes|l2cap|handoff [options]")
+    print("usage: baton-bench notes|l2cap|handoff|fuzz [options]")
     exit(2)
   }
 } catch {

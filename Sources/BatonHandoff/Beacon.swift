@@ -22,7 +22,7 @@ public struct BeaconContent: Hashable, Sendable, CustomStringConvertible {
     return w.bytes
   }
 
-  init(plaintext p: [UInt8]) {
+  package init(plaintext p: [UInt8]) {
     version = p[0]
     activityHash = UInt32(p[1]) | UInt32(p[2]) << 8 | UInt32(p[3]) << 16
     indexDigest = UInt32(p[4]) | UInt32(p[5]) << 8 | UInt32(p[6]) << 16 | UInt32(p[7]) << 24

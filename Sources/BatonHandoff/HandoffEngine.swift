@@ -298,6 +298,7 @@ public actor HandoffEngine {
     {
       return false
     }
+    guard !isContentAttemptedElsewhere(content, from: address, now: now) else { return false }
     if attempts.count > 512 {
       attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
     }

@@ -110,6 +110,20 @@ public struct ActivityPayload: Sendable, Equatable {
   public var hash: ContentHash
   public var content: [UInt8]
 
+  package init(
+    activityType: String, title: String, path: String, version: VersionVector, origin: DeviceID,
+    originName: String, hash: ContentHash, content: [UInt8]
+  ) {
+    self.activityType = activityType
+    self.title = title
+    self.path = path
+    self.version = version
+    self.origin = origin
+    self.originName = originName
+    self.hash = hash
+    self.content = content
+  }
+
   /// NSUserActivity-style user info: the title and the note's text.
   public var userInfo: [String: String] {
     ["title": title, "content": String(decoding: content, as: UTF8.self)]
@@ -193,7 +207,7 @@ public enum HandoffLimits {
 }
 
 /// The messages of a session, each carried (fragmented if needed) in sealed frames.
-enum HandoffMessage: Equatable {
+package enum HandoffMessage: Equatable {
   case getActivity
   /// The current activity (if any) and the sender's full index digest.
   case activity(HandoffIndexEntry?, title: String, indexDigest: [UInt8])
@@ -206,13 +220,13 @@ enum HandoffMessage: Equatable {
   case done(activityHash: UInt32, indexDigest: UInt32)
   case error(code: UInt8, text: String)
 
-  enum UnavailableReason: UInt8 {
+  package enum UnavailableReason: UInt8 {
     case unknown = 1
     case tooLarge = 2
     case unreadable = 3
   }
 
-  enum Kind: UInt8 {
+  package enum Kind: UInt8 {
     case getActivity = 1
     case activity = 2
     case getIndex = 3
@@ -225,7 +239,7 @@ enum HandoffMessage: Equatable {
     case error = 10
   }
 
-  var kind: Kind {
+  package var kind: Kind {
     switch self {
     case .getActivity: .getActivity
     case .activity: .activity
@@ -249,7 +263,7 @@ enum HandoffMessage: Equatable {
     }
   }
 
-  var body: [UInt8] {
+  package var body: [UInt8] {
     var w = ByteWriter()
     switch self {
     case .getActivity, .getIndex: break
@@ -284,7 +298,7 @@ enum HandoffMessage: Equatable {
     return w.bytes
   }
 
-  static func decode(kind rawKind: UInt8, body: [UInt8], maxNoteSize: Int) throws(WireError)
+  package static func decode(kind rawKind: UInt8, body: [UInt8], maxNoteSize: Int) throws(WireError)
     -> HandoffMessage
   {
     guard let kind = Kind(rawValue: rawKind) else {

@@ -212,6 +212,11 @@ extension HandoffEngine {
         summary.failed += 1
         continue
       }
+      if let reason = folders[e.activityType]?.refusal(of: e.path) {
+        decline(e, from: peer, reason: "the folder refuses the name: \(reason)")
+        summary.declined += 1
+        continue
+      }
       if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
         fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
         summary.failed += 1
@@ -271,7 +276,7 @@ extension HandoffEngine {
   }
 
   /// A relative path with no empty, `.` or `..` component, no NUL or backslash.
-  static func isSafePath(_ path: String) -> Bool {
+  package static func isSafePath(_ path: String) -> Bool {
     guard !path.isEmpty, path.utf8.count <= HandoffLimits.maxPathBytes, !path.hasPrefix("/"),
       !path.contains("\u{0}"), !path.contains("\\")
     else { return false }

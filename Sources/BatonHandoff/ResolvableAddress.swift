@@ -39,6 +39,19 @@ public struct ResolvableAddress: Sendable, Equatable {
       hash(device: device, prand: prand, keys: keys), Array(address[0..<3]))
   }
 
+  /// The six little-endian bytes of an address printed "AA:BB:CC:DD:EE:FF"
+  /// (most significant first), as the radio layers print them; nil otherwise.
+  public static func bytes(printed text: String) -> [UInt8]? {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard parts.count == 6 else { return nil }
+    var out: [UInt8] = []
+    for part in parts.reversed() {
+      guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
+      out.append(byte)
+    }
+    return out
+  }
+
   /// BLAKE2b-128(key k_address, u64 device || prand)[0..<3].
   static func hash(device: DeviceID, prand: [UInt8], keys: HandoffKeys) -> [UInt8] {
     var input = (0..<8).map { UInt8(truncatingIfNeeded: device.rawValue >> (8 * $0)) }

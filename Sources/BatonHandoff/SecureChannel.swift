@@ -1,15 +1,20 @@
 import BatonSystem
 
 /// Who a handshake proved the peer to be.
-struct PeerIdentity: Sendable, Equatable {
+package struct PeerIdentity: Sendable, Equatable {
   var device: DeviceID
   var name: String
+
+  package init(device: DeviceID, name: String) {
+    self.device = device
+    self.name = name
+  }
 }
 
 /// A `MessageChannel` after the mutual handshake: every message sealed with a
 /// per-direction session key, with strictly increasing frame counters
 /// (PROTOCOL.md, "Handshake" and "Frames").
-struct SecureChannel {
+package struct SecureChannel {
   static let frameMarker: UInt8 = 0x10
   static let frameHeaderBytes = 9
   static let frameOverhead = frameHeaderBytes + HandoffCrypto.aeadTagBytes + 2
@@ -31,8 +36,8 @@ struct SecureChannel {
   /// The handshake version (M1 and M2 byte 1). Version 2 added the ephemeral
   /// X25519 key agreement; the beacon's own format version stays
   /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  static let handshakeVersion: UInt8 = 2
-  static let hello: UInt8 = 0x01
+  package static let handshakeVersion: UInt8 = 2
+  package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03
   static let labelResponder = Array("baton-auth-R".utf8)
@@ -151,13 +156,13 @@ struct SecureChannel {
   }
 
   /// M1: `0x01, version, challenge[32]`.
-  static func makeHello(challenge: [UInt8]) -> [UInt8] {
+  package static func makeHello(challenge: [UInt8]) -> [UInt8] {
     [hello, handshakeVersion] + challenge
   }
 
   /// M2: `0x02, version, challenge[32], ephemeral[32], nonce[24], seal(identity)` with AD
   /// `"baton-auth-R" || M1 || the first 90 bytes of M2`.
-  static func makeChallengeResponse(
+  package static func makeChallengeResponse(
     hello m1: [UInt8], challenge: [UInt8], ephemeral: [UInt8], nonce: [UInt8], me: PeerIdentity,
     keys: HandoffKeys
   ) -> [UInt8] {
@@ -167,7 +172,7 @@ struct SecureChannel {
         identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
   }
 
-  static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys)
+  package static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys)
     -> PeerIdentity?
   {
     openIdentity(
@@ -177,7 +182,7 @@ struct SecureChannel {
 
   /// M3: `0x03, ephemeral[32], nonce[24], seal(identity)` with AD
   /// `"baton-auth-I" || M1 || M2 || the first 57 bytes of M3`.
-  static func makeResponse(
+  package static func makeResponse(
     hello m1: [UInt8], challengeResponse m2: [UInt8], ephemeral: [UInt8], nonce: [UInt8],
     me: PeerIdentity, keys: HandoffKeys
   ) -> [UInt8] {
@@ -187,7 +192,7 @@ struct SecureChannel {
         identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
   }
 
-  static func openResponse(
+  package static func openResponse(
     _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], keys: HandoffKeys
   ) -> PeerIdentity? {
     openIdentity(
@@ -247,7 +252,7 @@ struct SecureChannel {
   // MARK: Frames
 
   /// Seals one frame: header `0x10, u64 counter` (the AD), nonce `counter || 0^16`.
-  static func sealFrame(_ plaintext: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8] {
+  package static func sealFrame(_ plaintext: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8] {
     var w = ByteWriter()
     w.u8(frameMarker)
     w.u64(counter)
@@ -257,7 +262,7 @@ struct SecureChannel {
   }
 
   /// Opens a frame that must carry `counter`; nil if anything does not verify.
-  static func openFrame(_ frame: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8]? {
+  package static func openFrame(_ frame: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8]? {
     guard frame.count >= frameHeaderBytes + HandoffCrypto.aeadTagBytes, frame[0] == frameMarker
     else { return nil }
     var w = ByteWriter()

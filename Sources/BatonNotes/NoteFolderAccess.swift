@@ -54,4 +54,8 @@ public protocol NoteFolderAccess: AnyObject, Sendable {
   func writeNote(
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws -> NoteWriteOutcome
+  /// Why the folder would refuse to write a note called `relativePath`
+  /// (its names policy), or nil if the name is acceptable; checked before
+  /// fetching a peer's note.
+  func refusal(of relativePath: String) -> String?
 }

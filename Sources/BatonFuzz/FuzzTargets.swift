@@ -1,0 +1,261 @@
+import Foundation
+import BatonAgent
+import BatonHCI
+import BatonHandoff
+import BatonHost
+import BatonL2CAP
+import BatonNotes
+import BatonSystem
+
+/// The decoders `DecoderFuzzer` runs, each with seeds from valid encodings.
+enum FuzzTargets {
+  static let key = GroupKey(bytes: [UInt8](repeating: 0x5A, count: GroupKey.byteCount))!
+  static let keys = HandoffKeys(groupKey: key)
+  static let maxNoteSize = 1 << 20
+
+  static let all: [FuzzTarget] = [
+    h4, hciEvent, acl, l2capSignal, advertisingReports, beacon, handshake, frame, handoffMessage,
+    versionVector, keyFile, configuration, noteNames,
+  ]
+
+  // MARK: HCI and L2CAP
+
+  static let eventSeeds: [[UInt8]] = [
+    [0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x13],  // Disconnection Complete
+    [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00],  // Command Complete (Reset)
+    [0x04, 0x0F, 0x04, 0x00, 0x01, 0x0D, 0x20],  // Command Status
+    [0x04, 0x13, 0x05, 0x01, 0x40, 0x00, 0x02, 0x00],  // Number Of Completed Packets
+    [0x04, 0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x11, 0x22, 0x33, 0x44, 0x55, 0xC6,
+      0x18, 0x00, 0x00, 0x00, 0xC8, 0x00, 0x00],  // LE Connection Complete
+    [0x04, 0x3E, 0x1F, 0x0A, 0x00, 0x40, 0x00, 0x00, 0x01, 0x11, 0x22, 0x33, 0x44, 0x55, 0xC6]
+      + [UInt8](repeating: 0, count: 12) + [0x18, 0x00, 0x00, 0x00, 0xC8, 0x00, 0x00],  // Enhanced
+    advertisingEvent(extended: false), advertisingEvent(extended: true),
+  ]
+
+  static func advertisingEvent(extended: Bool) -> [UInt8] {
+    let data = Beacon.seal(BeaconContent(activityHash: 0x123456, indexDigest: 0xABCDEF01), keys: keys)
+    var p: [UInt8] = [extended ? 0x0D : 0x02, 0x01]
+    if extended {
+      p += [0x13, 0x00, 0x01, 0x11, 0x22, 0x33, 0x44, 0x55, 0x46, 0x01, 0x00, 0xFF, 0x7F, 0xC4]
+      p += [UInt8](repeating: 0, count: 9) + [UInt8(data.count)] + data
+    } else {
+      p += [0x00, 0x01, 0x11, 0x22, 0x33, 0x44, 0x55, 0x46, UInt8(data.count)] + data + [0xC4]
+    }
+    return [0x04, 0x3E, UInt8(p.count)] + p
+  }
+
+  static let signalSeeds: [[UInt8]] = [
+    L2CAPSignal(identifier: 1, body: .connectionRequest(psm: 0x80, sourceCID: 0x40, mtu: 512, mps: 247, credits: 8)).encoded,
+    L2CAPSignal(identifier: 2, body: .connectionResponse(destinationCID: 0x41, mtu: 512, mps: 247, credits: 8, result: 0)).encoded,
+    L2CAPSignal(identifier: 3, body: .flowControlCredit(cid: 0x40, credits: 4)).encoded,
+    L2CAPSignal(identifier: 4, body: .disconnectionRequest(destinationCID: 0x40, sourceCID: 0x41)).encoded,
+    L2CAPSignal(identifier: 5, body: .commandReject(reason: 0, data: [])).encoded,
+  ]
+
+  static let aclSeeds: [[UInt8]] = signalSeeds.map {
+    ACLPacket(handle: 0x40, boundary: .firstFlushable, data: L2CAPFrame.encode(cid: 0x05, payload: $0)).encoded
+  } + [
+    ACLPacket(handle: 0x40, boundary: .firstFlushable, data: L2CAPFrame.encode(cid: 0x40, payload: [0x20, 0x00] + [UInt8](repeating: 0x41, count: 32))).encoded,
+    ACLPacket(handle: 0x40, boundary: .continuing, data: [UInt8](repeating: 0x42, count: 20)).encoded,
+  ]
+
+  static func decodeACL(_ input: [UInt8]) {
+    var reassembler = ACLReassembler()
+    // The input may hold several ACL packets back to back (fragments).
+    var rest = input[...]
+    for _ in 0..<8 {
+      guard rest.count >= 5 else { break }
+      let length = Int(rest[rest.startIndex + 3]) | Int(rest[rest.startIndex + 4]) << 8
+      let end = min(rest.endIndex, rest.startIndex + 5 + length)
+      let packet = Array(rest[..<end])
+      rest = rest[end...]
+      guard let acl = try? ACLPacket.decode(packet) else { continue }
+      if let pdu = try? reassembler.feed(acl), let (cid, payload) = try? L2CAPFrame.decode(pdu),
+        cid == 0x05
+      {
+        _ = try? L2CAPSignal.decode(payload)
+      }
+    }
+  }
+
+  static let h4 = FuzzTarget(
+    name: "h4", seeds: eventSeeds + aclSeeds.map { [0x02] + $0 } + [[0x01, 0x03, 0x0C, 0x00]]
+  ) { input in
+    var framer = H4Framer()
+    // Fed in two pieces, as a stream delivers it.
+    let cut = input.isEmpty ? 0 : Int(input[input.count / 2]) % (input.count + 1)
+    framer.append(input[..<cut])
+    framer.append(input[cut...])
+    for _ in 0..<64 {
+      guard let packet = try? framer.next() else { break }
+      switch packet.first {
+      case 0x04: _ = try? HCIEvent.decode(packet)
+      case 0x02: decodeACL(Array(packet.dropFirst()))
+      default: break
+      }
+    }
+  }
+
+  static let hciEvent = FuzzTarget(name: "hci-event", seeds: eventSeeds) { input in
+    if let event = try? HCIEvent.decode(input) { _ = event.encoded; _ = "\(event)" }
+  }
+
+  static let acl = FuzzTarget(name: "acl", seeds: aclSeeds) { decodeACL($0) }
+
+  static let l2capSignal = FuzzTarget(name: "l2cap-signal", seeds: signalSeeds) { input in
+    if let signal = try? L2CAPSignal.decode(input) { _ = signal.encoded }
+    _ = try? L2CAPFrame.decode(input)
+  }
+
+  static let advertisingReports = FuzzTarget(
+    name: "advertising-report",
+    seeds: [advertisingEvent(extended: false), advertisingEvent(extended: true)]
+  ) { input in
+    guard case .leAdvertisingReports(let reports)? = try? HCIEvent.decode(input) else { return }
+    for report in reports {
+      _ = Beacon.open(advertisingData: report.data, keys: keys)
+      _ = "\(report)"
+    }
+  }
+
+  // MARK: Handoff
+
+  static let beacon = FuzzTarget(
+    name: "beacon",
+    seeds: [
+      Beacon.seal(BeaconContent(activityHash: 1, indexDigest: 2), keys: keys),
+      [0x05, 0x09, 0x61, 0x62, 0x63, 0x64] + Array(
+        Beacon.seal(BeaconContent(activityHash: 1, indexDigest: 2), keys: keys).dropFirst(3)),
+    ]
+  ) { input in
+    _ = Beacon.open(advertisingData: input, keys: keys)
+    if input.count >= 8 { _ = BeaconContent(plaintext: Array(input.prefix(8))) }
+  }
+
+  static let me = PeerIdentity(device: DeviceID(rawValue: 42), name: "fuzz")
+  static let hello = SecureChannel.makeHello(challenge: [UInt8](repeating: 1, count: 32))
+  static let challengeResponse = SecureChannel.makeChallengeResponse(
+    hello: hello, challenge: [UInt8](repeating: 2, count: 32),
+    ephemeral: [UInt8](repeating: 5, count: 32), nonce: [UInt8](repeating: 3, count: 24), me: me,
+    keys: keys)
+  static let response = SecureChannel.makeResponse(
+    hello: hello, challengeResponse: challengeResponse,
+    ephemeral: [UInt8](repeating: 6, count: 32), nonce: [UInt8](repeating: 4, count: 24), me: me,
+    keys: keys)
+
+  /// The responder checks M1's shape; both sides open M2 or M3 with the key.
+  static let handshake = FuzzTarget(
+    name: "handshake", seeds: [hello, challengeResponse, response]
+  ) { input in
+    _ = input.count == 34 && input[0] == SecureChannel.hello && input[1] == SecureChannel.handshakeVersion
+    _ = SecureChannel.openChallengeResponse(input, hello: hello, keys: keys)
+    _ = SecureChannel.openResponse(
+      input, hello: hello, challengeResponse: challengeResponse, keys: keys)
+  }
+
+  static let frameKey = [UInt8](repeating: 9, count: 32)
+  static let frame = FuzzTarget(
+    name: "frame",
+    seeds: messageSeeds.prefix(6).map { SecureChannel.sealFrame($0, counter: 0, key: frameKey) }
+  ) { input in
+    if let plain = SecureChannel.openFrame(input, counter: 0, key: frameKey), plain.count >= 2 {
+      _ = try? HandoffMessage.decode(
+        kind: plain[0], body: Array(plain[2...]), maxNoteSize: maxNoteSize)
+    }
+  }
+
+  static let sampleVersion = VersionVector([
+    DeviceID(rawValue: 1): 3, DeviceID(rawValue: 2): .max, DeviceID(rawValue: 0xFFFF_FFFF): 1,
+  ])
+  static let sampleEntry = HandoffIndexEntry(
+    activityType: "org.baton.note", path: "dir/a.md", hash: ContentHash(of: Array("x".utf8)),
+    size: 1, version: sampleVersion, origin: DeviceID(rawValue: 1))
+
+  /// `kind || body` of every message.
+  static let messageSeeds: [[UInt8]] = {
+    let payload = ActivityPayload(
+      activityType: "org.baton.note", title: "A title", path: "dir/a.md", version: sampleVersion,
+      origin: DeviceID(rawValue: 1), originName: "alice", hash: ContentHash(of: Array("x".utf8)),
+      content: Array("# A title\nbody\n".utf8))
+    let messages: [HandoffMessage] = [
+      .getActivity, .getIndex, .activity(sampleEntry, title: "t", indexDigest: [UInt8](repeating: 7, count: 32)),
+      .activity(nil, title: "", indexDigest: [UInt8](repeating: 7, count: 32)),
+      .index([sampleEntry, sampleEntry]), .turn([sampleEntry]),
+      .getNote(activityType: "org.baton.note", path: "dir/a.md"), .note(payload),
+      .noteUnavailable(activityType: "org.baton.note", path: "a.md", reason: .unknown),
+      .done(activityHash: 1, indexDigest: 2), .error(code: 1, text: "no"),
+    ]
+    return messages.map { [$0.kind.rawValue] + $0.body }
+  }()
+
+  static let handoffMessage = FuzzTarget(name: "handoff-message", seeds: messageSeeds) { input in
+    guard let kind = input.first else { return }
+    if let message = try? HandoffMessage.decode(
+      kind: kind, body: Array(input.dropFirst()), maxNoteSize: maxNoteSize)
+    {
+      _ = message.body
+    }
+  }
+
+  static let versionVector = FuzzTarget(
+    name: "version-vector", seeds: [sampleVersion.encoded, VersionVector().encoded]
+  ) { input in
+    if let v = try? VersionVector.decode(input) {
+      _ = v.merged(with: sampleVersion)
+      _ = v.compare(sampleVersion)
+      _ = v.encoded
+    }
+  }
+
+  // MARK: Text
+
+  static let keyFile = FuzzTarget(
+    name: "key-file",
+    seeds: [Array(key.fileText.utf8), Array(("# comment\n" + key.fileText).utf8)]
+  ) { input in
+    _ = try? GroupKey(parsing: String(decoding: input, as: UTF8.self), path: "fuzz")
+  }
+
+  static let loader = ConfigurationLoader(
+    paths: BatonPaths(environment: ["HOME": "/nonexistent-baton-fuzz"]), currentDirectory: "/")
+  static let configuration = FuzzTarget(
+    name: "config",
+    seeds: [
+      Array(
+        """
+        [agent]
+        name = laptop
+        controller = hci0
+        key-file = ~/.config/baton/key
+        advertising-interval = 200
+        address-rotation = 15
+        max-note-size = 1M
+        allowed-peers = desk, phone
+        ; comment
+        # comment
+        [folder notes]
+        path = ~/notes
+        activity-type = org.baton.note
+        pattern = *.md
+
+        """.utf8),
+      Array("[agent]\nmax-note-size = 18446744073709551615K\n[folder a b]\npath=/\n".utf8),
+    ]
+  ) { input in
+    _ = try? loader.parse(
+      String(decoding: input, as: UTF8.self), file: "fuzz", checkFileSystem: false)
+  }
+
+  static let noteNames = FuzzTarget(
+    name: "note-names",
+    seeds: ["a.md", "dir/sub/note.md", ".git/hooks/pre-commit", "run.sh", "a\u{202E}dm.sh",
+      "x\n<2>agent: FORGED\n.md", "../../etc/passwd.md", "a//b.md", String(repeating: "é", count: 200) + ".md",
+      "note.md~", ".#note.md", "a.md.swp"].map { Array($0.utf8) }
+  ) { input in
+    let name = String(decoding: input, as: UTF8.self)
+    _ = try? NoteNames().validate(name)
+    _ = NoteNames().isNote(name)
+    _ = HandoffEngine.isSafePath(name)
+    _ = name.count > 0 ? NoteNames.conflictName(for: name, peer: name, time: input.count) : ""
+  }
+}
