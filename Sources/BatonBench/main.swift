@@ -2,11 +2,27 @@
 //   baton-bench notes [options]     index build time, save-to-update latency
 //   baton-bench l2cap [options]     L2CAP transfer time and HCI overhead
 //   baton-bench handoff [options]   save-to-peer-file latency between two agents
+import BatonKit
+
 #if canImport(Glibc)
   import Glibc
 #endif
 
+import Dispatch
+
+// Swift concurrency runs on threads we own (see BatonExecutor's contract);
+// main is synchronous so that the executors exist before any task.
+BatonExecutor.install()
+
 let arguments = Array(CommandLine.arguments.dropFirst())
+let finished = DispatchSemaphore(value: 0)
+Task.detached {
+  await runBenchmark(arguments)
+  finished.signal()
+}
+finished.wait()
+
+@Sendable func runBenchmark(_ arguments: [String]) async {
 do {
   switch arguments.first {
   case "notes": try await NotesBenchmark.run(Array(arguments.dropFirst()))
@@ -19,4 +35,5 @@ do {
 } catch {
   print("baton-bench: \(error)")
   exit(1)
+}
 }

@@ -6,4 +6,6 @@ import BatonKit
 
 // The executable is thin: everything lives in BatonKit. Nothing may start a
 // thread before this call (`baton agent` blocks its signals first thing).
+// Swift concurrency runs on threads we own (see BatonExecutor's contract).
+BatonExecutor.install()
 exit(BatonCommand.main(Array(CommandLine.arguments.dropFirst())))

@@ -125,7 +125,7 @@ public final class AgentDaemon: Sendable {
         coreTask.cancel()
         let deadline = settings.stopTimeout
         Task {
-          try? await Task.sleep(for: deadline)
+          try? await Timers.shared.sleep(for: deadline)
           eventSink.yield(.stopDeadline)
         }
       case .coreFinished(let error):

@@ -18,7 +18,7 @@ extension BLEHost {
       return s.nextID
     }
     let timer = Task { [weak self] in
-      try await Task.sleep(for: timeout)
+      try await Timers.shared.sleep(for: timeout)
       guard let self else { return }
       let pending = state.withLock { s -> PendingConnect? in
         guard let pending = s.pendingConnect, pending.id == id else { return nil }
@@ -90,7 +90,7 @@ extension BLEHost {
       return
     }
     let timer = Task { [weak self] in
-      try await Task.sleep(for: .seconds(2))
+      try await Timers.shared.sleep(for: .seconds(2))
       guard let self, connection.isConnected else { return }
       log.warning("\(connection): no Disconnection Complete within 2 s; forgetting it")
       disconnectionComplete(handle: connection.handle, reason: .localHostTerminated)

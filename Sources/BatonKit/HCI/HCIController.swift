@@ -120,7 +120,7 @@ public final class HCIController: Sendable {
     }
     let limit = timeout ?? commandTimeout
     let timer = Task { [weak self] in
-      try await Task.sleep(for: limit)
+      try await Timers.shared.sleep(for: limit)
       self?.timeOut(id: id, command: command.name, after: limit)
     }
     defer { timer.cancel() }
