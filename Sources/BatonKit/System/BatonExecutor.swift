@@ -95,6 +95,9 @@ final class PoolExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable 
     if wake { lock.signal() }
   }
 
+  /// Threads waiting for a job (blocked, or about to block, on the lock).
+  var idleThreads: Int { lock.withLock { idle } }
+
   /// Doubles the ring, keeping order (lock held).
   private func grow() {
     var bigger = [UnownedJob?](repeating: nil, count: jobs.count * 2)
