@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Runs an `AgentCore` as a daemon, in the manner of swift-service-lifecycle:
 /// the core's `run()` in a task; SIGTERM and SIGINT stop it gracefully

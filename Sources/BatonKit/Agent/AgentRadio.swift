@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The agent's side of the radio: opens the controller (and reopens it with

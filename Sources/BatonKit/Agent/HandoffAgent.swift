@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -200,7 +200,7 @@ public final class HandoffAgent: AgentCore {
       try FileManager.default.createDirectory(
         atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     } catch {
-      throw AgentError.stateDirectory(path: path, reason: "\(error.localizedDescription)")
+      throw AgentError.stateDirectory(path: path, reason: "\(describe(error))")
     }
   }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc
@@ -90,7 +90,7 @@ enum AgentCommand {
       throw ConfigurationError([
         ConfigurationProblem(
           file: nil, key: "state-dir",
-          message: "cannot create the state directory \(path): \(error.localizedDescription)")
+          message: "cannot create the state directory \(path): \(describe(error))")
       ])
     }
   }

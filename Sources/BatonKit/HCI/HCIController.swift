@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The HCI layer over one transport: sends commands with flow control
@@ -86,9 +86,7 @@ public final class HCIController: Sendable {
       $0.dataHandler = data
       $0.closeHandler = closed
     }
-    let thread = Thread { [self] in readLoop() }
-    thread.name = "hci-reader"
-    thread.start()
+    OwnedThread.start(name: "hci-reader") { [self] in readLoop() }
   }
 
   public var statistics: Statistics { state.withLock { $0.statistics } }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The radio-independent heart of handoff: the index with version vectors, the
 /// beacon, the decision to connect, and the session protocol (PROTOCOL.md).

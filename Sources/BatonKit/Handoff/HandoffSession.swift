@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The session protocol (PROTOCOL.md, "Session"): handshake, then the initiator
 /// pulls the current activity and what it lacks, hands the turn over with its

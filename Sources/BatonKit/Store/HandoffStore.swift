@@ -1,5 +1,9 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// A note as the store remembers it: its index entry, and whether the file was
 /// deleted locally (deletions are not propagated; the entry stays so that an

@@ -80,9 +80,9 @@ enum MonotonicTime {
 /// A thread the project owns: a pthread with a name (shown in
 /// /proc/PID/task/TID/comm) and a small stack, running `body` once.
 enum OwnedThread {
-  /// Stack size for our threads: 256 KiB is plenty for job code (async
+  /// Stack size for our threads: 512 KiB is plenty for job code (async
   /// frames live on the heap); glibc's default is 8 MiB.
-  static let defaultStackSize = 256 * 1024
+  static let defaultStackSize = 512 * 1024
 
   private final class Start {
     let name: String
