@@ -60,7 +60,7 @@ let package = Package(
     // The thin command-line front end.
     .executableTarget(
       name: "baton",
-      dependencies: ["BatonCLI"],
+      dependencies: ["BatonCLI", "BatonSystem"],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),
     // Benchmarks that print figures (Tests/Scripts/bench-*.sh run them).

@@ -1,5 +1,5 @@
 import BatonHandoff
-import Foundation
+import FoundationEssentials
 
 /// The seam between the daemon shell (`AgentDaemon`: signals, control
 /// socket, sd_notify, reload) and the handoff agent that does the work.

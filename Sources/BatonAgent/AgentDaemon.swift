@@ -1,6 +1,6 @@
 import BatonHandoff
 import BatonSystem
-import Foundation
+import FoundationEssentials
 
 /// Runs an `AgentCore` as a daemon, in the manner of swift-service-lifecycle:
 /// the core's `run()` in a task; SIGTERM and SIGINT stop it gracefully
@@ -129,7 +129,7 @@ public final class AgentDaemon: Sendable {
         coreTask.cancel()
         let deadline = settings.stopTimeout
         Task {
-          try? await Task.sleep(for: deadline)
+          try? await Timers.shared.sleep(for: deadline)
           eventSink.yield(.stopDeadline)
         }
       case .coreFinished(let error):

@@ -3,7 +3,7 @@ import BatonHandoff
 import BatonHost
 import BatonL2CAP
 import BatonSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The agent's side of the radio: opens the controller (and reopens it with
@@ -112,7 +112,7 @@ final class AgentRadio: Sendable {
         let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
         failures += 1
         log.warning("cannot reopen the controller \(spec): \(error); trying again in \(delay)")
-        try? await Task.sleep(for: delay)
+        try? await Timers.shared.sleep(for: delay)
         continue
       }
       everOpened = true
@@ -125,7 +125,7 @@ final class AgentRadio: Sendable {
       let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
       failures += 1
       log.error("lost the controller \(spec): \(reason); reopening it in \(delay)")
-      try? await Task.sleep(for: delay)
+      try? await Timers.shared.sleep(for: delay)
     }
   }
 
@@ -169,7 +169,7 @@ final class AgentRadio: Sendable {
       let rotation = configuration.addressRotation
       group.addTask {
         while !Task.isCancelled {
-          try? await Task.sleep(for: rotation)
+          try? await Timers.shared.sleep(for: rotation)
           if !Task.isCancelled { continuation.yield(.rotate) }
         }
       }
@@ -261,7 +261,7 @@ final class AgentRadio: Sendable {
     // controllers), so the one with the lower address connects at once and
     // the other gives it time first, then connects only if it still must.
     if host.address.description > address {
-      try? await Task.sleep(for: Self.yieldDelay)
+      try? await Timers.shared.sleep(for: Self.yieldDelay)
       let beacon = state.withLock { $0.heard[address]?.beacon }
       guard let beacon, await engine.indexDiffers(beacon: beacon) else { return }
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A request on the control socket: one line of JSON, such as
 /// `{"command":"status"}` or `{"command":"send","path":"/home/u/notes/a.md"}`.

@@ -1,6 +1,6 @@
 import BatonSystem
 import CBatonShims
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -74,7 +74,7 @@ public final class ControlServer: Sendable {
   /// Creates the socket's directory with mode 0700 if it is missing, and
   /// checks that it belongs to us and nobody else can enter it.
   private static func prepareDirectory(of path: String) throws(ControlServerError) {
-    let directory = (path as NSString).deletingLastPathComponent
+    let directory = parentDirectory(of: path)
     guard !directory.isEmpty else { return }
     if mkdir(directory, 0o700) != 0 && Errno.current != .exists {
       throw .directory(path: directory, reason: Errno.current.description)
@@ -104,7 +104,7 @@ public final class ControlServer: Sendable {
     let socket = self.socket
     let continuation = self.continuation
     let log = self.log
-    let thread = Thread {
+    OwnedThread.start(name: "baton-control") {
       baton_set_thread_name("baton-control")
       while true {
         let client: UnixSocket
@@ -136,7 +136,6 @@ public final class ControlServer: Sendable {
       socket.close()
       continuation.finish()
     }
-    thread.start()
   }
 
   /// Stops accepting and removes the socket file if it is still ours.

@@ -43,7 +43,7 @@ final class DeadlineChannel: MessageChannel {
     async throws -> T
   {
     let watchdog = Task {
-      try await Task.sleep(for: self.deadline)
+      try await Timers.shared.sleep(for: self.deadline)
       self.expired.withLock { $0 = operation }
       await self.inner.close()
     }

@@ -2,7 +2,7 @@ import BatonHandoff
 import BatonNotes
 import BatonStore
 import BatonSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -205,7 +205,7 @@ public final class HandoffAgent: AgentCore {
       try FileManager.default.createDirectory(
         atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     } catch {
-      throw AgentError.stateDirectory(path: path, reason: "\(error.localizedDescription)")
+      throw AgentError.stateDirectory(path: path, reason: "\(describe(error))")
     }
   }
 }

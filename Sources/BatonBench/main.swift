@@ -3,11 +3,27 @@
 //   baton-bench l2cap [options]     L2CAP transfer time and HCI overhead
 //   baton-bench handoff [options]   save-to-peer-file latency between two agents
 //   baton-bench fuzz [options]      every decoder of outside bytes (Tests/Scripts/fuzz.sh)
+import BatonSystem
+
 #if canImport(Glibc)
   import Glibc
 #endif
 
+import Dispatch
+
+// Swift concurrency runs on threads we own (see BatonExecutor's contract);
+// main is synchronous so that the executors exist before any task.
+BatonExecutor.install()
+
 let arguments = Array(CommandLine.arguments.dropFirst())
+let finished = DispatchSemaphore(value: 0)
+Task.detached {
+  await runBenchmark(arguments)
+  finished.signal()
+}
+finished.wait()
+
+@Sendable func runBenchmark(_ arguments: [String]) async {
 do {
   switch arguments.first {
   case "notes": try await NotesBenchmark.run(Array(arguments.dropFirst()))
@@ -22,4 +38,5 @@ do {
 } catch {
   print("baton-bench: \(error)")
   exit(1)
+}
 }

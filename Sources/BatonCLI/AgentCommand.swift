@@ -1,7 +1,7 @@
 import BatonAgent
 import BatonHandoff
 import BatonSystem
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc
@@ -93,7 +93,7 @@ enum AgentCommand {
       throw ConfigurationError([
         ConfigurationProblem(
           file: nil, key: "state-dir",
-          message: "cannot create the state directory \(path): \(error.localizedDescription)")
+          message: "cannot create the state directory \(path): \(describe(error))")
       ])
     }
   }

@@ -1,6 +1,6 @@
 import BatonAgent
 import BatonSystem
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc

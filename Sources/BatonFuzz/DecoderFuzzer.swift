@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import BatonAgent
 import BatonHCI
 import BatonHandoff

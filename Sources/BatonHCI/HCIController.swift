@@ -1,5 +1,5 @@
 import BatonSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The HCI layer over one transport: sends commands with flow control
@@ -87,9 +87,7 @@ public final class HCIController: Sendable {
       $0.dataHandler = data
       $0.closeHandler = closed
     }
-    let thread = Thread { [self] in readLoop() }
-    thread.name = "hci-reader"
-    thread.start()
+    OwnedThread.start(name: "hci-reader") { [self] in readLoop() }
   }
 
   public var statistics: Statistics { state.withLock { $0.statistics } }
@@ -121,7 +119,7 @@ public final class HCIController: Sendable {
     }
     let limit = timeout ?? commandTimeout
     let timer = Task { [weak self] in
-      try await Task.sleep(for: limit)
+      try await Timers.shared.sleep(for: limit)
       self?.timeOut(id: id, command: command.name, after: limit)
     }
     defer { timer.cancel() }

@@ -1,6 +1,6 @@
 import BatonSystem
 import CSodium
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc
@@ -55,7 +55,7 @@ public struct GroupKey: Sendable, Equatable {
   /// Parses key file text; `path` is only for messages.
   public init(parsing text: String, path: String) throws(LoadError) {
     let lines = text.split(whereSeparator: \.isNewline)
-      .map { $0.trimmingCharacters(in: .whitespaces) }
+      .map { String($0).trimmingSpaces }
       .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     guard lines.count == 1, let line = lines.first else {
       throw .malformed(path: path, reason: lines.isEmpty ? "no key line" : "more than one key line")

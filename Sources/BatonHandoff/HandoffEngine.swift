@@ -1,6 +1,6 @@
 import BatonNotes
 import BatonSystem
-import Foundation
+import FoundationEssentials
 
 /// The radio-independent heart of handoff: the index with version vectors, the
 /// beacon, the decision to connect, and the session protocol (PROTOCOL.md).

@@ -1,6 +1,6 @@
 import BatonNotes
 import BatonSystem
-import Foundation
+import FoundationEssentials
 
 /// The session protocol (PROTOCOL.md, "Session"): handshake, then the initiator
 /// pulls the current activity and what it lacks, hands the turn over with its

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the engine keeps across restarts, and where: this device's id, the
 /// index with version vectors, peers, counters, recent failures and the

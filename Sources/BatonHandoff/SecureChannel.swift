@@ -353,7 +353,7 @@ func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer
   let first = try await withThrowingTaskGroup(of: Outcome.self) { group in
     group.addTask { .message(try await channel.receive()) }
     group.addTask {
-      try await Task.sleep(for: timeout)
+      try await Timers.shared.sleep(for: timeout)
       return .timedOut
     }
     let first = try await group.next()!

@@ -1,5 +1,6 @@
 import BatonHCI
 import BatonL2CAP
+import BatonSystem
 
 /// Connections and L2CAP channels.
 extension BLEHost {
@@ -21,7 +22,7 @@ extension BLEHost {
       return s.nextID
     }
     let timer = Task { [weak self] in
-      try await Task.sleep(for: timeout)
+      try await Timers.shared.sleep(for: timeout)
       guard let self else { return }
       let pending = state.withLock { s -> PendingConnect? in
         guard let pending = s.pendingConnect, pending.id == id else { return nil }
@@ -93,7 +94,7 @@ extension BLEHost {
       return
     }
     let timer = Task { [weak self] in
-      try await Task.sleep(for: .seconds(2))
+      try await Timers.shared.sleep(for: .seconds(2))
       guard let self, connection.isConnected else { return }
       log.warning("\(connection): no Disconnection Complete within 2 s; forgetting it")
       disconnectionComplete(handle: connection.handle, reason: .localHostTerminated)

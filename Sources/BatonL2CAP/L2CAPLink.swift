@@ -91,7 +91,7 @@ package final class L2CAPLink: Sendable {
   ) async throws -> L2CAPSignal.Body {
     let identifier = identifier ?? nextIdentifier()
     let timer = Task { [weak self] in
-      try await Task.sleep(for: L2CAPLink.responseTimeout)
+      try await Timers.shared.sleep(for: L2CAPLink.responseTimeout)
       let waiter = self?.state.withLock { $0.pending.removeValue(forKey: identifier) }
       waiter?.resume(throwing: L2CAPError.timedOut(what))
     }

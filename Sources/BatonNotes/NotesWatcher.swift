@@ -1,5 +1,5 @@
 import BatonSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)
@@ -92,9 +92,7 @@ final class NotesWatcher: @unchecked Sendable {
   /// Starts the reader thread; events go to `continuation`.
   func run(_ continuation: AsyncStream<NotesEvent>.Continuation) {
     self.continuation = continuation
-    let thread = Thread { [self] in self.loop() }
-    thread.name = "notes-watch"
-    thread.start()
+    OwnedThread.start(name: "notes-watch") { [self] in self.loop() }
   }
 
   // MARK: The loop

@@ -1,7 +1,11 @@
 import BatonHandoff
 import BatonSystem
-import Foundation
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The handoff state in SQLite (WAL): this device's id, the index with version
 /// vectors, peers, counters, recent failures and the current activity.

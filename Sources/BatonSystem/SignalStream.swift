@@ -1,5 +1,5 @@
 import CBatonShims
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc
@@ -68,7 +68,7 @@ public enum SignalStream {
   public static func stream(_ signals: [UnixSignal]) -> AsyncStream<UnixSignal> {
     let (stream, continuation) = AsyncStream<UnixSignal>.makeStream()
     let numbers = signals.map(\.rawValue)
-    let thread = Thread {
+    OwnedThread.start(name: "baton-signals") {
       baton_set_thread_name("baton-signals")
       var set = signalSet(numbers)
       while true {
@@ -79,7 +79,6 @@ public enum SignalStream {
         continuation.yield(UnixSignal(rawValue: number))
       }
     }
-    thread.start()
     return stream
   }
 

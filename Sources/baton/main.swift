@@ -1,4 +1,5 @@
 import BatonCLI
+import BatonSystem
 
 #if canImport(Glibc)
   import Glibc
@@ -6,4 +7,6 @@ import BatonCLI
 
 // The executable is thin: everything lives in BatonCLI. Nothing may start a
 // thread before this call (`baton agent` blocks its signals first thing).
+// Swift concurrency runs on threads we own (see BatonExecutor's contract).
+BatonExecutor.install()
 exit(BatonCommand.main(Array(CommandLine.arguments.dropFirst())))

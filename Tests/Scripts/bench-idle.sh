@@ -15,7 +15,7 @@
 # and debug builds).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-seconds=10
+seconds=60
 [ -x "$top/.venv/bin/python3" ] || { echo "bench-idle: no simulated-radio venv; run Tests/Scripts/setup.sh" >&2; exit 1; }
 bin=${BATON_BIN:-}
 while [ $# -gt 0 ]; do

@@ -1,5 +1,5 @@
 import BatonSystem
-import Foundation
+import FoundationEssentials
 
 #if canImport(Glibc)
   import Glibc

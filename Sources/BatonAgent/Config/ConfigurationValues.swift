@@ -149,13 +149,3 @@ public enum ConfigurationValues {
   }
 }
 
-extension StringProtocol {
-  /// Without leading and trailing spaces and tabs.
-  var trimmingSpaces: String {
-    let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-    guard let first = firstIndex(where: { !isSpace($0) }),
-      let last = lastIndex(where: { !isSpace($0) })
-    else { return "" }
-    return String(self[first...last])
-  }
-}
