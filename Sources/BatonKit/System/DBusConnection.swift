@@ -76,6 +76,13 @@ public final class DBusConnection: @unchecked Sendable {
     thread.start()
   }
 
+  /// The wake-up pipe lives as long as the object: a late `wake()` from
+  /// another thread must never write to a reused descriptor number.
+  deinit {
+    wakeUp.closeIgnoringErrors()
+    wakeUpWriter.closeIgnoringErrors()
+  }
+
   // MARK: Running on the bus thread
 
   /// Runs `body` on the bus thread and returns its result.
@@ -174,8 +181,6 @@ public final class DBusConnection: @unchecked Sendable {
     for slot in objectManagers { sd_bus_slot_unref(slot) }
     objectManagers.removeAll()
     sd_bus_flush_close_unref(bus)
-    wakeUp.closeIgnoringErrors()
-    wakeUpWriter.closeIgnoringErrors()
     for waiter in waiters { waiter.resume(returning: error) }
   }
 
