@@ -30,7 +30,8 @@ public enum BlueZError: Error, CustomStringConvertible {
   public var description: String {
     switch self {
     case .systemBus(let error):
-      "cannot connect to the system D-Bus (\(error)); is dbus running (systemctl status dbus)? "
+      "cannot connect to the system D-Bus, through which baton reaches bluetoothd (\(error)); "
+        + "is dbus running (systemctl status dbus)? "
         + "Without it, configure an exclusive controller: controller = hciN, serial:/dev/ttyX or tcp:HOST:PORT"
     case .notRunning:
       "bluetoothd is not on the system bus (nobody owns org.bluez): start it with "

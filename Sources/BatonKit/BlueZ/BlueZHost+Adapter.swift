@@ -137,7 +137,14 @@ extension BlueZHost {
     do {
       _ = try await bus.call(
         Self.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter",
-        [.stringVariantDictionary(["Transport": .string("le"), "DuplicateData": .boolean(true)])])
+        [
+          .stringVariantDictionary([
+            "Transport": .string("le"), "DuplicateData": .boolean(true),
+            // An RSSI threshold makes the discovery "filtered": bluetoothd then
+            // reports advertisers that are not discoverable, too.
+            "RSSI": .int16(-127),
+          ])
+        ])
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
     } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
       // Our discovery session is already on.

@@ -84,6 +84,7 @@ public final class BlueZHost: RadioHost {
       path: Self.advertisementPath, interface: "org.bluez.LEAdvertisement1",
       properties: [
         .init("Type", "s", emitsChange: false), .init("ManufacturerData", "a{qv}"),
+        .init("Discoverable", "b", emitsChange: false),
         .init("MinInterval", "u", emitsChange: false), .init("MaxInterval", "u", emitsChange: false),
       ],
       methods: [.init("Release")],
@@ -93,6 +94,9 @@ public final class BlueZHost: RadioHost {
         }
         switch name {
         case "Type": return .string("peripheral")
+        // Flags 0x06 (bluetoothd appends them): discovery that is not
+        // filtered by RSSI drops advertisers without the discoverable flag.
+        case "Discoverable": return .boolean(true)
         case "ManufacturerData": return BlueZHost.manufacturerData(beacon: beacon)
         case "MinInterval", "MaxInterval": return .uint32(UInt32(interval))
         default: return nil
