@@ -94,13 +94,14 @@ extension BlueZHost {
 
   /// Marks the adapter unusable and says why, once per reason.
   func wait(because reason: String) {
-    advertised.value.withLock { $0.registered = false }
     let say = state.withLock { s -> Bool in
+      s.generation += 1
       s.up = false
       s.discovering = false
       defer { s.waitingSaid = reason }
       return s.waitingSaid != reason
     }
+    advertised.value.withLock { $0.registered = false }
     if say { log.warning("waiting: \(reason)") }
   }
 
@@ -113,7 +114,7 @@ extension BlueZHost {
 
   func registerAdvertisement() async throws {
     let (wanted, registered) = advertised.value.withLock { ($0.beacon != nil, $0.registered) }
-    let path = state.withLock { s in s.up ? s.adapterPath : nil }
+    let (path, generation) = state.withLock { s in (s.up ? s.adapterPath : nil, s.generation) }
     guard wanted, !registered, let path else { return }
     let name = path.split(separator: "/").last.map(String.init) ?? path
     do {
@@ -128,11 +129,19 @@ extension BlueZHost {
       throw BlueZError.advertisingRefused(adapter: name, error)
     }
     advertised.value.withLock { $0.registered = true }
+    // Lost meanwhile (wait() bumps the generation before clearing the flag):
+    // the next bring-up registers again.
+    if state.withLock({ $0.generation != generation }) {
+      advertised.value.withLock { $0.registered = false }
+      return
+    }
     log.info("advertisement registered with bluetoothd on \(name)")
   }
 
   func startDiscovery() async throws {
-    let path = state.withLock { s in s.up && s.wantScanning && !s.discovering ? s.adapterPath : nil }
+    let (path, generation) = state.withLock { s in
+      (s.up && s.wantScanning && !s.discovering ? s.adapterPath : nil, s.generation)
+    }
     guard let path else { return }
     do {
       _ = try await bus.call(
@@ -151,7 +160,12 @@ extension BlueZHost {
     } catch {
       throw BlueZError.from(error, operation: "StartDiscovery on \(path)")
     }
-    state.withLock { $0.discovering = true }
+    let current = state.withLock { s -> Bool in
+      guard s.generation == generation else { return false }
+      s.discovering = true
+      return true
+    }
+    guard current else { return }
     log.info("discovering (LE, every advertisement) on \(path)")
   }
 

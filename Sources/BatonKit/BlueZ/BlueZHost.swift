@@ -36,6 +36,9 @@ public final class BlueZHost: RadioHost {
     var addressType: AddressType = .public
     /// bluetoothd is on the bus and the adapter is present and powered.
     var up = false
+    /// Counts losses (adapter down, bluetoothd gone): a registration or
+    /// discovery answered for an older generation no longer holds.
+    var generation = 0
     var waitingSaid: String?
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
@@ -66,6 +69,12 @@ public final class BlueZHost: RadioHost {
     } catch {
       throw BlueZError.systemBus(error)
     }
+    return try await open(adapter: adapter, bus: bus)
+  }
+
+  /// Opens on an existing connection (tests: a private bus with a stand-in
+  /// bluetoothd); the host closes it when it closes.
+  static func open(adapter: String?, bus: DBusConnection) async throws -> BlueZHost {
     let host = BlueZHost(bus: bus, adapter: adapter)
     do {
       try await host.start()
