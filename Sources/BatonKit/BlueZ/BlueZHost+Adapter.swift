@@ -35,8 +35,9 @@ extension BlueZHost {
       }
     }
     let path: String? =
-      if let name = requestedAdapter { adapters["/org/bluez/\(name)"] != nil ? "/org/bluez/\(name)" : nil }
-      else { adapters.keys.sorted().first }
+      if let name = requestedAdapter {
+        adapters["/org/bluez/\(name)"] != nil ? "/org/bluez/\(name)" : nil
+      } else { adapters.keys.sorted().first }
     guard let path, let properties = adapters[path] else {
       let names = adapters.keys.sorted().map { String($0.split(separator: "/").last ?? "") }
       if let name = requestedAdapter {

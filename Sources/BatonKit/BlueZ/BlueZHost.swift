@@ -94,7 +94,8 @@ public final class BlueZHost: RadioHost {
       properties: [
         .init("Type", "s", emitsChange: false), .init("ManufacturerData", "a{qv}"),
         .init("Discoverable", "b", emitsChange: false),
-        .init("MinInterval", "u", emitsChange: false), .init("MaxInterval", "u", emitsChange: false),
+        .init("MinInterval", "u", emitsChange: false),
+        .init("MaxInterval", "u", emitsChange: false),
       ],
       methods: [.init("Release")],
       property: { name in
@@ -162,7 +163,8 @@ public final class BlueZHost: RadioHost {
   }
 
   private func waitUntilUp() async throws {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<Void, any Error>) in
       let now = state.withLock { s -> Result<Void, any Error>? in
         if s.finished { return .failure(s.closeReason ?? BlueZError.closed) }
         if s.up { return .success(()) }
@@ -322,11 +324,12 @@ public final class BlueZHost: RadioHost {
   }
 
   private func finish(_ reason: (any Error)?) {
-    let taken = state.withLock { s -> (
-      [AsyncStream<AdvertisingReport>.Continuation], AsyncStream<any PeerChannel>.Continuation?,
-      [AsyncStream<BluetoothAddress>.Continuation], L2CAPListener?,
-      [CheckedContinuation<Void, any Error>], [CheckedContinuation<(any Error)?, Never>]
-    )? in
+    let taken = state.withLock {
+      s -> (
+        [AsyncStream<AdvertisingReport>.Continuation], AsyncStream<any PeerChannel>.Continuation?,
+        [AsyncStream<BluetoothAddress>.Continuation], L2CAPListener?,
+        [CheckedContinuation<Void, any Error>], [CheckedContinuation<(any Error)?, Never>]
+      )? in
       guard !s.finished else { return nil }
       s.finished = true
       s.closeReason = reason

@@ -59,7 +59,9 @@ final class L2CAPListener: @unchecked Sendable {
         log.info("channel from \(peer) accepted (peer MTU \(channel.maximumMessageSize))")
         continuation.yield(channel)
       } catch let error as BlueZError {
-        if case .socket(_, let errno) = error, [EAGAIN, ECONNABORTED, EINTR].contains(errno.rawValue) {
+        if case .socket(_, let errno) = error,
+          [EAGAIN, ECONNABORTED, EINTR].contains(errno.rawValue)
+        {
           continue
         }
         log.warning("stopped listening: \(error)")

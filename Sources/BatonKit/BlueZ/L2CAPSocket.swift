@@ -23,7 +23,8 @@ enum L2CAPSocket {
     let socket = FileDescriptor(rawValue: fd)
     var security = bt_security(level: UInt8(BT_SECURITY_LOW), key_size: 0)
     var mtu = UInt16(receiveMTU)
-    if setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size)) < 0
+    if setsockopt(
+      fd, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size)) < 0
       || setsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) < 0
     {
       let error = Errno.current
@@ -40,7 +41,8 @@ enum L2CAPSocket {
     a.l2_psm = psm.littleEndian
     let b = address.bytes
     a.l2_bdaddr = bdaddr_t(b: (b[0], b[1], b[2], b[3], b[4], b[5]))
-    a.l2_bdaddr_type = UInt8(type == .public || type == .publicIdentity ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
+    a.l2_bdaddr_type = UInt8(
+      type == .public || type == .publicIdentity ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
     return a
   }
 
@@ -142,7 +144,8 @@ enum L2CAPSocket {
   }
 
   /// Wraps a connected socket as a channel.
-  static func channel(_ socket: FileDescriptor, peer: BluetoothAddress) throws -> L2CAPSocketChannel {
+  static func channel(_ socket: FileDescriptor, peer: BluetoothAddress) throws -> L2CAPSocketChannel
+  {
     do {
       return try L2CAPSocketChannel(
         socket: socket, peerAddress: peer, maximumMessageSize: sendMTU(socket),

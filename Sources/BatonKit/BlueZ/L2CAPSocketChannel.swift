@@ -71,7 +71,8 @@ final class L2CAPSocketChannel: PeerChannel, @unchecked Sendable, CustomStringCo
     guard message.count <= maximumMessageSize else {
       throw L2CAPError.messageTooLong(size: message.count, mtu: maximumMessageSize)
     }
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<Void, any Error>) in
       let closed = state.withLock { s -> String? in
         if let reason = s.closed { return reason }
         if s.closing { return "closed locally" }

@@ -35,7 +35,8 @@ extension BLEHost: RadioHost {
     // connection is made as before (address type random).
     let connection = try await connect(to: peer, timeout: timeout)
     do {
-      return LinkOwningChannel(try await openChannel(connection, psm: psm), host: self, connection: connection)
+      return LinkOwningChannel(
+        try await openChannel(connection, psm: psm), host: self, connection: connection)
     } catch {
       await disconnect(connection)
       throw error

@@ -146,9 +146,10 @@ public final class DBusConnection: @unchecked Sendable {
         let nowMicros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
         timeout = until <= nowMicros ? 0 : Int32(min(60_000, (until - nowMicros + 999) / 1000))
       }
-      let ready = (try? Socket.poll(
-        [(FileDescriptor(rawValue: fd), Int16(events)), (wakeUp, Int16(POLLIN))],
-        timeoutMilliseconds: timeout)) ?? []
+      let ready =
+        (try? Socket.poll(
+          [(FileDescriptor(rawValue: fd), Int16(events)), (wakeUp, Int16(POLLIN))],
+          timeoutMilliseconds: timeout)) ?? []
       if ready.contains(1) { _ = try? wakeUp.read(upToCount: 64) }
     }
     shutDown(failure ?? .closed(reason: "closed"))
@@ -278,7 +279,8 @@ public final class DBusConnection: @unchecked Sendable {
     guard let reply else { return .failure(.closed(reason: "no reply")) }
     if sd_bus_message_is_method_error(reply, nil) > 0 {
       let error = sd_bus_message_get_error(reply)
-      let name = error?.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+      let name =
+        error?.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
       let text = error?.pointee.message.map { String(cString: $0) } ?? ""
       return .failure(.remote(name: name, message: text))
     }
@@ -462,6 +464,6 @@ private func withCStringArray<T>(
   _ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) throws -> T
 ) rethrows -> T {
   var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
-  defer { pointers.forEach { free($0) } }
+  defer { for pointer in pointers { free(pointer) } }
   return try pointers.withUnsafeMutableBufferPointer { try body($0.baseAddress!) }
 }

@@ -33,7 +33,8 @@ enum DBusMessageCoding {
       try container(m, "a", element) { () throws(DBusError) in
         for item in items {
           guard item.signature == element else {
-            throw DBusError.unexpectedReply(member: "array of \(element)", signature: item.signature)
+            throw DBusError.unexpectedReply(
+              member: "array of \(element)", signature: item.signature)
           }
           try append(item, to: m)
         }

@@ -78,7 +78,8 @@ public final class DBusObject: @unchecked Sendable {
     var entries = [baton_vtable_start()]
     for p in properties {
       entries.append(
-        baton_vtable_property(keep(p.name), keep(p.signature), DBusObject.getter, p.emitsChange ? 1 : 0)
+        baton_vtable_property(
+          keep(p.name), keep(p.signature), DBusObject.getter, p.emitsChange ? 1 : 0)
       )
     }
     for m in methods {

@@ -72,8 +72,8 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
   public var explanation: String {
     switch self {
     case .bluez(let index):
-      "\(index.map { "adapter hci\($0)" } ?? "the first adapter") shared through bluetoothd "
-        + "(BlueZ over the system D-Bus, kernel L2CAP sockets; needs no capability)"
+      "\(index.map { "adapter hci\($0)" } ?? "bluetoothd's first adapter"), shared through "
+        + "bluetoothd: BlueZ over the system D-Bus and kernel L2CAP sockets, no capability needed"
     case .kernel(let index):
       "kernel adapter hci\(index) through the HCI user channel (needs CAP_NET_ADMIN)"
     case .tcp(let host, let port): "HCI/H4 over TCP to \(host) port \(port)"

@@ -12,7 +12,8 @@ struct BlueZHostTests {
   static let beacon = Beacon.header + Array(repeating: UInt8(0x5A), count: 24)
 
   /// The advertisement as bluetoothd reads it.
-  func advertisedData(_ fake: FakeBluetoothd, _ host: BlueZHost) async throws -> [String: DBusValue] {
+  func advertisedData(_ fake: FakeBluetoothd, _ host: BlueZHost) async throws -> [String: DBusValue]
+  {
     try await fake.connection.allProperties(
       try await host.bus.uniqueName(), BlueZHost.advertisementPath, "org.bluez.LEAdvertisement1")
   }
@@ -50,7 +51,9 @@ struct BlueZHostTests {
       signal.arguments.dropFirst().first?.stringDictionary?["ManufacturerData"]?.integerDictionary?[
         0xFFFF]?.byteArray == Array(next.dropFirst(7)))
     properties = try await advertisedData(fake, host)
-    #expect(properties["ManufacturerData"]?.integerDictionary?[0xFFFF]?.byteArray == Array(next.dropFirst(7)))
+    #expect(
+      properties["ManufacturerData"]?.integerDictionary?[0xFFFF]?.byteArray
+        == Array(next.dropFirst(7)))
 
     // Discovery with the LE filter, then a device's beacon as a report.
     let reports = try await host.startScanning()

@@ -35,7 +35,8 @@ final class FakeBluetoothd: Sendable {
     let log = self.log
     let failWith = self.failWith
     let powered = self.powered
-    let answer: @Sendable (String, [DBusValue]) -> Result<[DBusValue], DBusError> = { member, args in
+    let answer: @Sendable (String, [DBusValue]) -> Result<[DBusValue], DBusError> = {
+      member, args in
       let call = Call(member: member, arguments: args)
       let waiter = log.value.withLock { l -> CheckedContinuation<Call?, Never>? in
         if let i = l.waiters.firstIndex(where: { $0.member == member }) {

@@ -15,7 +15,9 @@ struct L2CAPSocketChannelTests {
 
   func pair(mtu: Int = 4096) throws -> (L2CAPSocketChannel, L2CAPSocketChannel) {
     var fds: [Int32] = [0, 0]
-    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0
+    guard
+      socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
+        == 0
     else { throw Errno.current }
     let a = try L2CAPSocketChannel(
       socket: FileDescriptor(rawValue: fds[0]), peerAddress: Self.peer, maximumMessageSize: mtu,
@@ -28,7 +30,9 @@ struct L2CAPSocketChannelTests {
 
   @Test func messagesKeepTheirBoundariesBothWays() async throws {
     let (a, b) = try pair()
-    let messages: [[UInt8]] = [[1], Array(repeating: 7, count: 4096), [], [1, 2, 3]].filter { !$0.isEmpty }
+    let messages: [[UInt8]] = [[1], Array(repeating: 7, count: 4096), [], [1, 2, 3]].filter {
+      !$0.isEmpty
+    }
     for m in messages { try await a.send(m) }
     for m in messages { #expect(try await b.receive() == m) }
     try await b.send([9, 9])

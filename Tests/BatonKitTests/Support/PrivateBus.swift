@@ -1,10 +1,10 @@
 import Foundation
 
+@testable import BatonKit
+
 #if canImport(Glibc)
   import Glibc
 #endif
-
-@testable import BatonKit
 
 /// A private D-Bus daemon for tests (`dbus-daemon --session`), so the sd-bus
 /// wrappers and the BlueZ backend's D-Bus side run with no system bus and no
@@ -19,11 +19,15 @@ final class PrivateBus: @unchecked Sendable {
     let socket = directory.appendingPathComponent("bus").path
     daemon = try ChildProcess(
       "/usr/bin/dbus-daemon",
-      ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)", "--print-address=1"],
+      [
+        "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)",
+        "--print-address=1",
+      ],
       stderrPath: "/dev/null")
     guard let line = daemon.readLine(), line.hasPrefix("unix:") else {
       daemon.stop()
-      throw DBusError.closed(reason: "dbus-daemon printed no address (is the dbus package installed?)")
+      throw DBusError.closed(
+        reason: "dbus-daemon printed no address (is the dbus package installed?)")
     }
     address = line
   }

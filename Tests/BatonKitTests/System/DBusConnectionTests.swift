@@ -67,7 +67,9 @@ struct DBusConnectionTests {
         name, "/org/baton/test", "org.baton.Test1", "Echo", [.variant(value)])
       #expect(reply == [.variant(value)], "\(value.signature)")
     }
-    #expect(try await client.property(name, "/org/baton/test", "org.baton.Test1", "Name") == .string("baton"))
+    #expect(
+      try await client.property(name, "/org/baton/test", "org.baton.Test1", "Name")
+        == .string("baton"))
     let all = try await client.allProperties(name, "/org/baton/test", "org.baton.Test1")
     #expect(all["Name"] == .string("baton"))
     let data = all["Data"]?.integerDictionary?[0xFFFF]?.byteArray
@@ -80,7 +82,8 @@ struct DBusConnectionTests {
       _ = try await client.call(name, "/org/baton/test", "org.baton.Test1", "Fail")
     }
     do {
-      _ = try await client.call(name, "/org/baton/nothing", "org.baton.Test1", "Echo", [.variant(.byte(1))])
+      _ = try await client.call(
+        name, "/org/baton/nothing", "org.baton.Test1", "Echo", [.variant(.byte(1))])
       Issue.record("a call to a missing object succeeded")
     } catch let error as DBusError {
       #expect(error.isUnknownObject, "\(error)")
@@ -99,7 +102,8 @@ struct DBusConnectionTests {
     defer { client.close() }
     #expect(try await client.nameOwner("org.bluez") == nil)
     do {
-      _ = try await client.call("org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+      _ = try await client.call(
+        "org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
       Issue.record("a call to a missing service succeeded")
     } catch let error as DBusError {
       #expect(error.isServiceUnknown, "\(error)")
@@ -151,20 +155,23 @@ struct DBusConnectionTests {
     var iterator = signals.makeAsyncIterator()
 
     value.value.withLock { $0 = [4, 5, 6] }
-    try await server.emitPropertiesChanged(path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
+    try await server.emitPropertiesChanged(
+      path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
     let changed = try #require(await iterator.next())
     #expect(changed.path == "/org/baton/adv")
     #expect(changed.arguments.first?.string == "org.baton.Adv1")
     #expect(changed.arguments.dropFirst().first?.stringDictionary?["Data"]?.byteArray == [4, 5, 6])
 
-    try await server.emitInterfaces(added: true, path: "/org/baton/adv", interfaces: ["org.baton.Adv1"])
+    try await server.emitInterfaces(
+      added: true, path: "/org/baton/adv", interfaces: ["org.baton.Adv1"])
     let added = try #require(await iterator.next())
     #expect(added.member == "InterfacesAdded")
     #expect(added.arguments.first == .objectPath("/org/baton/adv"))
     let interfaces = added.arguments.dropFirst().first?.stringDictionary
     #expect(interfaces?["org.baton.Adv1"]?.stringDictionary?["Data"]?.byteArray == [4, 5, 6])
 
-    let managed = try await client.call(name, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+    let managed = try await client.call(
+      name, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
     #expect(managed.first?.stringDictionary?["/org/baton/adv"] != nil)
   }
 
