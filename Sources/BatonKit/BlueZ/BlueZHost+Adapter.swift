@@ -205,6 +205,8 @@ extension BlueZHost {
     let strings = signal.arguments.compactMap(\.string)
     guard strings.count == 3, strings[0] == Self.service else { return }
     if strings[2].isEmpty {
+      // Its Device1 objects died with it; the new one announces its own.
+      state.withLock { $0.devices.removeAll() }
       wait(because: "bluetoothd left the system bus; baton carries on when it is back")
     } else {
       log.info("bluetoothd is on the system bus (\(strings[2])); registering again")

@@ -162,16 +162,27 @@ public final class BlueZHost: RadioHost {
     try await waitUntilUp()
   }
 
+  /// Waits until the adapter is usable; a cancelled task (the agent
+  /// stopping while it waits) ends the wait at once.
   private func waitUntilUp() async throws {
-    try await withCheckedThrowingContinuation {
-      (continuation: CheckedContinuation<Void, any Error>) in
-      let now = state.withLock { s -> Result<Void, any Error>? in
-        if s.finished { return .failure(s.closeReason ?? BlueZError.closed) }
-        if s.up { return .success(()) }
-        s.upWaiters.append(continuation)
-        return nil
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
+        let now = state.withLock { s -> Result<Void, any Error>? in
+          if s.finished { return .failure(s.closeReason ?? BlueZError.closed) }
+          if s.up { return .success(()) }
+          if Task.isCancelled { return .failure(CancellationError()) }
+          s.upWaiters.append(continuation)
+          return nil
+        }
+        if let now { continuation.resume(with: now) }
       }
-      if let now { continuation.resume(with: now) }
+    } onCancel: {
+      let waiters = state.withLock { s in
+        defer { s.upWaiters.removeAll() }
+        return s.upWaiters
+      }
+      for waiter in waiters { waiter.resume(throwing: CancellationError()) }
     }
   }
 

@@ -146,6 +146,20 @@ struct BlueZHostTests {
     await fake.kill()
   }
 
+  /// The agent stopping while the adapter is off: opening ends at once.
+  @Test func cancellingAWaitingOpenEndsIt() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus)
+    fake.powered.value.withLock { $0 = false }
+    let connection = try bus.connect()
+    let opening = Task { try await BlueZHost.open(adapter: nil, bus: connection) }
+    opening.cancel()
+    await #expect(throws: (any Error).self) { _ = try await opening.value }
+    #expect(await connection.waitUntilClosed() == .closed(reason: "closed"))
+    await fake.kill()
+  }
+
   @Test func beaconBytesMapBothWays() {
     let data = BlueZHost.manufacturerData(beacon: Self.beacon)
     let bytes = data.integerDictionary?[0xFFFF]?.byteArray
