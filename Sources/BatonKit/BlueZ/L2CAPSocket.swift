@@ -15,23 +15,35 @@ enum L2CAPSocket {
   /// The MTU we announce: the largest SDU we accept.
   static let receiveMTU = 65535
 
-  /// A new socket with our options set, close-on-exec.
+  /// A new socket with security level low (no pairing), close-on-exec.
   static func make() throws(BlueZError) -> FileDescriptor {
     let fd = Glibc.socket(
       AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
     guard fd >= 0 else { throw BlueZError.socket(operation: "socket", errno: .current) }
     let socket = FileDescriptor(rawValue: fd)
     var security = bt_security(level: UInt8(BT_SECURITY_LOW), key_size: 0)
-    var mtu = UInt16(receiveMTU)
     if setsockopt(
       fd, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size)) < 0
-      || setsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) < 0
     {
       let error = Errno.current
       socket.closeIgnoringErrors()
-      throw BlueZError.socket(operation: "setsockopt", errno: error)
+      throw BlueZError.socket(operation: "setsockopt BT_SECURITY", errno: error)
     }
     return socket
+  }
+
+  /// Sets our MTU (`BT_RCVMTU`). Only after `bind` to an LE address: the
+  /// kernel refuses it (EINVAL) on a socket whose source type is BR/EDR,
+  /// the default before binding. Without it the kernel's default MTU holds
+  /// and the session simply uses smaller messages, so a refusal is logged.
+  static func setReceiveMTU(_ socket: FileDescriptor) {
+    var mtu = UInt16(receiveMTU)
+    if setsockopt(
+      socket.rawValue, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) < 0
+    {
+      Logger(label: "l2cap").warning(
+        "cannot set the L2CAP receive MTU to \(receiveMTU): \(Errno.current); using the kernel's")
+    }
   }
 
   /// `struct sockaddr_l2` for an LE address.
@@ -63,6 +75,7 @@ enum L2CAPSocket {
     let socket = try make()
     do throws(BlueZError) {
       try bind(socket, to: address(local, type: type, psm: psm))
+      setReceiveMTU(socket)  // accepted sockets inherit it
       if Glibc.listen(socket.rawValue, 8) < 0 {
         throw BlueZError.socket(operation: "listen", errno: .current)
       }
@@ -99,6 +112,7 @@ enum L2CAPSocket {
     let socket = try make()
     do throws(BlueZError) {
       try bind(socket, to: address(local, type: localType, psm: 0))
+      setReceiveMTU(socket)
       let flags = fcntl(socket.rawValue, F_GETFL)
       _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
       var remote = address(peer, type: type, psm: psm)
