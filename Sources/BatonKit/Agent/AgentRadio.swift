@@ -93,7 +93,8 @@ final class AgentRadio: Sendable {
     while !Task.isCancelled {
       let host: any RadioHost
       do {
-        host = try await RadioHostOpener.open(configuration.controller, hciLog: configuration.hciLog)
+        host = try await RadioHostOpener.open(
+          configuration.controller, hciLog: configuration.hciLog)
       } catch {
         if Task.isCancelled { return }
         if !everOpened { throw AgentError.controller(spec: spec, reason: "\(error)") }
@@ -242,8 +243,12 @@ final class AgentRadio: Sendable {
     // moment. Two links between one pair serve nothing (and confuse some
     // controllers), so the one with the lower address connects at once and
     // the other gives it time first, then connects only if it still must.
-    if host.address.description > address {
-      try? await Task.sleep(for: Self.yieldDelay)
+    // A host that may connect from another address than it advertises
+    // (BlueZ without a public address: the kernel's scanning NRPA) cannot be
+    // recognised by the peer, so it always leaves the peer time to connect first.
+    if host.connectsFromAnotherAddress || host.address.description > address {
+      try? await Task.sleep(
+        for: host.connectsFromAnotherAddress ? Self.yieldDelay * 2 : Self.yieldDelay)
       let beacon = state.withLock { $0.heard[address]?.beacon }
       guard let beacon, await engine.indexDiffers(beacon: beacon) else { return }
     }

@@ -11,6 +11,9 @@ protocol RadioHost: AnyObject, Sendable {
   var isClosed: Bool { get }
   /// Whether `rotateAddress()` changes the address (BlueZ owns its own).
   var ownsAddress: Bool { get }
+  /// Whether our connections may come from another address than `address`
+  /// (then peers cannot tell that we connected to them).
+  var connectsFromAnotherAddress: Bool { get }
 
   func startAdvertising(data: [UInt8], intervalMilliseconds: Int) async throws
   /// Replaces the advertised beacon in place.

@@ -191,6 +191,10 @@ public final class BlueZHost: RadioHost {
   public var address: BluetoothAddress { state.withLock { $0.address } }
   public var isClosed: Bool { state.withLock { $0.finished } }
   var ownsAddress: Bool { false }
+  /// Without a public address the kernel connects from whatever random
+  /// address the controller holds, after active discovery a non-resolvable
+  /// one (measured in the VM).
+  var connectsFromAnotherAddress: Bool { state.withLock { $0.addressType != .public } }
 
   /// The adapter's object path (`/org/bluez/hci0`) once known.
   public var adapterPath: String? { state.withLock { $0.adapterPath } }
@@ -209,10 +213,20 @@ public final class BlueZHost: RadioHost {
       return s.registered
     }
     guard registered else { return }
-    // bluetoothd re-reads the property and updates the advertising data in place.
+    // bluetoothd re-reads the property and updates the data in place...
     try await bus.emitPropertiesChanged(
       path: Self.advertisementPath, interface: "org.bluez.LEAdvertisement1",
       names: ["ManufacturerData"])
+    // ...but some controllers (BlueZ's btvirt) report an advertiser to
+    // scanners only when its advertising starts, as the exclusive backend
+    // allows for by re-enabling: register again, which restarts it.
+    if let path = adapterPath {
+      _ = try? await bus.call(
+        Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+        [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
+      advertised.value.withLock { $0.registered = false }
+      try await registerAdvertisement()
+    }
   }
 
   public func stopAdvertising() async throws {

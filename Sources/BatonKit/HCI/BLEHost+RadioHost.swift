@@ -2,6 +2,7 @@
 /// that disconnects the link it made when it closes.
 extension BLEHost: RadioHost {
   var ownsAddress: Bool { true }
+  var connectsFromAnotherAddress: Bool { false }
 
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
     let channels = listen(psm: psm)

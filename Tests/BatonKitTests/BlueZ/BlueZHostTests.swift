@@ -37,7 +37,8 @@ struct BlueZHostTests {
       properties["ManufacturerData"]?.integerDictionary?[0xFFFF]?.byteArray
         == Array(Self.beacon.dropFirst(7)))
 
-    // A new beacon: PropertiesChanged, no second registration.
+    // A new beacon: PropertiesChanged, and registered again (which restarts
+    // advertising, for controllers that report only its start).
     let (changes, changed) = AsyncStream.makeStream(of: DBusSignal.self)
     _ = try await fake.connection.subscribe(
       sender: nil, path: BlueZHost.advertisementPath,
@@ -50,6 +51,8 @@ struct BlueZHostTests {
     #expect(
       signal.arguments.dropFirst().first?.stringDictionary?["ManufacturerData"]?.integerDictionary?[
         0xFFFF]?.byteArray == Array(next.dropFirst(7)))
+    #expect(await fake.next("UnregisterAdvertisement") != nil)
+    #expect(await fake.next("RegisterAdvertisement") != nil)
     properties = try await advertisedData(fake, host)
     #expect(
       properties["ManufacturerData"]?.integerDictionary?[0xFFFF]?.byteArray
