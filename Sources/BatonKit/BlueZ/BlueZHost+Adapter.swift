@@ -149,10 +149,10 @@ extension BlueZHost {
         Self.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter",
         [
           .stringVariantDictionary([
+            // No RSSI threshold: with one the kernel drops every report whose
+            // RSSI the controller leaves unknown (127); our peers advertise
+            // as discoverable, which unfiltered discovery reports.
             "Transport": .string("le"), "DuplicateData": .boolean(true),
-            // An RSSI threshold makes the discovery "filtered": bluetoothd then
-            // reports advertisers that are not discoverable, too.
-            "RSSI": .int16(-127),
           ])
         ])
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
