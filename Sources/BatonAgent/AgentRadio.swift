@@ -32,7 +32,7 @@ final class AgentRadio: Sendable {
 
   enum Event: Sendable {
     case report(AdvertisingReport)
-    case channel(L2CAPChannel)
+    case channel(any PeerChannel)
     case beaconChanged
     case rotate
     case connected(address: String)
@@ -47,7 +47,7 @@ final class AgentRadio: Sendable {
   }
 
   private struct State {
-    var host: BLEHost?
+    var host: (any RadioHost)?
     var events: AsyncStream<Event>.Continuation?
     /// Keyed peers heard, by address.
     var heard: [String: Peer] = [:]
@@ -100,10 +100,10 @@ final class AgentRadio: Sendable {
     var failures = 0
     var everOpened = false
     while !Task.isCancelled {
-      let host: BLEHost
+      let host: any RadioHost
       do {
-        host = try await BLEHost.open(
-          controller: spec, hciLog: configuration.hciLog,
+        host = try await RadioHostOpener.open(
+          configuration.controller, hciLog: configuration.hciLog,
           address: BluetoothAddress(littleEndian: engine.newAddress()))
       } catch {
         if Task.isCancelled { return }
@@ -131,7 +131,7 @@ final class AgentRadio: Sendable {
 
   /// Advertises, scans and runs sessions on one open controller until it is
   /// lost or the task is cancelled; then stops advertising and releases it.
-  private func serve(_ host: BLEHost) async -> String {
+  private func serve(_ host: any RadioHost) async -> String {
     let (events, continuation) = AsyncStream.makeStream(of: Event.self)
     state.withLock {
       $0.host = host
@@ -147,7 +147,7 @@ final class AgentRadio: Sendable {
     }
     let interval = Int(configuration.advertisingInterval.wholeMilliseconds)
     let reports: AsyncStream<AdvertisingReport>
-    let channels = host.listen(psm: HandoffAgent.psm)
+    let channels = host.listenForChannels(psm: HandoffAgent.psm)
     do {
       try await host.startAdvertising(
         data: await engine.currentBeacon(), intervalMilliseconds: interval)
@@ -162,8 +162,8 @@ final class AgentRadio: Sendable {
       group.addTask { for await report in reports { continuation.yield(.report(report)) } }
       group.addTask { for await channel in channels { continuation.yield(.channel(channel)) } }
       group.addTask {
-        for await connection in host.incomingConnections {
-          continuation.yield(.connected(address: connection.peerAddress.description))
+        for await peer in host.incomingPeers() {
+          continuation.yield(.connected(address: peer.description))
         }
       }
       let rotation = configuration.addressRotation
@@ -184,7 +184,7 @@ final class AgentRadio: Sendable {
         case .report(let report):
           if let address = await shouldInitiate(report) {
             group.addTask {
-              await self.initiate(to: report.address, on: host)
+              await self.initiate(to: report.address, type: report.addressType, on: host)
               continuation.yield(.sessionEnded(address: address))
             }
           }
@@ -206,11 +206,16 @@ final class AgentRadio: Sendable {
         case .rotate:
           do {
             // The beacon is re-sealed and installed before advertising resumes
-            // under the new address: no seal is ever heard under both.
-            let address = try await host.rotateAddress(
-              to: BluetoothAddress(littleEndian: engine.newAddress()),
-              advertisingData: await engine.currentBeacon())
-            log.info("address rotated to \(address)")
+            // under the new address: no seal is ever heard under both. (BlueZ
+            // owns its address: then only the beacon is re-sealed.)
+            let beacon = await engine.currentBeacon()
+            if let address = try await host.rotateAddressIfOwned(
+              to: BluetoothAddress(littleEndian: engine.newAddress())!, advertisingData: beacon)
+            {
+              log.info("address rotated to \(address)")
+            } else {
+              await refreshBeacon(host)
+            }
           } catch {
             log.warning("cannot rotate the address: \(error)")
           }
@@ -254,29 +259,31 @@ final class AgentRadio: Sendable {
     return claimed ? address : nil
   }
 
-  private func initiate(to peer: BluetoothAddress, on host: BLEHost) async {
+  private func initiate(to peer: BluetoothAddress, type: AddressType, on host: any RadioHost)
+    async
+  {
     let address = peer.description
     // Two agents whose indexes differ both want a session, at about the same
     // moment. Two links between one pair serve nothing (and confuse some
     // controllers), so the one with the lower address connects at once and
     // the other gives it time first, then connects only if it still must.
-    if host.address.description > address {
-      try? await Timers.shared.sleep(for: Self.yieldDelay)
+    // A host that may connect from another address than it advertises
+    // (BlueZ without a public address: the kernel's scanning NRPA) cannot be
+    // recognised by the peer, so it always leaves the peer time to connect first.
+    if host.connectsFromAnotherAddress || host.address.description > address {
+      try? await Timers.shared.sleep(
+        for: host.connectsFromAnotherAddress ? Self.yieldDelay * 2 : Self.yieldDelay)
       let beacon = state.withLock { $0.heard[address]?.beacon }
       guard let beacon, await engine.indexDiffers(beacon: beacon) else { return }
     }
     // Connected already (it connected to us meanwhile): its session will do.
     // Connecting again to a peer we are linked with can wedge a controller.
-    if host.connections.contains(where: { $0.peerAddress == peer }) { return }
+    if host.isConnected(to: peer) { return }
     do {
-      let connection = try await host.connect(to: peer, timeout: Self.connectTimeout)
-      do {
-        let channel = try await host.openChannel(connection, psm: HandoffAgent.psm)
-        await runSession(on: channel, with: address, initiator: true)
-      } catch {
-        log.info("cannot open a channel to \(address): \(error)")
-      }
-      await host.disconnect(connection)
+      let channel = try await host.openChannel(
+        to: peer, addressType: type, psm: HandoffAgent.psm, timeout: Self.connectTimeout)
+      await runSession(on: channel, with: address, initiator: true)
+      await channel.close()
     } catch {
       log.info("cannot connect to \(address): \(error)")
     }
@@ -285,7 +292,9 @@ final class AgentRadio: Sendable {
   /// Runs one handoff session (every message under `sessionDeadline`) and
   /// remembers the peer's name for `baton status` as soon as the handshake has
   /// proved who it is, whichever side connected and however the session ends.
-  private func runSession(on channel: L2CAPChannel, with address: String, initiator: Bool) async {
+  private func runSession(on channel: any PeerChannel, with address: String, initiator: Bool)
+    async
+  {
     do {
       _ = try await engine.runSession(
         over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: initiator,
@@ -301,7 +310,7 @@ final class AgentRadio: Sendable {
     }
   }
 
-  private func refreshBeacon(_ host: BLEHost) async {
+  private func refreshBeacon(_ host: any RadioHost) async {
     guard !host.isClosed else { return }
     do {
       try await host.updateAdvertisingData(await engine.currentBeacon())

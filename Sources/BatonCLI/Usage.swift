@@ -24,7 +24,7 @@ enum Usage {
       -f, --config FILE    read FILE instead of $XDG_CONFIG_HOME/baton/baton.conf
           --notes DIR      watch only DIR (activity type org.baton.note, *.md),
                            ignoring the [folder] sections of the file
-          --controller SPEC  hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]
+          --controller SPEC  bluez[:hciN], hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]
           --key-file FILE  the group key (default $XDG_CONFIG_HOME/baton/key)
           --name NAME      the name peers see (default: the host name)
           --state-dir DIR  state (default $XDG_STATE_HOME/baton)

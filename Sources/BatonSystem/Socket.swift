@@ -61,8 +61,17 @@ public enum Socket {
   /// Blocks in `poll(2)` until one of `fds` is readable (or hung up); returns
   /// the indices of those that are.
   public static func waitReadable(_ fds: [FileDescriptor]) throws -> [Int] {
-    var polls = fds.map { pollfd(fd: $0.rawValue, events: Int16(POLLIN), revents: 0) }
-    _ = try retryingOnInterrupt { poll(&polls, nfds_t(polls.count), -1) }
+    try poll(fds.map { ($0, Int16(POLLIN)) }, timeoutMilliseconds: -1)
+  }
+
+  /// `poll(2)` for `events` on each descriptor, at most `timeoutMilliseconds`
+  /// (-1: no limit); returns the indices of those with any event (or error,
+  /// hang-up), empty on timeout.
+  public static func poll(_ fds: [(FileDescriptor, Int16)], timeoutMilliseconds: Int32) throws
+    -> [Int]
+  {
+    var polls = fds.map { pollfd(fd: $0.0.rawValue, events: $0.1, revents: 0) }
+    _ = try retryingOnInterrupt { Glibc.poll(&polls, nfds_t(polls.count), timeoutMilliseconds) }
     return polls.indices.filter { polls[$0].revents != 0 }
   }
 }

@@ -4,9 +4,10 @@
 controllers, reached with `tcp-client:127.0.0.1:PORT`.
 
 Subcommands (all print one line per event on stdout, flushed):
-    scan --port P [--seconds S]
+    scan --port P [--seconds S] [--also-advertise HEX]
         passive scan; prints "READY <our address>", then "ADV <address> <hex data>"
-        for every advertisement heard.
+        for every advertisement heard; with --also-advertise, advertises HEX
+        (legacy, connectable) meanwhile.
     l2cap-server --port P --psm N --bytes N [--adv HEX]
         advertises (legacy, connectable), accepts one LE credit-based channel on
         PSM N, prints "READY <address>", "CHANNEL", then receives N bytes and
@@ -88,6 +89,7 @@ async def main() -> None:
     parser.add_argument("--peer")
     parser.add_argument("--adv", default="020106")
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--also-advertise")
     args = parser.parse_args()
 
     async with await open_transport(f"tcp-client:127.0.0.1:{args.port}") as (source, sink):
@@ -101,6 +103,13 @@ async def main() -> None:
                 lambda adv: say("ADV", adv.address.to_string(False), bytes(adv.data_bytes).hex()),
             )
             await device.start_scanning(active=False, filter_duplicates=False)
+            if args.also_advertise:
+                await device.start_advertising(
+                    advertising_data=bytes.fromhex(args.also_advertise),
+                    own_address_type=hci.OwnAddressType.RANDOM,
+                    advertising_interval_min=20,
+                    advertising_interval_max=20,
+                )
             say("READY", address)
             await asyncio.sleep(args.seconds)
             return

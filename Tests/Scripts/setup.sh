@@ -10,7 +10,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
 build_packages=(libbluetooth-dev libsodium-dev libinih-dev libsqlite3-dev libsystemd-dev pkg-config)
-test_packages=(mandoc bluez vim nano emacs-nox tmux strace)
+test_packages=(mandoc bluez dbus vim nano emacs-nox tmux strace)
 
 packages=("${build_packages[@]}")
 [ "${1:-}" = "--build" ] || packages+=("${test_packages[@]}")

@@ -27,7 +27,8 @@ started=$(date +%s.%N)
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
 
 # --- what the host needs ------------------------------------------------------
-packages=(qemu-system-x86 cpio kmod busybox-static bluez-test-tools bluez gcc libc6-dev)
+packages=(qemu-system-x86 cpio kmod busybox-static bluez-test-tools bluez gcc libc6-dev
+  dbus-daemon dbus-bin dbus-system-bus-common)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -75,6 +76,31 @@ fi
 baton=${BATON_BIN:-$top/.build/debug/baton}
 [ -x "$baton" ] || { echo "vm: no baton binary at $baton; run 'swift build' first" >&2; exit 1; }
 has_agent=1
+# The BlueZ backend's agent cases (`controller = bluez`). They do not all
+# pass yet (issue 10: a note from bluez:hci0 reached bluez:hci1, the note
+# back did not), so the default run reports them NOT-RUN, never PASS, with
+# that reason; VM_BLUEZ_AGENTS=1 runs them (and needs a binary whose
+# 'baton agent --help' mentions bluez, or VM_FORCE_BLUEZ=1);
+# VM_REQUIRE_BLUEZ=1 makes a case not run a failure.
+if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
+  { [ "${VM_BLUEZ_AGENTS:-0}" = 1 ] && "$baton" agent --help 2>&1 | grep -qi bluez; }; then
+  has_bluez=1
+else
+  has_bluez=0
+fi
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-restart,agent-bluez-user,agent-bluez-errors
+not_run() { # not_run CASE...: reported, never as passed
+  local why="the BlueZ backend's agent cases do not pass yet (issue 10); VM_BLUEZ_AGENTS=1 runs them"
+  "$baton" agent --help 2>&1 | grep -qi bluez ||
+    why="this baton has no BlueZ backend: 'baton agent --help' does not mention bluez"
+  for c in "$@"; do
+    if [ "${VM_REQUIRE_BLUEZ:-0}" = 1 ]; then
+      echo "CASE $c FAIL (not run: $why; VM_REQUIRE_BLUEZ=1)"
+    else
+      echo "CASE $c NOT-RUN ($why)"
+    fi
+  done
+}
 
 # --- the initramfs ------------------------------------------------------------
 work=$(mktemp -d /tmp/baton-vm.XXXXXX)
@@ -92,8 +118,23 @@ chmod 755 "$root/init"
 cp -a "$kernel/lib/modules" "$root/lib/"
 cp "$kernel/modules" "$root/etc/vm-modules"
 cp "$here"/cases/*.sh "$root/cases/"
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$root/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+# messagebus runs the system bus; baton (in group bluetooth) and nobody (not)
+# are the unprivileged users of the BlueZ cases.
+cat >"$root/etc/passwd" <<'EOT'
+root:x:0:0:root:/root:/bin/sh
+messagebus:x:100:101::/nonexistent:/bin/false
+baton:x:1000:1000:baton:/home/baton:/bin/sh
+nobody:x:65534:65534:nobody:/:/bin/false
+EOT
+cat >"$root/etc/group" <<'EOT'
+root:x:0:
+messagebus:x:101:
+bluetooth:x:102:baton
+baton:x:1000:
+nogroup:x:65534:
+EOT
+printf 'passwd: files\ngroup: files\n' >"$root/etc/nsswitch.conf"
+mkdir -p "$root/home/baton" && chown 1000:1000 "$root/home/baton" 2>/dev/null || true
 
 # install_binary PATH [DEST]: the binary plus every shared library ldd lists.
 install_binary() {
@@ -108,9 +149,24 @@ install_binary "$cache/bin/vhci-bridge"
 install_binary "$cache/bin/hci-probe"
 install_binary /usr/bin/btvirt
 install_binary /usr/bin/btmgmt
+# The system's Bluetooth stack, from Debian's packages (dbus 1.14, bluez 5.66):
+# the system bus with Debian's system.conf and BlueZ's policy (kept aside as
+# bluetooth.conf.debian: a case may install a restricted variant), bluetoothd
+# with its main.conf, and the clients the cases use.
+mkdir -p "$root"/usr/libexec/bluetooth "$root"/usr/share/dbus-1 "$root"/etc/dbus-1/system.d \
+  "$root"/etc/bluetooth "$root"/var/lib/bluetooth "$root"/run/dbus
+for b in /usr/bin/dbus-daemon /usr/bin/dbus-send /usr/libexec/bluetooth/bluetoothd \
+  /usr/bin/bluetoothctl /usr/bin/btmon /usr/bin/l2test; do
+  install_binary "$b" "$b"
+done
+cp /usr/share/dbus-1/system.conf "$root/usr/share/dbus-1/"
+cp /etc/dbus-1/system.d/bluetooth.conf "$root/etc/bluetooth.conf.debian"
+cp /etc/bluetooth/main.conf "$root/etc/bluetooth/"
+printf '%s\n' 5eb1e00b5eb1e00b5eb1e00b5eb1e00b >"$root/etc/machine-id"
 if [ -x "$baton" ]; then
-  install_binary "$baton"
+  install_binary "$baton" /usr/bin/baton
   [ "$has_agent" = 1 ] && touch "$root/etc/baton-has-agent"
+  [ "$has_bluez" = 1 ] && touch "$root/etc/baton-has-bluez"
   "$baton" keygen >"$work/baton.key"
   chmod 600 "$work/baton.key"
   cp "$work/baton.key" "$root/etc/baton.key"
@@ -139,16 +195,16 @@ boot() {
   local console="$work/console-$name.log" t0
   t0=$(date +%s.%N)
   set +e
-  timeout 300 qemu-system-x86_64 -accel tcg -m "$memory" -smp 1 \
+  timeout 600 qemu-system-x86_64 -accel tcg -m "$memory" -smp 1 \
     -kernel "$kernel/vmlinux" -initrd "$image" \
     -nographic -no-reboot -nodefaults -serial stdio \
-    -append "console=ttyS0 quiet panic=-1 baton.cases=$cases baton.verbose=${VM_VERBOSE:-0}" "$@" </dev/null >"$console" 2>&1
+    -append "console=ttyS0 quiet panic=-1 no_timer_check baton.cases=$cases baton.verbose=${VM_VERBOSE:-0} CASE_TIMEOUT=${CASE_TIMEOUT:-60}${BOOT_APPEND:+ $BOOT_APPEND}" "$@" </dev/null >"$console" 2>&1
   local rc=$?
   set -e
   tr -d '\r' <"$console" >"$console.txt"
   mkdir -p "$cache/last-run"
   cp "$console.txt" "$cache/last-run/console-$name.log"
-  [ "${VM_VERBOSE:-0}" = 1 ] && grep -E "^  [a-z-]+: " "$console.txt" >&2
+  [ "${VM_VERBOSE:-0}" = 1 ] && { grep -E "^  [a-z-]+: " "$console.txt" >&2 || true; }
   local boot_time
   boot_time=$(awk '/VM-INIT/ {print $NF}' "$console.txt")
   echo "vm: boot $name: qemu exit $rc after $(elapsed "$t0") s; guest init at ${boot_time:-?} s, modules loaded at $(awk '/^VM-MODULES/ {print $2}' "$console.txt") s" >&2
@@ -168,6 +224,7 @@ boot() {
     fi
   done
   grep "^VM-MODULE-FAILED" "$console.txt" >&2 || true
+  grep "^NOTE-LATENCY" "$console.txt" >>"$work/latency" || true
   check_btsnoop "$console.txt"
   return 0
 }
@@ -196,7 +253,7 @@ check_btsnoop() {
 start_radio() {
   local fifo="$work/radio.in" out="$work/radio.out"
   mkfifo "$fifo"
-  "$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers "$1" <"$fifo" >"$out" 2>"$work/radio.err" &
+  "$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers "$1" --log-level "${RADIO_LOG:-WARNING}" <"$fifo" >"$out" 2>"$work/radio.err" &
   RADIO_PID=$!
   pids="$pids $RADIO_PID"
   exec {radio_stdin}>"$fifo"  # radio.py exits when this closes (with us)
@@ -216,9 +273,46 @@ virtio_serial() { # the guest's /dev/vport0p1, connected as a client to 127.0.0.
     -device virtserialport,chardev=bt,name=bt0
 }
 
+# agent_radio BOOT GUEST_CASE HOST_CASE: a guest agent (GUEST_CASE) on the
+# bridged adapter and a host agent on tcp: hand notes both ways; HOST_CASE is
+# the host's check that the guest's note arrived byte-identical.
+agent_radio() {
+  local name=$1 guest_case=$2 host_case=$3
+  start_radio 2
+  read -r guest_port host_port <<<"$RADIO_PORTS"
+  hn="$work/host-notes-$name"
+  mkdir -p "$hn"
+  "$baton" agent --controller "tcp:127.0.0.1:$host_port" --notes "$hn" \
+    --key-file "$work/baton.key" --name vm-host --state-dir "$work/host-state-$name" \
+    --socket "$work/host-$name.sock" >"$work/host-agent-$name.log" 2>&1 &
+  host_agent=$!
+  pids="$pids $host_agent"
+  host_side() { # once the guest agent is up: expect its note, then save ours
+    local console="$work/console-$name.log" i
+    for i in $(seq 600); do grep -q AGENT-UP "$console" 2>/dev/null && break; sleep 0.1; done
+    for i in $(seq 400); do cmp -s "$hn/from-guest.md" "$here/cases/data/from-guest.md" && break; sleep 0.1; done
+    if cmp -s "$hn/from-guest.md" "$here/cases/data/from-guest.md"; then
+      echo "CASE $host_case PASS"
+    else
+      echo "CASE $host_case FAIL"
+      echo "----- host agent log -----" >&2
+      cat "$work/host-agent-$name.log" >&2
+    fi
+    cp "$here/cases/data/from-host.md" "$hn/from-host.md"
+  }
+  host_side >>"$results" &
+  local side=$!
+  # shellcheck disable=SC2046
+  boot "$name" "$guest_case" $(virtio_serial "$guest_port")
+  wait "$side" || true
+  kill "$host_agent" 2>/dev/null || true
+  wait "$host_agent" 2>/dev/null || true
+  stop_radio
+}
+
 boots=("$@")
-[ ${#boots[@]} -gt 0 ] || boots=(kernel radio)
-[ "$has_agent" = 1 ] && [ $# -eq 0 ] && boots+=(agent-radio)
+[ ${#boots[@]} -gt 0 ] || boots=(kernel radio bluez-radio)
+[ "$has_agent" = 1 ] && [ $# -eq 0 ] && boots+=(agent-radio agent-bluez-radio)
 for b in "${boots[@]}"; do
   case $b in
     kernel)
@@ -226,7 +320,13 @@ for b in "${boots[@]}"; do
       cases=${VM_CASES:-errors,btvirt-probe}
       [ -x "$baton" ] && cases="$cases,baton-runs"
       [ "$has_agent" = 1 ] && cases="$cases,agent-btvirt"
-      boot kernel "$cases"
+      # The system's stack: bluetoothd on a system D-Bus manages btvirt's adapters.
+      [ -z "${VM_CASES:-}" ] && cases="$cases,bluez-btvirt"
+      if [ -z "${VM_CASES:-}" ]; then
+        if [ "$has_bluez" = 1 ]; then cases="$cases,$bluez_kernel_cases"
+        else not_run ${bluez_kernel_cases//,/ } >>"$results"; fi
+      fi
+      CASE_TIMEOUT=120 boot kernel "$cases"
       ;;
     radio)
       # The bridge: the guest's hciN on the host's simulated radio, heard both ways.
@@ -249,40 +349,76 @@ for b in "${boots[@]}"; do
       stop_radio
       ;;
     agent-radio)
-      # A guest agent on the bridged hciN and a host agent on tcp: hand notes both ways.
-      start_radio 2
-      read -r guest_port host_port <<<"$RADIO_PORTS"
-      hn="$work/host-notes"
-      mkdir -p "$hn"
-      "$baton" agent --controller "tcp:127.0.0.1:$host_port" --notes "$hn" \
-        --key-file "$work/baton.key" --name vm-host --state-dir "$work/host-state" \
-        --socket "$work/host.sock" >"$work/host-agent.log" 2>&1 &
-      host_agent=$!
-      pids="$pids $host_agent"
-      host_side() { # once the guest agent is up: expect its note, then save ours
-        local console="$work/console-agent-radio.log" i
-        for i in $(seq 600); do grep -q AGENT-UP "$console" 2>/dev/null && break; sleep 0.1; done
-        for i in $(seq 400); do cmp -s "$hn/from-guest.md" "$here/cases/data/from-guest.md" && break; sleep 0.1; done
-        if cmp -s "$hn/from-guest.md" "$here/cases/data/from-guest.md"; then
-          echo "CASE host-gets-guest-note PASS"
-        else
-          echo "CASE host-gets-guest-note FAIL"
-          echo "----- host agent log -----" >&2
-          cat "$work/host-agent.log" >&2
-        fi
-        cp "$here/cases/data/from-host.md" "$hn/from-host.md"
-      }
-      host_side >>"$results" &
-      side=$!
+      # A guest agent on the bridged hciN (user channel) and a host agent on tcp:.
+      agent_radio agent-radio agent-bridge host-gets-guest-note
+      ;;
+    agent-bluez-radio)
+      # A guest agent with controller = bluez (bluetoothd manages the bridged
+      # hciN) and a host agent on tcp:.
+      if [ "$has_bluez" = 1 ]; then
+        CASE_TIMEOUT=90 agent_radio agent-bluez-radio agent-bluez-bridge host-gets-bluez-note
+      else
+        not_run agent-bluez-bridge host-gets-bluez-note >>"$results"
+      fi
+      ;;
+    bluez-radio)
+      # bluetoothd manages the bridged hciN: L2CAP LE CoC to a host bumble peer,
+      # D-Bus advertising heard (exact bytes) by a host scanner, discovery.
+      start_radio 4
+      read -r guest_port scan_port l2_port quiet_port <<<"$RADIO_PORTS"
+      py="$top/.venv/bin/python3"
+      # For the guest's discovery: the scanner also advertises (discoverable:
+      # Flags 0x06, manufacturer data), another peer the same not discoverable
+      # (Flags 0x04).
+      "$py" "$top/Tests/Radio/peer.py" scan --port "$scan_port" --seconds 120 \
+        --also-advertise 0201060bffffff0102030405060708 >"$work/scan.out" 2>&1 &
+      scanner=$!
+      "$py" "$top/Tests/Radio/peer.py" scan --port "$quiet_port" --seconds 120 \
+        --also-advertise 0201040bffffff0102030405060708 >"$work/quiet.out" 2>&1 &
+      quiet=$!
+      "$py" "$top/Tests/Radio/peer.py" l2cap-server --port "$l2_port" --psm 0x80 --bytes 1000 \
+        --seconds 120 >"$work/l2.out" 2>&1 &
+      server=$!
+      pids="$pids $scanner $server $quiet"
+      for _ in $(seq 100); do grep -q '^READY' "$work/l2.out" && break; sleep 0.1; done
+      peer_addr=$(awk '/^READY/ {print $2}' "$work/l2.out")
+      for _ in $(seq 100); do grep -q '^READY' "$work/scan.out" && break; sleep 0.1; done
+      scanner_addr=$(awk '/^READY/ {print $2}' "$work/scan.out")
+      for _ in $(seq 100); do grep -q '^READY' "$work/quiet.out" && break; sleep 0.1; done
+      quiet_addr=$(awk '/^READY/ {print $2}' "$work/quiet.out")
       # shellcheck disable=SC2046
-      boot agent-radio agent-bridge $(virtio_serial "$guest_port")
-      wait "$side" || true
-      kill "$host_agent" 2>/dev/null || true
-      wait "$host_agent" 2>/dev/null || true
+      CASE_TIMEOUT=120 BOOT_APPEND="baton.peer=$peer_addr baton.scanner=$scanner_addr baton.quiet=$quiet_addr" boot bluez-radio bluez-bridge $(virtio_serial "$guest_port")
+      if grep -q "^RECEIVED 1000 " "$work/l2.out" && grep -q "^SENT 1000" "$work/l2.out"; then
+        echo "CASE host-l2cap-bluez PASS (the host peer received and sent 1000 bytes)" >>"$results"
+      else
+        echo "CASE host-l2cap-bluez FAIL" >>"$results"
+        cat "$work/l2.out" >&2
+      fi
+      # The guest's advertisement, exactly: manufacturer data (company 0xFFFF,
+      # 24 bytes) then the Flags AD bluetoothd adds, 31 bytes in all; then the
+      # same with the new data, changed in place.
+      guest_addr=$(awk '/^BLUEZ-GUEST-ADDRESS/ {print $2; exit}' "$work/console-bluez-radio.log.txt")
+      grep "^FACT" "$work/console-bluez-radio.log.txt" | sed 's/^/vm: bluez-bridge: /' >&2 || true
+      adv_a=1bffffff0102030405060708090a0b0c0d0e0f101112131415161718020106
+      adv_b=1bffffffa1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8020106
+      adv_c=0201041bffffff0102030405060708090a0b0c0d0e0f101112131415161718
+      for v in a b c; do
+        want=adv_$v
+        n=$(grep -c "^ADV $guest_addr ${!want}$" "$work/scan.out" || true)
+        if [ "$n" -gt 0 ]; then
+          echo "CASE host-hears-bluez-adv-$v PASS ($n reports of ${!want})" >>"$results"
+        else
+          echo "CASE host-hears-bluez-adv-$v FAIL" >>"$results"
+          echo "guest $guest_addr; the scanner heard:" >&2
+          grep -v "^ADV $peer_addr" "$work/scan.out" | sort | uniq -c | head >&2
+        fi
+      done
+      kill "$scanner" "$server" "$quiet" 2>/dev/null || true
+      wait "$scanner" "$server" "$quiet" 2>/dev/null || true
       stop_radio
       ;;
     *)
-      echo "vm: unknown boot $b (kernel, radio, agent-radio)" >&2
+      echo "vm: unknown boot $b (kernel, radio, agent-radio, bluez-radio, agent-bluez-radio)" >&2
       exit 2
       ;;
   esac
@@ -291,7 +427,14 @@ done
 # --- summary ------------------------------------------------------------------
 echo "vm: results (Debian kernel $kver under qemu TCG):"
 sed 's/^/  /' "$results"
+if [ -s "$work/latency" ]; then
+  echo "vm: from a save to the peer's file:"
+  awk '{$1 = ""; print "  " substr($0, 2)}' "$work/latency"
+fi
 echo "vm: total $(elapsed "$started") s"
+if grep -q " NOT-RUN " "$results"; then
+  echo "vm: NOT RUN: $(grep -c " NOT-RUN " "$results") cases (listed above with the reason); they did not pass" >&2
+fi
 if grep -q " FAIL" "$results" || ! grep -q " PASS" "$results"; then
   echo "vm: FAILED" >&2
   exit 1

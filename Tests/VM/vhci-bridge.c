@@ -133,7 +133,13 @@ int main(int argc, char **argv) {
           continue;
         }
         if (len == 0 || (size_t)len > have - start) break;
-        write_all(vhci, in + start, (size_t)len, "/dev/vhci (write)");
+        /* Each write to /dev/vhci is one whole packet. While the adapter is
+         * down (between users; the host's controller may still send
+         * advertising reports, since its reset stops nothing) the kernel
+         * refuses packets with ENXIO: drop them, the adapter is still ours. */
+        while (write(vhci, in + start, (size_t)len) < 0 && errno != ENXIO) {
+          if (errno != EINTR && errno != EAGAIN) fail("/dev/vhci (write)");
+        }
         start += (size_t)len;
       }
       memmove(in, in + start, have - start);

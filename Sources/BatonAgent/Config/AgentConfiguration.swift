@@ -6,7 +6,7 @@ import BatonHCI
 public struct AgentConfiguration: Sendable, Equatable {
   /// The agent's name, shown to peers (`name`; default: the host name).
   public var name: String
-  /// How to reach the BLE controller (`controller`; default `hci0`).
+  /// How to reach the BLE controller (`controller`; default `bluez`).
   public var controller: ControllerSpec
   /// The group key file (`key-file`; default `$XDG_CONFIG_HOME/baton/key`).
   public var keyFile: String

@@ -25,7 +25,7 @@ public enum ConfigurationValues {
     return text
   }
 
-  /// A controller spec (`hciN`, `tcp:HOST:PORT`, `serial:/dev/ttyX[:BAUD]`).
+  /// A controller spec (`bluez[:hciN]`, `hciN`, `tcp:HOST:PORT`, `serial:/dev/ttyX[:BAUD]`).
   public static func controller(_ text: String) throws(Invalid) -> ControllerSpec {
     let spec: ControllerSpec
     do {

@@ -19,7 +19,7 @@ public enum TransportError: Error, CustomStringConvertible, Equatable {
   public var description: String {
     switch self {
     case .badSpec(let spec, let reason):
-      "bad controller spec \"\(spec)\": \(reason); use hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"
+      "bad controller spec \"\(spec)\": \(reason); use bluez, bluez:hciN, hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"
     case .framing(let type):
       "H4 framing lost: byte 0x\(hex(type)) is not a packet type (01, 02, 03, 04, 05); "
         + "the byte stream is out of step, reopen the controller"

@@ -31,7 +31,7 @@ import Testing
   @Test func fillsEveryDefault() throws {
     let configuration = try parse("[folder notes]\npath = ~/notes\n")
     #expect(configuration.name == BatonPaths.hostName)
-    #expect(configuration.controller == .kernel(index: 0))
+    #expect(configuration.controller == .bluez(adapter: nil))
     #expect(configuration.keyFile == "/home/u/cfg/baton/key")
     #expect(configuration.stateDirectory == "/home/u/state/baton")
     #expect(configuration.advertisingInterval == .milliseconds(200))
@@ -118,7 +118,7 @@ import Testing
     // The controller line's reason in parentheses is the transport's.
     let controller = found.count > 1 ? found[1] : ""
     #expect(controller.hasPrefix("test.conf:4: key 'controller': 'bluetooth' is not a controller"))
-    #expect(controller.hasSuffix("expected hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"))
+    #expect(controller.hasSuffix("expected bluez[:hciN], hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"))
     #expect(
       found.enumerated().map { $0.offset == 1 ? "CONTROLLER" : $0.element } == [
         "test.conf:3: key 'name': set twice in [agent] (first at line 2); expected each key once",
@@ -210,6 +210,7 @@ import Testing
 @Suite struct ConfigurationValuesTests {
   @Test(arguments: [
     ("hci0", ControllerSpec.kernel(index: 0)), ("hci12", .kernel(index: 12)),
+    ("bluez", .bluez(adapter: nil)), ("bluez:hci1", .bluez(adapter: 1)),
     ("tcp:127.0.0.1:7001", .tcp(host: "127.0.0.1", port: 7001)),
     ("tcp:[::1]:9", .tcp(host: "::1", port: 9)),
     ("serial:/dev/ttyACM1:115200", .serial(path: "/dev/ttyACM1", baud: 115_200)),

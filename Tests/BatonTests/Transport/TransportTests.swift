@@ -12,6 +12,10 @@ import Testing
 struct TransportTests {
   @Test func controllerSpecsParse() throws {
     #expect(try ControllerSpec("hci0") == .kernel(index: 0))
+    #expect(try ControllerSpec("bluez") == .bluez(adapter: nil))
+    #expect(try ControllerSpec("bluez:hci2") == .bluez(adapter: 2))
+    #expect(try ControllerSpec("bluez:hci2").description == "bluez:hci2")
+    #expect(ControllerSpec.defaultSpec == .bluez(adapter: nil))
     #expect(try ControllerSpec("hci12") == .kernel(index: 12))
     #expect(try ControllerSpec("tcp:127.0.0.1:1234") == .tcp(host: "127.0.0.1", port: 1234))
     #expect(try ControllerSpec("tcp:[::1]:9") == .tcp(host: "::1", port: 9))
@@ -24,6 +28,7 @@ struct TransportTests {
     for bad in [
       "", "hci", "hcix", "hci-1", "tcp:", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:70000",
       "serial:", "serial:ttyS0", "serial:/dev/ttyS0:fast", "serial:/dev/ttyS0:12345", "usb:0",
+      "bluez:", "bluez:0", "bluez:hci", "bluez:hcix", "bluez:hci-1", "bluezhci0",
     ] {
       #expect(throws: TransportError.self, "\(bad)") { try ControllerSpec(bad) }
     }

@@ -12,9 +12,9 @@ B=$AGENT_PID
 sleep 3
 still_running $A a
 still_running $B b
-cp /cases/data/a-to-b.md /tmp/a/a-to-b.md
+save_note /cases/data/a-to-b.md /tmp/a/a-to-b.md
 wait_for_note /tmp/b/a-to-b.md /cases/data/a-to-b.md 30 || { cat /tmp/a.log /tmp/b.log; exit 1; }
-cp /cases/data/b-to-a.md /tmp/b/b-to-a.md
+save_note /cases/data/b-to-a.md /tmp/b/b-to-a.md
 wait_for_note /tmp/a/b-to-a.md /cases/data/b-to-a.md 30 || { cat /tmp/a.log /tmp/b.log; exit 1; }
 still_running $A a
 still_running $B b

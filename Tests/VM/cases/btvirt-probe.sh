@@ -15,7 +15,11 @@ hci-probe open 0
 # blocked receive() with nil, not an error or a hang.
 hci-probe until-gone 1 >/tmp/gone.log 2>&1 &
 GONE=$!
-sleep 0.5
+# Wait until it holds hci1 (a fixed 0.5 s was too short on a loaded machine:
+# btvirt was killed before the probe opened hci1).
+i=0
+while ! grep -q "user channel open" /tmp/gone.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.2
 kill $BTVIRT_PID
 i=0
 while kill -0 $GONE 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done

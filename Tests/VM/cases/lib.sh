@@ -91,6 +91,8 @@ wait_for_note() {
   while [ $i -lt $(($3 * 10)) ]; do
     if [ -f "$1" ] && cmp -s "$1" "$2"; then
       echo "$(now) $1 arrived, byte-identical ($(sha256sum <"$1" | cut -c1-16))"
+      [ -n "${SAVED_AT:-}" ] && echo "NOTE-LATENCY ${CASE_NAME:-?} $(basename "$1") $(awk -v a="$SAVED_AT" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s from save to arrival" | tee /dev/console
+      SAVED_AT=
       return 0
     fi
     i=$((i + 1))
@@ -103,7 +105,10 @@ wait_for_note() {
 
 # still_running PID NAME: the agent has not exited (or crashed).
 still_running() {
-  kill -0 "$1" 2>/dev/null || { wait "$1"; echo "FAILED: agent $2 exited with status $?"; cat "/tmp/$2.log"; return 1; }
+  kill -0 "$1" 2>/dev/null && return 0
+  rc=0
+  wait "$1" || rc=$?  # (under sh -e a bare failing wait would end the case silently)
+  echo "FAILED: agent $2 exited with status $rc"; cat "/tmp/$2.log"; return 1
 }
 
 # dump_btsnoop FILE: the file, base64, between markers, for the host to decode with btmon.
@@ -111,4 +116,108 @@ dump_btsnoop() {
   echo "BTSNOOP-BEGIN $(basename "$1")" >/dev/console
   base64 "$1" >/dev/console
   echo "BTSNOOP-END" >/dev/console
+}
+
+# --- the system's Bluetooth stack: a system D-Bus and BlueZ's bluetoothd ------
+
+# start_bluez [restricted]: the system bus (Debian's system.conf and BlueZ's
+# bluetooth.conf policy; "restricted" drops its default-context rule, so only
+# root and the bluetooth group may talk to org.bluez), then bluetoothd (-n, its
+# log in /tmp/bluetoothd.log). Waits until bluetoothd owns org.bluez. Start
+# btvirt or the bridge first: their readiness check opens the user channel,
+# which bluetoothd's powered adapter would refuse. Sets DBUS_PID, BLUEZ_PID.
+start_bluez() {
+  if [ "${1:-}" = restricted ]; then
+    sed '/<policy context="default">/,/<\/policy>/d' /etc/bluetooth.conf.debian \
+      >/etc/dbus-1/system.d/bluetooth.conf
+  else
+    cp /etc/bluetooth.conf.debian /etc/dbus-1/system.d/bluetooth.conf
+  fi
+  mkdir -p /run/dbus /var/lib/bluetooth
+  chown messagebus:messagebus /run/dbus
+  chmod 700 /var/lib/bluetooth
+  rm -f /run/dbus/system_bus_socket /run/dbus/pid
+  dbus-daemon --system --nofork --nopidfile --nosyslog >/tmp/dbus.log 2>&1 &
+  DBUS_PID=$!
+  i=0
+  while [ ! -S /run/dbus/system_bus_socket ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  [ -S /run/dbus/system_bus_socket ] || { echo "FAILED: the system bus never came up"; cat /tmp/dbus.log; return 1; }
+  echo "$(now) system bus up (dbus-daemon pid $DBUS_PID)"
+  start_bluetoothd
+}
+
+# start_bluetoothd: bluetoothd in the foreground; waits until it owns org.bluez.
+# Sets BLUEZ_PID.
+start_bluetoothd() {
+  /usr/libexec/bluetooth/bluetoothd -n ${BLUETOOTHD_ARGS:-} >>/tmp/bluetoothd.log 2>&1 &
+  BLUEZ_PID=$!
+  i=0
+  while [ $i -lt 150 ]; do
+    if dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+      org.freedesktop.DBus.NameHasOwner string:org.bluez 2>/dev/null | grep -q "boolean true"; then
+      echo "$(now) bluetoothd (pid $BLUEZ_PID) owns org.bluez"
+      return 0
+    fi
+    kill -0 $BLUEZ_PID 2>/dev/null || break
+    i=$((i + 1))
+    sleep 0.1
+  done
+  echo "FAILED: bluetoothd never took org.bluez"; cat /tmp/bluetoothd.log; return 1
+}
+
+# wait_powered hciN [SECONDS]: bluetoothd reports the adapter powered.
+wait_powered() {
+  i=0
+  while [ $i -lt $((${2:-15} * 10)) ]; do
+    if bluetoothctl show "$(adapter_address "$1")" 2>/dev/null | grep -q "Powered: yes"; then
+      echo "$(now) $1 powered by bluetoothd"
+      return 0
+    fi
+    i=$((i + 1))
+    sleep 0.1
+  done
+  echo "FAILED: bluetoothd never powered $1"; bluetoothctl list; tail -30 /tmp/bluetoothd.log; return 1
+}
+
+# adapter_address hciN: the adapter's address as bluetoothd reports it.
+adapter_address() {
+  dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
+    org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Address 2>/dev/null \
+    | sed -n 's/.*string "\(.*\)".*/\1/p'
+}
+
+# Whether this image's baton has the BlueZ backend (`controller = bluez`).
+have_bluez_backend() { [ -f /etc/baton-has-bluez ]; }
+
+# save_note SOURCE DEST: copies SOURCE to DEST and notes the time, so the next
+# wait_for_note reports the time from this save to the peer's file.
+save_note() { SAVED_AT=$(now); cp "$1" "$2"; }
+
+# expect_message WHAT SECONDS PHRASE... -- COMMAND...: COMMAND either exits
+# non-zero (no crash) or is still running after SECONDS; either way its output
+# so far holds every PHRASE (a backend may exit on the fault or wait it out).
+expect_message() {
+  what=$1 secs=$2; shift 2
+  phrases=""
+  while [ "$1" != "--" ]; do phrases="$phrases
+$1"; shift; done
+  shift
+  "$@" >/tmp/msg.log 2>&1 &
+  pid=$!
+  i=0
+  while kill -0 $pid 2>/dev/null && [ $i -lt $((secs * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    kill -TERM $pid; wait $pid 2>/dev/null || true
+    echo "$what: still running after $secs s (waiting it out); output:"
+  else
+    set +e; wait $pid; rc=$?; set -e
+    echo "$what: exit status $rc; output:"
+    [ "$rc" -ne 0 ] || { cat /tmp/msg.log; echo "FAILED: $what: exited 0"; return 1; }
+    [ "$rc" -lt 128 ] || { cat /tmp/msg.log; echo "FAILED: $what: crashed (status $rc)"; return 1; }
+  fi
+  cat /tmp/msg.log
+  echo "$phrases" | while IFS= read -r p; do
+    [ -z "$p" ] && continue
+    grep -qiF -- "$p" /tmp/msg.log || { echo "FAILED: $what: missing \"$p\""; exit 1; }
+  done
 }

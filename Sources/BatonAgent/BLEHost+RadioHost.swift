@@ -1,0 +1,79 @@
+import BatonHCI
+import BatonHost
+import BatonL2CAP
+import BatonSystem
+
+/// `BLEHost` as the agent's `RadioHost`: the existing calls, plus a channel
+/// that disconnects the link it made when it closes.
+extension BLEHost: RadioHost {
+  var ownsAddress: Bool { true }
+  var connectsFromAnotherAddress: Bool { false }
+
+  func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
+    let channels = listen(psm: psm)
+    return AsyncStream { continuation in
+      let task = Task {
+        for await channel in channels { continuation.yield(channel) }
+        continuation.finish()
+      }
+      continuation.onTermination = { _ in task.cancel() }
+    }
+  }
+
+  func incomingPeers() -> AsyncStream<BluetoothAddress> {
+    AsyncStream { continuation in
+      let task = Task {
+        for await connection in incomingConnections { continuation.yield(connection.peerAddress) }
+        continuation.finish()
+      }
+      continuation.onTermination = { _ in task.cancel() }
+    }
+  }
+
+  func isConnected(to peer: BluetoothAddress) -> Bool {
+    connections.contains { $0.peerAddress == peer }
+  }
+
+  func openChannel(
+    to peer: BluetoothAddress, addressType: AddressType, psm: UInt16, timeout: Duration
+  ) async throws -> any PeerChannel {
+    // Our peers on this backend always use random static addresses; the
+    // connection is made as before (address type random).
+    let connection = try await connect(to: peer, timeout: timeout)
+    do {
+      return LinkOwningChannel(
+        try await openChannel(connection, psm: psm), host: self, connection: connection)
+    } catch {
+      await disconnect(connection)
+      throw error
+    }
+  }
+
+  func rotateAddressIfOwned(to address: BluetoothAddress, advertisingData: [UInt8]) async throws
+    -> BluetoothAddress?
+  {
+    try await rotateAddress(to: address, advertisingData: advertisingData)
+  }
+}
+
+/// An L2CAP channel whose `close()` also disconnects the link opened for it.
+final class LinkOwningChannel: PeerChannel {
+  let channel: L2CAPChannel
+  let host: BLEHost
+  let connection: LEConnection
+
+  init(_ channel: L2CAPChannel, host: BLEHost, connection: LEConnection) {
+    self.channel = channel
+    self.host = host
+    self.connection = connection
+  }
+
+  var peerAddress: BluetoothAddress { channel.peerAddress }
+  var maximumMessageSize: Int { channel.maximumMessageSize }
+  func send(_ message: [UInt8]) async throws { try await channel.send(message) }
+  func receive() async throws -> [UInt8]? { try await channel.receive() }
+  func close() async {
+    await channel.close()
+    await host.disconnect(connection)
+  }
+}

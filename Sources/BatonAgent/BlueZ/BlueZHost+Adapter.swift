@@ -1,0 +1,305 @@
+import BatonHCI
+import BatonHandoff
+import BatonHost
+import BatonL2CAP
+import BatonSystem
+import FoundationEssentials
+
+/// Finding and following the adapter, registering the advertisement,
+/// discovery, and what bluetoothd's signals tell us.
+extension BlueZHost {
+  // MARK: Bring-up
+
+  /// Finds the adapter; when it is present and powered, (re)registers the
+  /// advertisement, (re)starts discovery and listens. Otherwise logs what to
+  /// do and returns: a signal (adapter added, powered, bluetoothd back) calls
+  /// this again. `strict` makes policy refusals throw (at open).
+  func bringUp(strict: Bool) async throws {
+    try await bringUpGate.acquire()
+    defer { bringUpGate.release() }
+    let objects: [String: DBusValue]
+    do {
+      let reply = try await bus.call(
+        Self.service, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+      objects = reply.first?.stringDictionary ?? [:]
+    } catch {
+      let mapped = BlueZError.from(error, operation: "listing bluetoothd's objects")
+      if strict { throw mapped }
+      wait(because: "\(mapped)")
+      return
+    }
+    var adapters: [String: [String: DBusValue]] = [:]
+    var devices: [String: [String: DBusValue]] = [:]
+    for (path, value) in objects {
+      let interfaces = value.stringDictionary ?? [:]
+      if let adapter = interfaces["org.bluez.Adapter1"]?.stringDictionary {
+        adapters[path] = adapter.mapValues(\.unwrapped)
+      }
+      if let device = interfaces["org.bluez.Device1"]?.stringDictionary {
+        devices[path] = device.mapValues(\.unwrapped)
+      }
+    }
+    let path: String? =
+      if let name = requestedAdapter {
+        adapters["/org/bluez/\(name)"] != nil ? "/org/bluez/\(name)" : nil
+      } else { adapters.keys.sorted().first }
+    guard let path, let properties = adapters[path] else {
+      let names = adapters.keys.sorted().map { String($0.split(separator: "/").last ?? "") }
+      if let name = requestedAdapter {
+        wait(
+          because: "bluetoothd has no adapter \(name)"
+            + (names.isEmpty ? "" : " (it has \(names.joined(separator: ", ")))")
+            + "; plug it in, or pick another with controller = bluez:hciN")
+      } else {
+        wait(because: "bluetoothd has no Bluetooth adapter; plug one in (or check rfkill list)")
+      }
+      return
+    }
+    let name = path.split(separator: "/").last.map(String.init) ?? path
+    let address = properties["Address"]?.string.flatMap(BluetoothAddress.init)
+    let addressType: AddressType = properties["AddressType"]?.string == "random" ? .random : .public
+    guard properties["Powered"]?.bool == true, let address else {
+      state.withLock { $0.adapterPath = path }
+      wait(
+        because: "adapter \(name) is powered off; baton resumes when it is on "
+          + "(bluetoothctl power on; if rfkill blocks it: rfkill unblock bluetooth)")
+      return
+    }
+    let (waiters, wasDown) = state.withLock { s in
+      defer {
+        s.upWaiters.removeAll()
+        s.up = true
+        s.waitingSaid = nil
+        s.adapterPath = path
+        s.address = address
+        s.addressType = addressType
+        for (devicePath, device) in devices where devicePath.hasPrefix(path + "/") {
+          s.devices[devicePath] = Self.update(s.devices[devicePath] ?? Device(), with: device)
+        }
+      }
+      return (s.upWaiters, !s.up)
+    }
+    if wasDown {
+      log.info("adapter \(name) (\(address), \(addressType)) is up, managed by bluetoothd")
+    }
+    for waiter in waiters { waiter.resume() }
+    ensureListener()
+    do {
+      try await registerAdvertisement()
+    } catch {
+      if strict { throw error }
+      log.error("\(error)")
+    }
+    do {
+      try await startDiscovery()
+    } catch {
+      if strict { throw error }
+      log.error("\(error)")
+    }
+  }
+
+  /// Marks the adapter unusable and says why, once per reason.
+  func wait(because reason: String) {
+    let say = state.withLock { s -> Bool in
+      s.generation += 1
+      s.up = false
+      s.discovering = false
+      defer { s.waitingSaid = reason }
+      return s.waitingSaid != reason
+    }
+    advertised.value.withLock { $0.registered = false }
+    if say { log.warning("waiting: \(reason)") }
+  }
+
+  /// Runs `bringUp` from a signal handler (bus thread): off that thread.
+  func bringUpLater() {
+    Task { [weak self] in try? await self?.bringUp(strict: false) }
+  }
+
+  // MARK: Advertising, discovery, listening
+
+  func registerAdvertisement() async throws {
+    let (wanted, registered) = advertised.value.withLock { ($0.beacon != nil, $0.registered) }
+    let (path, generation) = state.withLock { s in (s.up ? s.adapterPath : nil, s.generation) }
+    guard wanted, !registered, let path else { return }
+    let name = path.split(separator: "/").last.map(String.init) ?? path
+    do {
+      _ = try await bus.call(
+        Self.service, path, "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
+        [.objectPath(Self.advertisementPath), .stringVariantDictionary([:])])
+    } catch let error as DBusError where error.name == "org.bluez.Error.AlreadyExists" {
+      // Registered already (a bring-up raced another): fine.
+    } catch let error as DBusError where error.isAccessDenied || error.isServiceUnknown {
+      throw BlueZError.from(error, operation: "RegisterAdvertisement on \(name)")
+    } catch let error as DBusError {
+      throw BlueZError.advertisingRefused(adapter: name, error)
+    }
+    advertised.value.withLock { $0.registered = true }
+    // Lost meanwhile (wait() bumps the generation before clearing the flag):
+    // the next bring-up registers again.
+    if state.withLock({ $0.generation != generation }) {
+      advertised.value.withLock { $0.registered = false }
+      return
+    }
+    log.info("advertisement registered with bluetoothd on \(name)")
+  }
+
+  func startDiscovery() async throws {
+    let (path, generation) = state.withLock { s in
+      (s.up && s.wantScanning && !s.discovering ? s.adapterPath : nil, s.generation)
+    }
+    guard let path else { return }
+    do {
+      _ = try await bus.call(
+        Self.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter",
+        [
+          .stringVariantDictionary([
+            // No RSSI threshold: with one the kernel drops every report whose
+            // RSSI the controller leaves unknown (127); our peers advertise
+            // as discoverable, which unfiltered discovery reports.
+            "Transport": .string("le"), "DuplicateData": .boolean(true),
+          ])
+        ])
+      _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
+    } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
+      // Our discovery session is already on.
+    } catch {
+      throw BlueZError.from(error, operation: "StartDiscovery on \(path)")
+    }
+    let current = state.withLock { s -> Bool in
+      guard s.generation == generation else { return false }
+      s.discovering = true
+      return true
+    }
+    guard current else { return }
+    log.info("discovering (LE, every advertisement) on \(path)")
+  }
+
+  /// Listens on the wanted PSM once the adapter's address is known.
+  func ensureListener() {
+    let wanted = state.withLock { s -> (BluetoothAddress, AddressType, UInt16)? in
+      guard s.up, s.listener == nil, !s.finished, let psm = s.listenPSM else { return nil }
+      return (s.address, s.addressType, psm)
+    }
+    guard let (address, type, psm) = wanted else { return }
+    do {
+      let listener = try L2CAPListener(local: address, type: type, psm: psm)
+      let kept = state.withLock { s -> Bool in
+        guard s.listener == nil, !s.finished else { return false }
+        s.listener = listener
+        return true
+      }
+      guard kept else {
+        listener.close()
+        return
+      }
+      Task { [weak self] in
+        for await channel in listener.channels {
+          guard let self else { break }
+          state.withLock { _ = $0.channels?.yield(channel) }
+        }
+      }
+    } catch {
+      log.error("cannot listen for peers' channels: \(error)")
+    }
+  }
+
+  // MARK: Signals (bus thread)
+
+  func nameOwnerChanged(_ signal: DBusSignal) {
+    let strings = signal.arguments.compactMap(\.string)
+    guard strings.count == 3, strings[0] == Self.service else { return }
+    if strings[2].isEmpty {
+      // Its Device1 objects died with it; the new one announces its own.
+      state.withLock { $0.devices.removeAll() }
+      wait(because: "bluetoothd left the system bus; baton carries on when it is back")
+    } else {
+      log.info("bluetoothd is on the system bus (\(strings[2])); registering again")
+      bringUpLater()
+    }
+  }
+
+  func objectsChanged(_ signal: DBusSignal) {
+    guard let path = signal.arguments.first?.string else { return }
+    let adapterPath = state.withLock { $0.adapterPath }
+    switch signal.member {
+    case "InterfacesAdded":
+      let interfaces = signal.arguments.dropFirst().first?.stringDictionary ?? [:]
+      if interfaces["org.bluez.Adapter1"] != nil {
+        bringUpLater()
+      } else if let device = interfaces["org.bluez.Device1"]?.stringDictionary,
+        let adapterPath, path.hasPrefix(adapterPath + "/")
+      {
+        updateDevice(path, with: device.mapValues(\.unwrapped))
+      }
+    case "InterfacesRemoved":
+      let interfaces = signal.arguments.dropFirst().first?.elements?.compactMap(\.string) ?? []
+      if path == adapterPath && interfaces.contains("org.bluez.Adapter1") {
+        wait(because: "adapter \(path) was removed; baton resumes when it is back")
+      } else if interfaces.contains("org.bluez.Device1") {
+        _ = state.withLock { $0.devices.removeValue(forKey: path) }
+      }
+    default:
+      break
+    }
+  }
+
+  func propertiesChanged(_ signal: DBusSignal) {
+    guard signal.arguments.count >= 2, let interface = signal.arguments[0].string,
+      let changed = signal.arguments[1].stringDictionary?.mapValues(\.unwrapped)
+    else { return }
+    let adapterPath = state.withLock { $0.adapterPath }
+    if interface == "org.bluez.Adapter1", signal.path == adapterPath || adapterPath == nil {
+      if let powered = changed["Powered"]?.bool {
+        if powered {
+          bringUpLater()
+        } else {
+          wait(
+            because: "adapter \(signal.path) was powered off; baton resumes when it is on "
+              + "(bluetoothctl power on; rfkill unblock bluetooth)")
+        }
+      }
+    } else if interface == "org.bluez.Device1", let adapterPath,
+      signal.path.hasPrefix(adapterPath + "/")
+    {
+      updateDevice(signal.path, with: changed)
+    }
+  }
+
+  /// Updates the device cache; reports the device's beacon when its
+  /// manufacturer data or RSSI changed.
+  private func updateDevice(_ path: String, with properties: [String: DBusValue]) {
+    let (report, subscribers) = state.withLock { s in
+      let device = Self.update(s.devices[path] ?? Device(), with: properties)
+      s.devices[path] = device
+      let fresh = properties["ManufacturerData"] != nil || properties["RSSI"] != nil
+      return (fresh ? Self.report(device) : nil, Array(s.scanSubscribers.values))
+    }
+    guard let report else { return }
+    for subscriber in subscribers { subscriber.yield(report) }
+  }
+
+  static func update(_ device: Device, with properties: [String: DBusValue]) -> Device {
+    var device = device
+    if let text = properties["Address"]?.string, let address = BluetoothAddress(text) {
+      device.address = address
+    }
+    if let type = properties["AddressType"]?.string {
+      device.addressType = type == "public" ? .public : .random
+    }
+    if let rssi = properties["RSSI"]?.integer { device.rssi = rssi }
+    if let connected = properties["Connected"]?.bool { device.connected = connected }
+    if let data = properties["ManufacturerData"]?.integerDictionary?[companyID]?.byteArray {
+      device.beacon = data
+    }
+    return device
+  }
+
+  /// What a controller would have reported for this device's advertisement.
+  static func report(_ device: Device) -> AdvertisingReport? {
+    guard let address = device.address, let beacon = device.beacon else { return nil }
+    return AdvertisingReport(
+      address: address, addressType: device.addressType,
+      data: advertisingData(manufacturerBytes: beacon), rssi: device.rssi)
+  }
+}

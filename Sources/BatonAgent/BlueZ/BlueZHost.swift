@@ -1,0 +1,401 @@
+import BatonHCI
+import BatonHandoff
+import BatonHost
+import BatonL2CAP
+import BatonSystem
+import FoundationEssentials
+import Synchronization
+
+/// A `RadioHost` on the system's own Bluetooth stack: bluetoothd over D-Bus
+/// for advertising (LEAdvertisingManager1 with our exported
+/// LEAdvertisement1) and scanning (Adapter1 discovery, Device1 properties),
+/// and the kernel's L2CAP LE credit-based sockets for channels. Shares the
+/// adapter with everything else; needs no capability.
+///
+/// What bluetoothd does is followed through signals, never polled: the
+/// adapter missing or powered off (we wait, and resume when it is back),
+/// bluetoothd leaving the bus and coming back (we register and discover
+/// again). Only losing the system bus closes the host.
+public final class BlueZHost: RadioHost {
+  static let service = "org.bluez"
+  static let advertisementPath = "/org/baton/advertisement0"
+  static let companyID = 0xFFFF
+
+  /// `bluez:hciN`'s adapter name, or nil for bluetoothd's first adapter.
+  public let requestedAdapter: String?
+  let bus: DBusConnection
+  let log = Logger(label: "bluez")
+  let bringUpGate = AsyncGate(count: 1)
+
+  struct Device {
+    var address: BluetoothAddress?
+    var addressType: AddressType = .random
+    var rssi = -100
+    var beacon: [UInt8]?
+    var connected = false
+  }
+
+  struct State {
+    var adapterPath: String?
+    var address = BluetoothAddress(littleEndian: [0, 0, 0, 0, 0, 0])!
+    var addressType: AddressType = .public
+    /// bluetoothd is on the bus and the adapter is present and powered.
+    var up = false
+    /// Counts losses (adapter down, bluetoothd gone): a registration or
+    /// discovery answered for an older generation no longer holds.
+    var generation = 0
+    var waitingSaid: String?
+    var upWaiters: [CheckedContinuation<Void, any Error>] = []
+    var wantScanning = false
+    var discovering = false
+    var devices: [String: Device] = [:]
+    var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
+    var nextID: UInt64 = 0
+    var listenPSM: UInt16?
+    var listener: L2CAPListener?
+    var channels: AsyncStream<any PeerChannel>.Continuation?
+    var incoming: [AsyncStream<BluetoothAddress>.Continuation] = []
+    var finished = false
+    var closeReason: (any Error)?
+    var closeWaiters: [CheckedContinuation<(any Error)?, Never>] = []
+  }
+  let state = Mutex(State())
+  let advertised = AdvertisedBeacon()
+  let advertisement: DBusObject
+
+  // MARK: Opening
+
+  /// Connects to bluetoothd on the system bus and waits (logging what to do,
+  /// without polling) until the adapter is there and powered.
+  public static func open(adapter: String?) async throws -> BlueZHost {
+    let bus: DBusConnection
+    do {
+      bus = try DBusConnection.system()
+    } catch {
+      throw BlueZError.systemBus(error)
+    }
+    return try await open(adapter: adapter, bus: bus)
+  }
+
+  /// Opens on an existing connection (tests: a private bus with a stand-in
+  /// bluetoothd); the host closes it when it closes.
+  static func open(adapter: String?, bus: DBusConnection) async throws -> BlueZHost {
+    let host = BlueZHost(bus: bus, adapter: adapter)
+    do {
+      try await host.start()
+    } catch {
+      await host.close()
+      throw error
+    }
+    return host
+  }
+
+  init(bus: DBusConnection, adapter: String?) {
+    self.bus = bus
+    requestedAdapter = adapter
+    let advertised = self.advertised
+    advertisement = DBusObject(
+      path: Self.advertisementPath, interface: "org.bluez.LEAdvertisement1",
+      properties: [
+        .init("Type", "s", emitsChange: false), .init("ManufacturerData", "a{qv}"),
+        .init("Discoverable", "b", emitsChange: false),
+        .init("MinInterval", "u", emitsChange: false),
+        .init("MaxInterval", "u", emitsChange: false),
+      ],
+      methods: [.init("Release")],
+      property: { name in
+        let (beacon, interval) = advertised.value.withLock {
+          ($0.beacon ?? Beacon.header, $0.intervalMilliseconds)
+        }
+        switch name {
+        case "Type": return .string("peripheral")
+        // Flags 0x06 (bluetoothd appends them): discovery that is not
+        // filtered by RSSI drops advertisers without the discoverable flag.
+        case "Discoverable": return .boolean(true)
+        case "ManufacturerData": return BlueZHost.manufacturerData(beacon: beacon)
+        case "MinInterval", "MaxInterval": return .uint32(UInt32(interval))
+        default: return nil
+        }
+      },
+      method: { member, _ in
+        // bluetoothd dropped the advertisement (adapter gone, or shutting down).
+        if member == "Release" { advertised.value.withLock { $0.registered = false } }
+        return .success([])
+      })
+  }
+
+  /// The beacon's 24 bytes after the company id, as LEAdvertisement1's
+  /// ManufacturerData `{0xFFFF: <ay>}`; bluetoothd adds the Flags AD itself.
+  static func manufacturerData(beacon: [UInt8]) -> DBusValue {
+    let body = Array(beacon.dropFirst(Beacon.header.count))
+    return .array(
+      elementSignature: "{qv}", [.dictEntry(.uint16(UInt16(companyID)), .variant(.bytes(body)))])
+  }
+
+  /// A report's advertising data from a Device1's manufacturer bytes for our
+  /// company id: the same 31 bytes a controller would report.
+  static func advertisingData(manufacturerBytes bytes: [UInt8]) -> [UInt8] {
+    if bytes.count == 24 { return Beacon.header + bytes }
+    return [UInt8(min(255, bytes.count + 3)), 0xFF, 0xFF, 0xFF] + bytes
+  }
+
+  private func start() async throws {
+    _ = try await bus.subscribe(
+      sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+      member: "NameOwnerChanged"
+    ) { [weak self] signal in self?.nameOwnerChanged(signal) }
+    _ = try await bus.subscribe(
+      sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager", member: nil
+    ) { [weak self] signal in self?.objectsChanged(signal) }
+    _ = try await bus.subscribe(
+      sender: Self.service, interface: "org.freedesktop.DBus.Properties",
+      member: "PropertiesChanged"
+    ) { [weak self] signal in self?.propertiesChanged(signal) }
+    let owner: String?
+    do {
+      owner = try await bus.nameOwner(Self.service)
+    } catch {
+      throw BlueZError.from(error, operation: "asking who owns org.bluez")
+    }
+    guard owner != nil else { throw BlueZError.notRunning }
+    try await bus.export(advertisement)
+    Task { [weak self, bus] in
+      let why = await bus.waitUntilClosed()
+      self?.finish(why == .closed(reason: "closed") ? nil : why)
+    }
+    try await bringUp(strict: true)
+    try await waitUntilUp()
+  }
+
+  /// Waits until the adapter is usable; a cancelled task (the agent
+  /// stopping while it waits) ends the wait at once.
+  private func waitUntilUp() async throws {
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
+        let now = state.withLock { s -> Result<Void, any Error>? in
+          if s.finished { return .failure(s.closeReason ?? BlueZError.closed) }
+          if s.up { return .success(()) }
+          if Task.isCancelled { return .failure(CancellationError()) }
+          s.upWaiters.append(continuation)
+          return nil
+        }
+        if let now { continuation.resume(with: now) }
+      }
+    } onCancel: {
+      let waiters = state.withLock { s in
+        defer { s.upWaiters.removeAll() }
+        return s.upWaiters
+      }
+      for waiter in waiters { waiter.resume(throwing: CancellationError()) }
+    }
+  }
+
+  // MARK: RadioHost
+
+  public var address: BluetoothAddress { state.withLock { $0.address } }
+  public var isClosed: Bool { state.withLock { $0.finished } }
+  var ownsAddress: Bool { false }
+  /// Without a public address the kernel connects from whatever random
+  /// address the controller holds, after active discovery a non-resolvable
+  /// one (measured in the VM).
+  var connectsFromAnotherAddress: Bool { state.withLock { $0.addressType != .public } }
+
+  /// The adapter's object path (`/org/bluez/hci0`) once known.
+  public var adapterPath: String? { state.withLock { $0.adapterPath } }
+
+  public func startAdvertising(data: [UInt8], intervalMilliseconds: Int) async throws {
+    advertised.value.withLock {
+      $0.beacon = data
+      $0.intervalMilliseconds = min(10240, max(20, intervalMilliseconds))
+    }
+    try await registerAdvertisement()
+  }
+
+  public func updateAdvertisingData(_ data: [UInt8]) async throws {
+    let registered = advertised.value.withLock { s -> Bool in
+      s.beacon = data
+      return s.registered
+    }
+    guard registered else { return }
+    // bluetoothd re-reads the property and updates the data in place...
+    try await bus.emitPropertiesChanged(
+      path: Self.advertisementPath, interface: "org.bluez.LEAdvertisement1",
+      names: ["ManufacturerData"])
+    // ...but some controllers (BlueZ's btvirt) report an advertiser to
+    // scanners only when its advertising starts, as the exclusive backend
+    // allows for by re-enabling: register again, which restarts it.
+    if let path = adapterPath {
+      _ = try? await bus.call(
+        Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+        [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
+      advertised.value.withLock { $0.registered = false }
+      try await registerAdvertisement()
+    }
+  }
+
+  public func stopAdvertising() async throws {
+    let path = state.withLock { $0.adapterPath }
+    let registered = advertised.value.withLock { s in
+      defer {
+        s.beacon = nil
+        s.registered = false
+      }
+      return s.registered
+    }
+    guard registered, let path else { return }
+    _ = try? await bus.call(
+      Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+      [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
+  }
+
+  public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
+    let (id, known) = state.withLock { s -> (UInt64, [AdvertisingReport]) in
+      s.nextID += 1
+      s.scanSubscribers[s.nextID] = continuation
+      s.wantScanning = true
+      return (s.nextID, s.devices.values.compactMap(Self.report))
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.state.withLock { $0.scanSubscribers.removeValue(forKey: id) }
+    }
+    if isClosed { continuation.finish() }
+    try await startDiscovery()
+    // Devices bluetoothd already knows report only changes from now on.
+    for report in known { continuation.yield(report) }
+    return stream
+  }
+
+  func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
+    let (stream, continuation) = AsyncStream.makeStream(of: (any PeerChannel).self)
+    let previous = state.withLock { s -> AsyncStream<any PeerChannel>.Continuation? in
+      defer {
+        s.channels = continuation
+        s.listenPSM = psm
+      }
+      return s.channels
+    }
+    previous?.finish()
+    if isClosed { continuation.finish() }
+    ensureListener()
+    return stream
+  }
+
+  func incomingPeers() -> AsyncStream<BluetoothAddress> {
+    // The kernel makes the link and the channel in one step (a peer's
+    // channel arrives through `listenForChannels`), so there is no separate
+    // "connected to us" moment to report; the stream ends with the host.
+    let (stream, continuation) = AsyncStream.makeStream(of: BluetoothAddress.self)
+    let closed = state.withLock { s -> Bool in
+      if !s.finished { s.incoming.append(continuation) }
+      return s.finished
+    }
+    if closed { continuation.finish() }
+    return stream
+  }
+
+  func isConnected(to peer: BluetoothAddress) -> Bool {
+    state.withLock { $0.devices.values.contains { $0.address == peer && $0.connected } }
+  }
+
+  func openChannel(
+    to peer: BluetoothAddress, addressType: AddressType, psm: UInt16, timeout: Duration
+  ) async throws -> any PeerChannel {
+    let (local, localType) = state.withLock { ($0.address, $0.addressType) }
+    log.info("connecting to \(peer) (\(addressType)) PSM 0x\(hex(psm))")
+    let socket = try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<FileDescriptor, any Error>) in
+      // connect(2) blocks (poll with the timeout): on a thread of its own.
+      OwnedThread.start(name: "baton-connect") {
+        continuation.resume(
+          with: Result { () throws(BlueZError) -> FileDescriptor in
+            try L2CAPSocket.connect(
+              from: local, localType: localType, to: peer, type: addressType, psm: psm,
+              timeout: timeout)
+          })
+      }
+    }
+    let channel = try L2CAPSocket.channel(socket, peer: peer)
+    log.info("channel to \(peer) open (peer MTU \(channel.maximumMessageSize))")
+    return channel
+  }
+
+  func rotateAddressIfOwned(to address: BluetoothAddress, advertisingData: [UInt8]) async throws
+    -> BluetoothAddress?
+  { nil }
+
+  /// Stops discovery and advertising (briefly, best effort), stops listening
+  /// and closes the bus connection. Idempotent.
+  public func close() async {
+    if !isClosed {
+      let (path, discovering) = state.withLock { ($0.adapterPath, $0.discovering) }
+      try? await stopAdvertising()
+      if discovering, let path {
+        _ = try? await bus.call(
+          Self.service, path, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2))
+      }
+    }
+    finish(nil)
+    bus.close()
+    _ = await waitUntilClosed()
+  }
+
+  public func waitUntilClosed() async -> (any Error)? {
+    await withCheckedContinuation { continuation in
+      let done = state.withLock { s -> Bool in
+        if s.finished { return true }
+        s.closeWaiters.append(continuation)
+        return false
+      }
+      if done { continuation.resume(returning: state.withLock { $0.closeReason }) }
+    }
+  }
+
+  private func finish(_ reason: (any Error)?) {
+    let taken = state.withLock {
+      s -> (
+        [AsyncStream<AdvertisingReport>.Continuation], AsyncStream<any PeerChannel>.Continuation?,
+        [AsyncStream<BluetoothAddress>.Continuation], L2CAPListener?,
+        [CheckedContinuation<Void, any Error>], [CheckedContinuation<(any Error)?, Never>]
+      )? in
+      guard !s.finished else { return nil }
+      s.finished = true
+      s.closeReason = reason
+      defer {
+        s.scanSubscribers.removeAll()
+        s.channels = nil
+        s.incoming.removeAll()
+        s.listener = nil
+        s.upWaiters.removeAll()
+        s.closeWaiters.removeAll()
+      }
+      return (
+        Array(s.scanSubscribers.values), s.channels, s.incoming, s.listener, s.upWaiters,
+        s.closeWaiters
+      )
+    }
+    guard let (scans, channels, incoming, listener, upWaiters, waiters) = taken else { return }
+    if let reason { log.error("lost the system bus: \(reason)") }
+    for scan in scans { scan.finish() }
+    channels?.finish()
+    for stream in incoming { stream.finish() }
+    listener?.close()
+    for waiter in upWaiters { waiter.resume(throwing: reason ?? BlueZError.closed) }
+    for waiter in waiters { waiter.resume(returning: reason) }
+    bus.close()
+  }
+}
+
+/// What we advertise, shared with the exported LEAdvertisement1's getters
+/// (which run on the bus thread).
+final class AdvertisedBeacon: Sendable {
+  struct Value {
+    var beacon: [UInt8]?
+    var intervalMilliseconds = 100
+    /// Whether bluetoothd holds our registration.
+    var registered = false
+  }
+  let value = Mutex(Value())
+}

@@ -1,0 +1,177 @@
+import BatonHCI
+import BatonHandoff
+import BatonHost
+import BatonL2CAP
+import BatonSystem
+import CBatonShims
+import CBluetooth
+import FoundationEssentials
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Thin wrappers for kernel L2CAP sockets on LE (`AF_BLUETOOTH`,
+/// `SOCK_SEQPACKET`, `BTPROTO_L2CAP`, `struct sockaddr_l2` with an LE address
+/// type): the kernel makes the LE connection on `connect(2)` and runs the
+/// credit-based channel. Security level low (no pairing), our MTU set with
+/// `BT_RCVMTU`.
+enum L2CAPSocket {
+  /// The MTU we announce: the largest SDU we accept.
+  static let receiveMTU = 65535
+
+  /// A new socket with security level low (no pairing), close-on-exec.
+  static func make() throws(BlueZError) -> FileDescriptor {
+    let fd = Glibc.socket(
+      AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
+    guard fd >= 0 else { throw BlueZError.socket(operation: "socket", errno: .current) }
+    let socket = FileDescriptor(rawValue: fd)
+    var security = bt_security(level: UInt8(BT_SECURITY_LOW), key_size: 0)
+    if setsockopt(
+      fd, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size)) < 0
+    {
+      let error = Errno.current
+      socket.closeIgnoringErrors()
+      throw BlueZError.socket(operation: "setsockopt BT_SECURITY", errno: error)
+    }
+    return socket
+  }
+
+  /// Sets our MTU (`BT_RCVMTU`). Only after `bind` to an LE address: the
+  /// kernel refuses it (EINVAL) on a socket whose source type is BR/EDR,
+  /// the default before binding. Without it the kernel's default MTU holds
+  /// and the session simply uses smaller messages, so a refusal is logged.
+  static func setReceiveMTU(_ socket: FileDescriptor) {
+    var mtu = UInt16(receiveMTU)
+    if setsockopt(
+      socket.rawValue, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) < 0
+    {
+      Logger(label: "l2cap").warning(
+        "cannot set the L2CAP receive MTU to \(receiveMTU): \(Errno.current); using the kernel's")
+    }
+  }
+
+  /// `struct sockaddr_l2` for an LE address.
+  static func address(_ address: BluetoothAddress, type: AddressType, psm: UInt16) -> sockaddr_l2 {
+    var a = sockaddr_l2()
+    a.l2_family = sa_family_t(AF_BLUETOOTH)
+    a.l2_psm = psm.littleEndian
+    let b = address.bytes
+    a.l2_bdaddr = bdaddr_t(b: (b[0], b[1], b[2], b[3], b[4], b[5]))
+    a.l2_bdaddr_type = UInt8(
+      type == .public || type == .publicIdentity ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
+    return a
+  }
+
+  static func bind(_ socket: FileDescriptor, to local: sockaddr_l2) throws(BlueZError) {
+    var local = local
+    let r = withUnsafePointer(to: &local) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size))
+      }
+    }
+    if r < 0 { throw BlueZError.socket(operation: "bind", errno: .current) }
+  }
+
+  /// A listening socket for `psm` on the adapter with address `local`.
+  static func listen(on local: BluetoothAddress, type: AddressType, psm: UInt16) throws(BlueZError)
+    -> FileDescriptor
+  {
+    let socket = try make()
+    do throws(BlueZError) {
+      try bind(socket, to: address(local, type: type, psm: psm))
+      setReceiveMTU(socket)  // accepted sockets inherit it
+      if Glibc.listen(socket.rawValue, 8) < 0 {
+        throw BlueZError.socket(operation: "listen", errno: .current)
+      }
+    } catch {
+      socket.closeIgnoringErrors()
+      throw error
+    }
+    return socket
+  }
+
+  /// Accepts one channel: the connected socket and the peer's address.
+  static func accept(_ listener: FileDescriptor) throws(BlueZError) -> (
+    FileDescriptor, BluetoothAddress
+  ) {
+    let fd = baton_accept4_cloexec(listener.rawValue)
+    guard fd >= 0 else { throw BlueZError.socket(operation: "accept", errno: .current) }
+    var peer = sockaddr_l2()
+    var size = socklen_t(MemoryLayout<sockaddr_l2>.size)
+    _ = withUnsafeMutablePointer(to: &peer) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &size) }
+    }
+    let b = peer.l2_bdaddr.b
+    return (
+      FileDescriptor(rawValue: fd), BluetoothAddress(littleEndian: [b.0, b.1, b.2, b.3, b.4, b.5])!
+    )
+  }
+
+  /// Connects from the adapter `local` to `psm` on `peer`, at most `timeout`;
+  /// blocks the calling thread (run it on one we own).
+  static func connect(
+    from local: BluetoothAddress, localType: AddressType, to peer: BluetoothAddress,
+    type: AddressType, psm: UInt16, timeout: Duration
+  ) throws(BlueZError) -> FileDescriptor {
+    let socket = try make()
+    do throws(BlueZError) {
+      try bind(socket, to: address(local, type: localType, psm: 0))
+      setReceiveMTU(socket)
+      let flags = fcntl(socket.rawValue, F_GETFL)
+      _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
+      var remote = address(peer, type: type, psm: psm)
+      let r = withUnsafePointer(to: &remote) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          Glibc.connect(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size))
+        }
+      }
+      if r < 0 {
+        let error = Errno.current
+        guard error.rawValue == EINPROGRESS || error == .wouldBlock else {
+          throw BlueZError.connect(peer: peer, errno: error)
+        }
+        let ms = Int32(clamping: timeout.wholeMilliseconds)
+        let ready: [Int]
+        do {
+          ready = try Socket.poll([(socket, Int16(POLLOUT))], timeoutMilliseconds: ms)
+        } catch {
+          throw BlueZError.connect(peer: peer, errno: error as? Errno ?? Errno(rawValue: EIO))
+        }
+        if ready.isEmpty { throw BlueZError.connect(peer: peer, errno: Errno(rawValue: ETIMEDOUT)) }
+        var status: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(socket.rawValue, SOL_SOCKET, SO_ERROR, &status, &size)
+        if status != 0 { throw BlueZError.connect(peer: peer, errno: Errno(rawValue: status)) }
+      }
+      _ = fcntl(socket.rawValue, F_SETFL, flags)
+    } catch {
+      socket.closeIgnoringErrors()
+      throw error
+    }
+    return socket
+  }
+
+  /// The peer's MTU on a connected socket (`BT_SNDMTU`); 23 if unknown.
+  static func sendMTU(_ socket: FileDescriptor) -> Int {
+    var mtu: UInt16 = 0
+    var size = socklen_t(MemoryLayout<UInt16>.size)
+    guard getsockopt(socket.rawValue, SOL_BLUETOOTH, BT_SNDMTU, &mtu, &size) == 0, mtu > 0 else {
+      return 23
+    }
+    return Int(mtu)
+  }
+
+  /// Wraps a connected socket as a channel.
+  static func channel(_ socket: FileDescriptor, peer: BluetoothAddress) throws -> L2CAPSocketChannel
+  {
+    do {
+      return try L2CAPSocketChannel(
+        socket: socket, peerAddress: peer, maximumMessageSize: sendMTU(socket),
+        receiveLimit: receiveMTU)
+    } catch {
+      socket.closeIgnoringErrors()
+      throw error
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import BatonHCI
+import BatonHandoff
+import BatonHost
+import BatonL2CAP
+import BatonSystem
+/// The seam between the agent and a Bluetooth backend: what `AgentRadio`
+/// needs to advertise, scan, and run handoff sessions over message channels
+/// with peers. `BLEHost` (our own host on an exclusive controller) and
+/// `BlueZHost` (the system's bluetoothd and kernel) implement it, so the agent
+/// does not know which one runs.
+protocol RadioHost: AnyObject, Sendable {
+  /// Our address as peers see it (for BlueZ with privacy: the adapter's
+  /// identity address; peers see a resolvable private one).
+  var address: BluetoothAddress { get }
+  /// Whether the host has closed (or was lost).
+  var isClosed: Bool { get }
+  /// Whether `rotateAddress()` changes the address (BlueZ owns its own).
+  var ownsAddress: Bool { get }
+  /// Whether our connections may come from another address than `address`
+  /// (then peers cannot tell that we connected to them).
+  var connectsFromAnotherAddress: Bool { get }
+
+  func startAdvertising(data: [UInt8], intervalMilliseconds: Int) async throws
+  /// Replaces the advertised beacon in place.
+  func updateAdvertisingData(_ data: [UInt8]) async throws
+  func stopAdvertising() async throws
+  /// Advertisements heard, as a stream that ends when the host closes.
+  func startScanning() async throws -> AsyncStream<AdvertisingReport>
+  /// Channels peers open to `psm`.
+  func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel>
+  /// Peers that connected to us (they are about to open a channel).
+  func incomingPeers() -> AsyncStream<BluetoothAddress>
+  /// Whether a link to `peer` is up already.
+  func isConnected(to peer: BluetoothAddress) -> Bool
+  /// Connects to `peer` and opens a channel to `psm`; closing the channel
+  /// also ends the link if this call made it.
+  func openChannel(
+    to peer: BluetoothAddress, addressType: AddressType, psm: UInt16, timeout: Duration
+  ) async throws -> any PeerChannel
+  /// A new address where the backend owns it; nil where it does not.
+  /// Switches to `address` where the backend owns its address, with
+  /// `advertisingData` installed before advertising resumes; nil (and nothing
+  /// done) where it does not.
+  func rotateAddressIfOwned(to address: BluetoothAddress, advertisingData: [UInt8]) async throws
+    -> BluetoothAddress?
+  func close() async
+  /// nil after `close()`, the error when the host was lost.
+  func waitUntilClosed() async -> (any Error)?
+}
+
+/// A message channel to a known peer.
+protocol PeerChannel: MessageChannel {
+  var peerAddress: BluetoothAddress { get }
+}
+
+extension L2CAPChannel: PeerChannel {}

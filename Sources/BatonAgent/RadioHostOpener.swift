@@ -1,0 +1,24 @@
+import BatonHCI
+import BatonHandoff
+import BatonHost
+import BatonL2CAP
+import BatonSystem
+/// Opens the `RadioHost` a controller spec names: `BlueZHost` for `bluez`
+/// and `bluez:hciN`, our own `BLEHost` on an exclusive controller otherwise.
+enum RadioHostOpener {
+  static func open(_ spec: ControllerSpec, hciLog: String?, address: BluetoothAddress?)
+    async throws -> any RadioHost
+  {
+    switch spec {
+    case .bluez(let index):
+      if hciLog != nil {
+        Logger(label: "radio").warning(
+          "hci-log applies to exclusive controllers only; with bluez, record with btmon -w FILE")
+      }
+      return try await BlueZHost.open(adapter: index.map { "hci\($0)" })
+    case .kernel, .tcp, .serial:
+      return try await BLEHost.open(
+        controller: spec.description, hciLog: hciLog, address: address)
+    }
+  }
+}

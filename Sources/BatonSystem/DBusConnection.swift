@@ -1,0 +1,467 @@
+import CSystemd
+import FoundationEssentials
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A D-Bus connection through sd-bus, driven by a thread of its own.
+///
+/// sd-bus is not thread-safe, so every sd-bus call on this connection runs on
+/// its bus thread: the thread polls the bus descriptor (`sd_bus_get_fd`,
+/// `sd_bus_get_events`, `sd_bus_get_timeout`) and a wake-up pipe, dispatches
+/// with `sd_bus_process`, and runs the jobs other threads queue. Method calls
+/// are asynchronous (`sd_bus_call_async`), so Swift's cooperative pool never
+/// blocks on the bus. Signal handlers and exported objects' callbacks run on
+/// the bus thread.
+public final class DBusConnection: @unchecked Sendable {
+  /// The bus the connection is on, for messages.
+  public let label: String
+
+  private let bus: OpaquePointer
+  private let wakeUp: FileDescriptor
+  private let wakeUpWriter: FileDescriptor
+  private let log = Logger(label: "dbus")
+
+  private struct Shared {
+    var jobs: [@Sendable (OpaquePointer) -> Void] = []
+    var closing: String?
+    var closed: DBusError?
+    var closeWaiters: [CheckedContinuation<DBusError, Never>] = []
+  }
+  private let shared = Mutex(Shared())
+
+  // Bus-thread state (no lock: only the bus thread touches these).
+  private var pendingCalls: [ObjectIdentifier: CallBox] = [:]
+  private var subscriptions: [UInt64: (slot: OpaquePointer, box: Unmanaged<SignalBox>)] = [:]
+  private var exports: [ObjectIdentifier: DBusObject] = [:]
+  private var objectManagers: [OpaquePointer] = []
+  private var nextSubscription: UInt64 = 0
+
+  /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` if set, else
+  /// /run/dbus/system_bus_socket).
+  public static func system() throws(DBusError) -> DBusConnection {
+    var bus: OpaquePointer?
+    try DBusMessageCoding.check("connecting to the system bus", sd_bus_open_system(&bus))
+    return try DBusConnection(bus: bus!, label: "the system bus")
+  }
+
+  /// Connects to the bus at `address` (`unix:path=...`), as a bus client.
+  public static func connect(address: String) throws(DBusError) -> DBusConnection {
+    var bus: OpaquePointer?
+    try DBusMessageCoding.check("sd_bus_new", sd_bus_new(&bus))
+    do {
+      try DBusMessageCoding.check("sd_bus_set_address", sd_bus_set_address(bus, address))
+      try DBusMessageCoding.check("sd_bus_set_bus_client", sd_bus_set_bus_client(bus, 1))
+      try DBusMessageCoding.check("connecting to \(address)", sd_bus_start(bus))
+    } catch {
+      sd_bus_unref(bus)
+      throw error
+    }
+    return try DBusConnection(bus: bus!, label: address)
+  }
+
+  private init(bus: OpaquePointer, label: String) throws(DBusError) {
+    self.bus = bus
+    self.label = label
+    do {
+      (wakeUp, wakeUpWriter) = try Socket.pipe()
+    } catch {
+      sd_bus_unref(bus)
+      throw DBusError.failed(operation: "pipe", errno: error as? Errno ?? Errno(rawValue: EIO))
+    }
+    OwnedThread.start(name: "baton-dbus") { [self] in loop() }
+  }
+
+  /// The wake-up pipe lives as long as the object: a late `wake()` from
+  /// another thread must never write to a reused descriptor number.
+  deinit {
+    wakeUp.closeIgnoringErrors()
+    wakeUpWriter.closeIgnoringErrors()
+  }
+
+  // MARK: Running on the bus thread
+
+  /// Runs `body` on the bus thread and returns its result.
+  public func perform<T: Sendable>(_ body: @escaping @Sendable (OpaquePointer) throws -> T)
+    async throws -> T
+  {
+    try await withCheckedThrowingContinuation { continuation in
+      enqueue(
+        { bus in continuation.resume(with: Result { try body(bus) }) },
+        ifClosed: { continuation.resume(throwing: $0) })
+    }
+  }
+
+  private func enqueue(
+    _ job: @escaping @Sendable (OpaquePointer) -> Void, ifClosed: (DBusError) -> Void
+  ) {
+    let refused = shared.withLock { s -> DBusError? in
+      if let closed = s.closed { return closed }
+      if let reason = s.closing { return .closed(reason: reason) }
+      s.jobs.append(job)
+      return nil
+    }
+    if let refused {
+      ifClosed(refused)
+      return
+    }
+    var one: UInt8 = 1
+    _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
+  }
+
+  private func loop() {
+    var failure: DBusError?
+    while true {
+      let (jobs, closing) = shared.withLock { s in
+        defer { s.jobs.removeAll() }
+        return (s.jobs, s.closing)
+      }
+      for job in jobs { job(bus) }
+      if let closing {
+        failure = .closed(reason: closing)
+        break
+      }
+      let r = sd_bus_process(bus, nil)
+      if r < 0 {
+        failure = .closed(reason: "lost: \(Errno(rawValue: -r))")
+        log.warning("connection to \(label) lost: \(Errno(rawValue: -r))")
+        break
+      }
+      if r > 0 { continue }
+      let fd = sd_bus_get_fd(bus)
+      let events = sd_bus_get_events(bus)
+      if fd < 0 || events < 0 {
+        failure = .closed(reason: "lost")
+        break
+      }
+      var until: UInt64 = 0
+      var timeout: Int32 = -1
+      if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nowMicros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        timeout = until <= nowMicros ? 0 : Int32(min(60_000, (until - nowMicros + 999) / 1000))
+      }
+      let ready =
+        (try? Socket.poll(
+          [(FileDescriptor(rawValue: fd), Int16(events)), (wakeUp, Int16(POLLIN))],
+          timeoutMilliseconds: timeout)) ?? []
+      if ready.contains(1) { _ = try? wakeUp.read(upToCount: 64) }
+    }
+    shutDown(failure ?? .closed(reason: "closed"))
+  }
+
+  /// On the bus thread, as the loop ends: fails what is pending, frees the bus.
+  private func shutDown(_ error: DBusError) {
+    let (jobs, waiters) = shared.withLock { s in
+      s.closed = error
+      defer {
+        s.jobs.removeAll()
+        s.closeWaiters.removeAll()
+      }
+      return (s.jobs, s.closeWaiters)
+    }
+    // Jobs queued meanwhile still run (against a closing bus they fail).
+    for job in jobs { job(bus) }
+    for (_, call) in pendingCalls { call.complete(.failure(error)) }
+    pendingCalls.removeAll()
+    for (_, sub) in subscriptions {
+      sd_bus_slot_unref(sub.slot)
+      sub.box.release()
+    }
+    subscriptions.removeAll()
+    for (_, object) in exports {
+      sd_bus_slot_unref(object.slot)
+      object.slot = nil
+    }
+    exports.removeAll()
+    for slot in objectManagers { sd_bus_slot_unref(slot) }
+    objectManagers.removeAll()
+    sd_bus_flush_close_unref(bus)
+    for waiter in waiters { waiter.resume(returning: error) }
+  }
+
+  /// Closes the connection; pending calls fail. Idempotent.
+  public func close() {
+    let wake = shared.withLock { s -> Bool in
+      guard s.closing == nil, s.closed == nil else { return false }
+      s.closing = "closed"
+      return true
+    }
+    if wake {
+      var one: UInt8 = 1
+      _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
+    }
+  }
+
+  /// Waits until the connection has closed (or was lost); returns why.
+  public func waitUntilClosed() async -> DBusError {
+    await withCheckedContinuation { continuation in
+      let closed = shared.withLock { s -> DBusError? in
+        if let closed = s.closed { return closed }
+        s.closeWaiters.append(continuation)
+        return nil
+      }
+      if let closed { continuation.resume(returning: closed) }
+    }
+  }
+
+  // MARK: Calls
+
+  private final class CallBox: @unchecked Sendable {
+    let member: String
+    private var continuation: CheckedContinuation<[DBusValue], any Error>?
+    /// Drops the connection's reference once the reply came.
+    var onForget: (() -> Void)?
+    init(member: String, continuation: CheckedContinuation<[DBusValue], any Error>) {
+      self.member = member
+      self.continuation = continuation
+    }
+    func complete(_ result: Result<[DBusValue], DBusError>) {
+      continuation?.resume(with: result.mapError { $0 as any Error })
+      continuation = nil
+    }
+    func forget() {
+      onForget?()
+      onForget = nil
+    }
+  }
+
+  /// Calls `member` and returns the reply's arguments; an error reply throws
+  /// `DBusError.remote`. `timeout` nil is sd-bus's default (25 s).
+  public func call(
+    _ destination: String, _ path: String, _ interface: String, _ member: String,
+    _ arguments: [DBusValue] = [], timeout: Duration? = nil
+  ) async throws -> [DBusValue] {
+    let micros = timeout.map { UInt64($0.wholeMilliseconds) * 1000 } ?? 0
+    return try await withCheckedThrowingContinuation { continuation in
+      enqueue(
+        { [self] bus in
+          var message: OpaquePointer?
+          do {
+            try DBusMessageCoding.check(
+              "calling \(interface).\(member)",
+              sd_bus_message_new_method_call(bus, &message, destination, path, interface, member))
+            defer { sd_bus_message_unref(message) }
+            try DBusMessageCoding.append(arguments, to: message!)
+            let box = CallBox(member: member, continuation: continuation)
+            let context = Unmanaged.passRetained(box)
+            let r = sd_bus_call_async(
+              bus, nil, message,
+              { reply, userdata, _ in
+                let box = Unmanaged<CallBox>.fromOpaque(userdata!).takeRetainedValue()
+                box.complete(DBusConnection.decodeReply(reply, member: box.member))
+                box.forget()
+                return 1
+              }, context.toOpaque(), micros)
+            if r < 0 {
+              context.release()
+              throw DBusError.failed(operation: "calling \(member)", errno: Errno(rawValue: -r))
+            }
+            pendingCalls[ObjectIdentifier(box)] = box
+            box.onForget = { [unowned self] in pendingCalls[ObjectIdentifier(box)] = nil }
+          } catch let error as DBusError {
+            continuation.resume(throwing: error)
+          } catch {
+            continuation.resume(throwing: error)
+          }
+        }, ifClosed: { continuation.resume(throwing: $0) })
+    }
+  }
+
+  static func decodeReply(_ reply: OpaquePointer?, member: String) -> Result<
+    [DBusValue], DBusError
+  > {
+    guard let reply else { return .failure(.closed(reason: "no reply")) }
+    if sd_bus_message_is_method_error(reply, nil) > 0 {
+      let error = sd_bus_message_get_error(reply)
+      let name =
+        error?.pointee.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+      let text = error?.pointee.message.map { String(cString: $0) } ?? ""
+      return .failure(.remote(name: name, message: text))
+    }
+    do {
+      return .success(try DBusMessageCoding.read(reply))
+    } catch {
+      return .failure(error)
+    }
+  }
+
+  /// `org.freedesktop.DBus.Properties.Get`, the variant unwrapped.
+  public func property(
+    _ destination: String, _ path: String, _ interface: String, _ name: String
+  ) async throws -> DBusValue {
+    let reply = try await call(
+      destination, path, "org.freedesktop.DBus.Properties", "Get",
+      [.string(interface), .string(name)])
+    guard let value = reply.first else {
+      throw DBusError.unexpectedReply(member: "Get", signature: "")
+    }
+    return value.unwrapped
+  }
+
+  /// `org.freedesktop.DBus.Properties.GetAll`.
+  public func allProperties(_ destination: String, _ path: String, _ interface: String)
+    async throws -> [String: DBusValue]
+  {
+    let reply = try await call(
+      destination, path, "org.freedesktop.DBus.Properties", "GetAll", [.string(interface)])
+    guard let properties = reply.first?.stringDictionary else {
+      throw DBusError.unexpectedReply(
+        member: "GetAll", signature: reply.map(\.signature).joined())
+    }
+    return properties.mapValues(\.unwrapped)
+  }
+
+  /// The unique name that owns `name` on the bus, or nil when nobody does.
+  public func nameOwner(_ name: String) async throws -> String? {
+    do {
+      let reply = try await call(
+        "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+        [.string(name)])
+      return reply.first?.string
+    } catch let error as DBusError where error.isServiceUnknown {
+      return nil
+    }
+  }
+
+  /// Takes a well-known name (tests use this to stand in for a service).
+  public func requestName(_ name: String) async throws {
+    _ = try await call(
+      "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+      [.string(name), .uint32(4)])  // DBUS_NAME_FLAG_DO_NOT_QUEUE
+  }
+
+  /// Our unique name (`:1.42`).
+  public func uniqueName() async throws -> String {
+    try await perform { bus in
+      var name: UnsafePointer<CChar>?
+      try DBusMessageCoding.check("sd_bus_get_unique_name", sd_bus_get_unique_name(bus, &name))
+      return String(cString: name!)
+    }
+  }
+
+  // MARK: Signals
+
+  private final class SignalBox: @unchecked Sendable {
+    let handler: @Sendable (DBusSignal) -> Void
+    init(_ handler: @escaping @Sendable (DBusSignal) -> Void) { self.handler = handler }
+  }
+
+  /// Delivers matching signals to `handler` (on the bus thread) until
+  /// `unsubscribe` with the returned id. nil fields match anything.
+  public func subscribe(
+    sender: String?, path: String? = nil, interface: String?, member: String?,
+    handler: @escaping @Sendable (DBusSignal) -> Void
+  ) async throws -> UInt64 {
+    try await perform { [self] bus in
+      let box = Unmanaged.passRetained(SignalBox(handler))
+      var slot: OpaquePointer?
+      let r = sd_bus_match_signal(
+        bus, &slot, sender, path, interface, member,
+        { message, userdata, _ in
+          guard let message, let userdata else { return 0 }
+          let box = Unmanaged<SignalBox>.fromOpaque(userdata).takeUnretainedValue()
+          func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+          guard let arguments = try? DBusMessageCoding.read(message) else { return 0 }
+          box.handler(
+            DBusSignal(
+              sender: text(sd_bus_message_get_sender(message)),
+              path: text(sd_bus_message_get_path(message)),
+              interface: text(sd_bus_message_get_interface(message)),
+              member: text(sd_bus_message_get_member(message)), arguments: arguments))
+          return 0
+        }, box.toOpaque())
+      if r < 0 {
+        box.release()
+        throw DBusError.failed(
+          operation: "subscribing to \(member ?? "signals")", errno: Errno(rawValue: -r))
+      }
+      nextSubscription += 1
+      subscriptions[nextSubscription] = (slot!, box)
+      return nextSubscription
+    }
+  }
+
+  /// Ends a subscription.
+  public func unsubscribe(_ id: UInt64) async {
+    _ = try? await perform { [self] _ in
+      guard let sub = subscriptions.removeValue(forKey: id) else { return }
+      sd_bus_slot_unref(sub.slot)
+      sub.box.release()
+    }
+  }
+
+  // MARK: Exporting
+
+  /// Exports `object` until `unexport` (or the connection closes).
+  public func export(_ object: DBusObject) async throws {
+    try await perform { [self] bus in
+      var slot: OpaquePointer?
+      let r = sd_bus_add_object_vtable(
+        bus, &slot, object.path, object.interface, object.makeVTable(),
+        Unmanaged.passUnretained(object).toOpaque())
+      if r < 0 {
+        throw DBusError.failed(
+          operation: "exporting \(object.interface) at \(object.path)", errno: Errno(rawValue: -r))
+      }
+      object.slot = slot
+      exports[ObjectIdentifier(object)] = object
+    }
+  }
+
+  /// Stops exporting `object`.
+  public func unexport(_ object: DBusObject) async {
+    _ = try? await perform { [self] _ in
+      guard exports.removeValue(forKey: ObjectIdentifier(object)) != nil else { return }
+      sd_bus_slot_unref(object.slot)
+      object.slot = nil
+    }
+  }
+
+  /// Serves `org.freedesktop.DBus.ObjectManager` for the objects under `path`.
+  public func addObjectManager(at path: String) async throws {
+    try await perform { [self] bus in
+      var slot: OpaquePointer?
+      try DBusMessageCoding.check(
+        "adding an object manager at \(path)", sd_bus_add_object_manager(bus, &slot, path))
+      objectManagers.append(slot!)
+    }
+  }
+
+  /// Emits `PropertiesChanged` for `names` of an exported object (their
+  /// values read from the object at once).
+  public func emitPropertiesChanged(path: String, interface: String, names: [String]) async throws {
+    try await perform { bus in
+      try withCStringArray(names) { array in
+        try DBusMessageCoding.check(
+          "emitting PropertiesChanged",
+          sd_bus_emit_properties_changed_strv(bus, path, interface, array))
+      }
+    }
+  }
+
+  /// Emits `InterfacesAdded` (or `InterfacesRemoved`) for exported objects.
+  public func emitInterfaces(added: Bool, path: String, interfaces: [String]) async throws {
+    try await perform { bus in
+      try withCStringArray(interfaces) { array in
+        try DBusMessageCoding.check(
+          "emitting InterfacesAdded/Removed",
+          added
+            ? sd_bus_emit_interfaces_added_strv(bus, path, array)
+            : sd_bus_emit_interfaces_removed_strv(bus, path, array))
+      }
+    }
+  }
+}
+
+/// A NULL-terminated `char **` for the sd-bus `_strv` calls.
+private func withCStringArray<T>(
+  _ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) throws -> T
+) rethrows -> T {
+  var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
+  defer { for pointer in pointers { free(pointer) } }
+  return try pointers.withUnsafeMutableBufferPointer { try body($0.baseAddress!) }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+
+@testable import BatonAgent
+@testable import BatonHCI
+@testable import BatonHandoff
+@testable import BatonHost
+@testable import BatonL2CAP
+@testable import BatonSystem
+
+/// BlueZHost's D-Bus side against a stand-in bluetoothd on a private bus:
+/// registration, in-place beacon updates, discovery, reports from Device1,
+/// a powered-off adapter and a bluetoothd restart. (The L2CAP side needs a
+/// kernel with Bluetooth: the VM harness runs it.)
+@Suite("BlueZHost", .serialized)
+struct BlueZHostTests {
+  static let beacon = Beacon.header + Array(repeating: UInt8(0x5A), count: 24)
+
+  /// The advertisement as bluetoothd reads it.
+  func advertisedData(_ fake: FakeBluetoothd, _ host: BlueZHost) async throws -> [String: DBusValue]
+  {
+    try await fake.connection.allProperties(
+      try await host.bus.uniqueName(), BlueZHost.advertisementPath, "org.bluez.LEAdvertisement1")
+  }
+
+  @Test func registersScansReportsAndUpdatesInPlace() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus)
+    let host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    #expect(host.address == BluetoothAddress(FakeBluetoothd.adapterAddress))
+    #expect(!host.ownsAddress)
+
+    try await host.startAdvertising(data: Self.beacon, intervalMilliseconds: 200)
+    let register = await fake.next("RegisterAdvertisement")
+    #expect(register?.arguments.first == .objectPath(BlueZHost.advertisementPath))
+    var properties = try await advertisedData(fake, host)
+    #expect(properties["Type"] == .string("peripheral"))
+    #expect(properties["Discoverable"] == .boolean(true))
+    #expect(properties["MinInterval"] == .uint32(200))
+    #expect(
+      properties["ManufacturerData"]?.integerDictionary?[0xFFFF]?.byteArray
+        == Array(Self.beacon.dropFirst(7)))
+
+    // A new beacon: PropertiesChanged, and registered again (which restarts
+    // advertising, for controllers that report only its start).
+    let (changes, changed) = AsyncStream.makeStream(of: DBusSignal.self)
+    _ = try await fake.connection.subscribe(
+      sender: nil, path: BlueZHost.advertisementPath,
+      interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
+    ) { changed.yield($0) }
+    let next = Beacon.header + Array(repeating: UInt8(0x33), count: 24)
+    try await host.updateAdvertisingData(next)
+    var signals = changes.makeAsyncIterator()
+    let signal = try #require(await signals.next())
+    #expect(
+      signal.arguments.dropFirst().first?.stringDictionary?["ManufacturerData"]?.integerDictionary?[
+        0xFFFF]?.byteArray == Array(next.dropFirst(7)))
+    #expect(await fake.next("UnregisterAdvertisement") != nil)
+    #expect(await fake.next("RegisterAdvertisement") != nil)
+    properties = try await advertisedData(fake, host)
+    #expect(
+      properties["ManufacturerData"]?.integerDictionary?[0xFFFF]?.byteArray
+        == Array(next.dropFirst(7)))
+
+    // Discovery with the LE filter, then a device's beacon as a report.
+    let reports = try await host.startScanning()
+    let filter = await fake.next("SetDiscoveryFilter")
+    let entries = filter?.arguments.first?.stringDictionary?.mapValues(\.unwrapped)
+    #expect(entries?["Transport"] == .string("le"))
+    #expect(entries?["DuplicateData"] == .boolean(true))
+    #expect(await fake.next("StartDiscovery") != nil)
+    let peer = Array(repeating: UInt8(0x77), count: 24)
+    try await fake.advertise(address: "C0:00:00:00:00:02", manufacturerData: peer)
+    var iterator = reports.makeAsyncIterator()
+    let report = try #require(await iterator.next())
+    #expect(report.address == BluetoothAddress("C0:00:00:00:00:02"))
+    #expect(report.addressType == .random)
+    #expect(report.data == Beacon.header + peer)
+    #expect(report.rssi == -40)
+    // Its beacon changes: a new report.
+    let changedPeer = Array(repeating: UInt8(0x78), count: 24)
+    try await fake.advertise(address: "C0:00:00:00:00:02", manufacturerData: changedPeer)
+    #expect(await iterator.next()?.data == Beacon.header + changedPeer)
+
+    await host.close()
+    #expect(host.isClosed)
+    #expect(await iterator.next() == nil)
+    await fake.kill()
+  }
+
+  @Test func waitsForAPoweredAdapterAndSurvivesARestart() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    var fake = try await FakeBluetoothd(bus: bus)
+    fake.powered.value.withLock { $0 = false }
+    let opening = Task { try await BlueZHost.open(adapter: nil, bus: try bus.connect()) }
+    // Powered off: open waits for PropertiesChanged(Powered), without polling.
+    try await fake.setPowered(true)
+    let host = try await opening.value
+    try await host.startAdvertising(data: Self.beacon, intervalMilliseconds: 100)
+    _ = try await host.startScanning()
+    #expect(await fake.next("RegisterAdvertisement") != nil)
+
+    // Powered off and on again (btmgmt power off/on): registered again.
+    try await fake.setPowered(false)
+    try await fake.setPowered(true)
+    #expect(await fake.next("RegisterAdvertisement") != nil)
+    #expect(await fake.next("StartDiscovery") != nil)
+
+    // bluetoothd dies and comes back: we register and discover again.
+    await fake.kill()
+    fake = try await FakeBluetoothd(bus: bus)
+    let again = await fake.next("RegisterAdvertisement")
+    #expect(again?.arguments.first == .objectPath(BlueZHost.advertisementPath))
+    #expect(await fake.next("StartDiscovery") != nil)
+    #expect(!host.isClosed)
+    await host.close()
+    await fake.kill()
+  }
+
+  @Test func notRunningAndDeniedSayWhatToDo() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    do {
+      _ = try await BlueZHost.open(adapter: nil, bus: try bus.connect())
+      Issue.record("opened with no bluetoothd")
+    } catch let error as BlueZError {
+      guard case .notRunning = error else {
+        Issue.record("\(error)")
+        return
+      }
+      #expect("\(error)".contains("systemctl start bluetooth"))
+      #expect("\(error)".contains("controller = hciN"))
+    }
+
+    let fake = try await FakeBluetoothd(bus: bus)
+    let host = try await BlueZHost.open(adapter: nil, bus: try bus.connect())
+    fake.failWith.value.withLock { $0 = "org.bluez.Error.NotPermitted" }
+    do {
+      try await host.startAdvertising(data: Self.beacon, intervalMilliseconds: 100)
+      Issue.record("advertising was not refused")
+    } catch let error as BlueZError {
+      #expect("\(error)".contains("no advertising instance left"), "\(error)")
+    }
+    fake.failWith.value.withLock { $0 = DBusError.accessDeniedName }
+    do {
+      _ = try await host.startScanning()
+      Issue.record("discovery was not refused")
+    } catch let error as BlueZError {
+      #expect("\(error)".contains("'bluetooth' group"), "\(error)")
+    }
+    await host.close()
+    await fake.kill()
+  }
+
+  /// The agent stopping while the adapter is off: opening ends at once.
+  @Test func cancellingAWaitingOpenEndsIt() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus)
+    fake.powered.value.withLock { $0 = false }
+    let connection = try bus.connect()
+    let opening = Task { try await BlueZHost.open(adapter: nil, bus: connection) }
+    opening.cancel()
+    await #expect(throws: (any Error).self) { _ = try await opening.value }
+    #expect(await connection.waitUntilClosed() == .closed(reason: "closed"))
+    await fake.kill()
+  }
+
+  @Test func beaconBytesMapBothWays() {
+    let data = BlueZHost.manufacturerData(beacon: Self.beacon)
+    let bytes = data.integerDictionary?[0xFFFF]?.byteArray
+    #expect(bytes?.count == 24)
+    #expect(BlueZHost.advertisingData(manufacturerBytes: bytes!) == Self.beacon)
+    #expect(BlueZHost.advertisingData(manufacturerBytes: [1, 2]) == [5, 0xFF, 0xFF, 0xFF, 1, 2])
+  }
+}

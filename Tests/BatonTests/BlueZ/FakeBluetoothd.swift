@@ -1,0 +1,160 @@
+import Foundation
+import Synchronization
+
+@testable import BatonAgent
+@testable import BatonHCI
+@testable import BatonHandoff
+@testable import BatonHost
+@testable import BatonL2CAP
+@testable import BatonSystem
+
+/// A stand-in for bluetoothd on a private bus: owns org.bluez, serves an
+/// ObjectManager, one adapter (/org/bluez/hci0: Adapter1 and
+/// LEAdvertisingManager1) and devices the test adds. Every call it gets is
+/// logged for `next(_:)` (member and arguments).
+final class FakeBluetoothd: Sendable {
+  struct Call: Sendable {
+    var member: String
+    var arguments: [DBusValue]
+  }
+
+  static let adapterPath = "/org/bluez/hci0"
+  static let adapterAddress = "00:AA:01:00:00:01"
+
+  struct CallLog {
+    var calls: [Call] = []
+    var waiters: [(member: String, continuation: CheckedContinuation<Call?, Never>)] = []
+    var ended = false
+  }
+
+  let connection: DBusConnection
+  private let log = Shared(CallLog())
+  let powered = Shared(true)
+  /// An error name every call answers with, when set.
+  let failWith = Shared<String?>(nil)
+  private let devices = Shared<[String: Shared<[UInt8]>]>([:])
+
+  init(bus: PrivateBus) async throws {
+    connection = try bus.connect()
+    try await connection.addObjectManager(at: "/")
+    let log = self.log
+    let failWith = self.failWith
+    let powered = self.powered
+    let answer: @Sendable (String, [DBusValue]) -> Result<[DBusValue], DBusError> = {
+      member, args in
+      let call = Call(member: member, arguments: args)
+      let waiter = log.value.withLock { l -> CheckedContinuation<Call?, Never>? in
+        if let i = l.waiters.firstIndex(where: { $0.member == member }) {
+          return l.waiters.remove(at: i).continuation
+        }
+        l.calls.append(call)
+        return nil
+      }
+      waiter?.resume(returning: call)
+      if let name = failWith.value.withLock({ $0 }) {
+        return .failure(.remote(name: name, message: "refused by the fake"))
+      }
+      return .success([])
+    }
+    try await connection.export(
+      DBusObject(
+        path: Self.adapterPath, interface: "org.bluez.Adapter1",
+        properties: [.init("Address", "s"), .init("AddressType", "s"), .init("Powered", "b")],
+        methods: [
+          .init("SetDiscoveryFilter", signature: "a{sv}"), .init("StartDiscovery"),
+          .init("StopDiscovery"),
+        ],
+        property: { name in
+          switch name {
+          case "Address": .string(Self.adapterAddress)
+          case "AddressType": .string("public")
+          case "Powered": .boolean(powered.value.withLock { $0 })
+          default: nil
+          }
+        }, method: answer))
+    try await connection.export(
+      DBusObject(
+        path: Self.adapterPath, interface: "org.bluez.LEAdvertisingManager1",
+        properties: [.init("ActiveInstances", "y", emitsChange: false)],
+        methods: [
+          .init("RegisterAdvertisement", signature: "oa{sv}"),
+          .init("UnregisterAdvertisement", signature: "o"),
+        ],
+        property: { _ in .byte(0) }, method: answer))
+    // As bluetoothd: the name, then the adapter appears.
+    try await connection.requestName("org.bluez")
+    try await connection.emitInterfaces(
+      added: true, path: Self.adapterPath,
+      interfaces: ["org.bluez.Adapter1", "org.bluez.LEAdvertisingManager1"])
+  }
+
+  /// Powers the adapter on or off (PropertiesChanged, as bluetoothd does).
+  func setPowered(_ on: Bool) async throws {
+    powered.value.withLock { $0 = on }
+    try await connection.emitPropertiesChanged(
+      path: Self.adapterPath, interface: "org.bluez.Adapter1", names: ["Powered"])
+  }
+
+  /// Adds (or updates) a device advertising `manufacturerData` for 0xFFFF.
+  func advertise(address: String, manufacturerData: [UInt8], rssi: Int16 = -40) async throws {
+    let path = Self.adapterPath + "/dev_" + address.replacingOccurrences(of: ":", with: "_")
+    let data = Shared(manufacturerData)
+    if let current = devices.value.withLock({ $0[path] }) {
+      current.value.withLock { $0 = manufacturerData }
+      try await connection.emitPropertiesChanged(
+        path: path, interface: "org.bluez.Device1", names: ["ManufacturerData"])
+      return
+    }
+    let device = DBusObject(
+      path: path, interface: "org.bluez.Device1",
+      properties: [
+        .init("Address", "s"), .init("AddressType", "s"), .init("RSSI", "n"),
+        .init("ManufacturerData", "a{qv}"),
+      ],
+      property: { name in
+        switch name {
+        case "Address": .string(address)
+        case "AddressType": .string("random")
+        case "RSSI": .int16(rssi)
+        case "ManufacturerData":
+          .array(
+            elementSignature: "{qv}",
+            [.dictEntry(.uint16(0xFFFF), .variant(.bytes(data.value.withLock { $0 })))])
+        default: nil
+        }
+      })
+    devices.value.withLock { $0[path] = data }
+    try await connection.export(device)
+    try await connection.emitInterfaces(added: true, path: path, interfaces: ["org.bluez.Device1"])
+  }
+
+  /// The next call of `member` (earlier calls of others are dropped); nil
+  /// once the fake is killed.
+  func next(_ member: String) async -> Call? {
+    await withCheckedContinuation { continuation in
+      let now = log.value.withLock { l -> Call?? in
+        if let i = l.calls.firstIndex(where: { $0.member == member }) {
+          let call = l.calls[i]
+          l.calls.removeSubrange(...i)
+          return .some(call)
+        }
+        if l.ended { return .some(nil) }
+        l.waiters.append((member, continuation))
+        return nil
+      }
+      if let now { continuation.resume(returning: now) }
+    }
+  }
+
+  /// bluetoothd dies: its connection (and name) go away.
+  func kill() async {
+    connection.close()
+    _ = await connection.waitUntilClosed()
+    let waiters = log.value.withLock { l in
+      l.ended = true
+      defer { l.waiters.removeAll() }
+      return l.waiters.map(\.continuation)
+    }
+    for waiter in waiters { waiter.resume(returning: nil) }
+  }
+}

@@ -1,0 +1,23 @@
+# A guest agent with `controller = bluez` (bluetoothd managing the adapter
+# bridged to the host's simulated radio) and a host agent on tcp: hand notes
+# both ways, byte-identical; bluetoothd still reports the adapter powered
+# afterwards. The host (run.sh) saves from-host.md once it sees AGENT-UP, and
+# checks from-guest.md in its own folder.
+. /cases/lib.sh
+have_bluez_backend
+start_bridge
+start_bluez
+wait_powered "hci$HCI"
+start_agent guest bluez
+G=$AGENT_PID
+sleep 3
+still_running $G guest
+echo "AGENT-UP" >/dev/console
+cp /cases/data/from-guest.md /tmp/guest/from-guest.md
+wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { cat /tmp/guest.log; exit 1; }
+# Give the guest's note time to reach the host before the VM powers off.
+sleep 5
+still_running $G guest
+bluetoothctl show | grep -q "Powered: yes" || { echo "FAILED: adapter not powered after the agent ran"; exit 1; }
+kill -TERM $G
+wait $G || { echo "FAILED: agent exited $? on SIGTERM"; cat /tmp/guest.log; exit 1; }
