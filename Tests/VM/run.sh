@@ -59,7 +59,7 @@ fi
 # kernel path; their imports of baton's modules are dropped (all is one module here).
 system="$top/Sources/BatonSystem"
 transport="$top/Sources/BatonHCI/Transport"
-probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls}.swift
+probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls,String+DisplayEscaping}.swift
   "$transport"/{HCITransport,HCIUserChannelTransport,HCIUserChannelError}.swift
   "$here/hci-probe/main.swift")
 if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
