@@ -12,17 +12,25 @@ import Synchronization
 ///
 /// A dedicated thread blocks in `accept(2)` and reads each request line
 /// (with a timeout), then hands the connection to `requests`; nothing wakes
-/// up while nobody connects.
+/// up while nobody connects. Replies are written on another thread of ours
+/// ("baton-replies"): a client that does not read can hold a write for up to
+/// the socket's 5 s timeout, and that must not park the caller.
 public final class ControlServer: Sendable {
   /// An accepted connection with its decoded request (or why it failed).
   public struct Connection: Sendable {
     public let socket: UnixSocket
     public let request: Result<ControlRequest, ControlServerError>
+    let replies: ThreadExecutor
 
-    /// Writes `response` as one JSON line and closes the connection.
+    /// Has `response` written as one JSON line, then the connection closed;
+    /// returns at once (the write happens on the replies thread).
     public func reply(_ response: ControlResponse) {
-      try? socket.writeAll(ControlCoding.encode(response) + [UInt8(ascii: "\n")])
-      socket.close()
+      let socket = self.socket
+      let line = ControlCoding.encode(response) + [UInt8(ascii: "\n")]
+      replies.execute {
+        try? socket.writeAll(line)
+        socket.close()
+      }
     }
   }
 
@@ -33,6 +41,7 @@ public final class ControlServer: Sendable {
   private let identity: (dev: UInt64, ino: UInt64)
   private let state = Mutex<(started: Bool, closed: Bool)>((false, false))
   private let log = Logger(label: "control")
+  private let replies = ThreadExecutor(name: "baton-replies")
 
   /// Creates the socket at `path`, its directory (mode 0700) if missing, and
   /// replaces a stale socket left by an agent that died; fails if another
@@ -104,6 +113,7 @@ public final class ControlServer: Sendable {
     let socket = self.socket
     let continuation = self.continuation
     let log = self.log
+    let replies = self.replies
     OwnedThread.start(name: "baton-control") {
       baton_set_thread_name("baton-control")
       while true {
@@ -131,7 +141,7 @@ public final class ControlServer: Sendable {
         } catch {
           request = .failure(.badRequest("\(error)"))
         }
-        continuation.yield(Connection(socket: client, request: request))
+        continuation.yield(Connection(socket: client, request: request, replies: replies))
       }
       socket.close()
       continuation.finish()

@@ -141,7 +141,7 @@ public final class HandoffAgent: AgentCore {
       throw AgentError.stateDirectory(path: configuration.stateDirectory, reason: "\(errno)")
     }
     defer { withExtendedLifetime(lock) {} }
-    let store = try HandoffStore(directory: configuration.stateDirectory)
+    let store = try await HandoffStore.open(directory: configuration.stateDirectory)
     var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
     var streams: [(String, AsyncStream<NotesEvent>)] = []
     defer { for (_, folder) in folders { folder.stop() } }

@@ -9,8 +9,11 @@ import Synchronization
 /// ACL fragments into L2CAP PDUs.
 ///
 /// A dedicated reader thread blocks in `transport.receive()`; events and PDUs
-/// are handed to the handlers on that thread, in order. Every packet both
-/// ways goes to the btsnoop log when one is given.
+/// are handed to the handlers on that thread, in order. A writer thread
+/// ("hci-writer") is the only one that calls `transport.send`: callers queue
+/// packets and return, so a controller that stops taking bytes (a UART
+/// holding CTS) parks that thread only, never a caller or a pool thread.
+/// Every packet both ways goes to the btsnoop log when one is given.
 public final class HCIController: Sendable {
   /// Called on the reader thread for every decoded event (after the
   /// controller's own bookkeeping).
@@ -48,6 +51,8 @@ public final class HCIController: Sendable {
     var dataHandler: DataHandler?
     var closeHandler: CloseHandler?
     var statistics = Statistics()
+    /// A drain of the queues is queued on the writer thread.
+    var drainQueued = false
   }
 
   /// Counters since open.
@@ -64,7 +69,8 @@ public final class HCIController: Sendable {
   public let transport: any HCITransport
   private let snoop: BTSnoopWriter?
   private let state = Mutex(State())
-  private let writeLock = Mutex(())
+  /// The one thread that writes to the transport.
+  private let writer = ThreadExecutor(name: "hci-writer")
   private let log = Logger(label: "hci")
   /// How long a command may wait for Command Complete or Command Status.
   public let commandTimeout: Duration
@@ -168,10 +174,24 @@ public final class HCIController: Sendable {
 
   // MARK: - Sending
 
-  /// Sends whatever flow control allows, in order. One thread at a time
-  /// writes; others return at once when it has taken their packets.
+  /// Has the writer thread send whatever flow control allows; returns at
+  /// once. Called whenever a packet is queued or credits come back.
   private func pump() {
-    writeLock.withLock { _ in
+    let queue = state.withLock { s in
+      defer { s.drainQueued = true }
+      return !s.drainQueued
+    }
+    guard queue else { return }
+    writer.execute { [self] in
+      // Cleared first: what is queued from now on gets another drain.
+      state.withLock { $0.drainQueued = false }
+      drain()
+    }
+  }
+
+  /// Sends whatever flow control allows, in order (on the writer thread).
+  private func drain() {
+    do {
       while true {
         let next: [UInt8]? = state.withLock { s in
           if s.closedReason != nil { return nil }
@@ -200,15 +220,12 @@ public final class HCIController: Sendable {
           return nil
         }
         guard let next else { return }
-        do {
-          try transport.send(next)
-          snoop?.write(next, direction: .sent)
-        } catch {
-          log.error("\(error)")
-          transport.close()
-          return
-        }
+        try transport.send(next)
+        snoop?.write(next, direction: .sent)
       }
+    } catch {
+      log.error("\(error)")
+      transport.close()
     }
   }
 

@@ -29,6 +29,12 @@ public actor HandoffEngine {
   let folders: [String: any NoteFolderAccess]
   let policy: HandoffPolicy
   let logger = Logger(label: "handoff")
+  /// The engine's own thread: its SQLite writes, fsyncs and note writes
+  /// block there, never on a thread of the pool (ARCHITECTURE.md, concurrency).
+  let executor = ThreadExecutor(name: "baton-engine")
+  public nonisolated var unownedExecutor: UnownedSerialExecutor {
+    executor.asUnownedSerialExecutor()
+  }
 
   /// The index, mirrored from the store: key is `type \0 path`.
   var index: [String: StoredNote] = [:]

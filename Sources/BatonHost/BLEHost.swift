@@ -57,11 +57,14 @@ public final class BLEHost: Sendable {
   /// `serial:/dev/ttyX[:BAUD]`), optionally logging every HCI packet to
   /// `hciLog` in btsnoop format, and brings it up.
   /// `address` is the random address to use (a random static one when nil).
+  /// Opening connects blocking (TCP, a serial line, the kernel's user
+  /// channel), so it runs on a thread of its own.
   public static func open(
     controller spec: String, hciLog: String? = nil, address: BluetoothAddress? = nil,
     duplicateWindow: Duration = .seconds(1)
   ) async throws -> BLEHost {
-    let transport = try ControllerSpec(spec).open()
+    let controller = try ControllerSpec(spec)
+    let transport = try await ThreadExecutor.run(name: "hci-open") { try controller.open() }
     return try await open(
       transport: transport, spec: spec, hciLog: hciLog, address: address,
       duplicateWindow: duplicateWindow)

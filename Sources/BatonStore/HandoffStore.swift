@@ -27,6 +27,15 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     try self.init(path: directory + "/" + HandoffStore.fileName)
   }
 
+  /// Opens (or creates) `directory/handoff.db` on a thread of its own:
+  /// opening checks the whole file (`quick_check`), which blocks for as long
+  /// as the file is big, so async code opens the store this way.
+  public static func open(directory: String) async throws(SQLiteError) -> HandoffStore {
+    try await ThreadExecutor.run(name: "baton-store") { () throws(SQLiteError) in
+      try HandoffStore(directory: directory)
+    }
+  }
+
   public init(path: String) throws(SQLiteError) {
     self.path = path
     var recovery: String?
@@ -96,7 +105,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   /// existing file: closing another descriptor of an open SQLite database
   /// would drop its locks.
   private static func restrictAccess(_ path: String) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
     if fd >= 0 { close(fd) }
     for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
   }

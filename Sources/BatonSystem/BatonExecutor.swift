@@ -15,11 +15,17 @@
 // - Time: `Timers.shared` is the one deadline facility (a thread with a
 //   deadline heap that sleeps exactly until the next deadline). With the
 //   executor installed, `Task.sleep` is scheduled there as well.
-// - Blocking calls (a write that may stall, fsync, SQLite, poll, sigwait)
-//   run only on threads we own: a dedicated `OwnedThread`, or briefly on the
-//   pool, which is ours; never on libdispatch's queues. Code must not wait on
-//   the pool for work that needs another pool thread (no semaphores in async
-//   code): the pool does not grow.
+// - Blocking calls (a write that may stall, fsync, SQLite, connect, poll,
+//   sigwait) never run on the pool: the pool has as few threads as the
+//   machine has cores, and one parked thread halves it. They run on threads
+//   of their own: a loop on an `OwnedThread` (HCI reader, inotify, accept,
+//   sigwait), or a `ThreadExecutor`, a serial executor on one owned thread,
+//   used as an actor's executor (the handoff engine: SQLite, fsync) or as a
+//   queue of closures (the HCI writer, the control socket's replies), or
+//   `ThreadExecutor.run(name:)` for a rare one-off call (opening a
+//   controller or the state database). Code must not wait on the pool for
+//   work that needs another pool thread (no semaphores in async code): the
+//   pool does not grow.
 // - Nothing may start a thread or a task before `install()` (main's first
 //   line); what does not install it (tests) runs on Swift's default executor.
 

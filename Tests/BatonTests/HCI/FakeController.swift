@@ -17,6 +17,8 @@ final class FakeController: HCITransport, @unchecked Sendable {
   private var failing: [UInt16: HCIStatus] = [:]
   private var holdCompletions = false
   private var heldCompletions = 0
+  private var stalling = false
+  private var stalledNames: [String] = []
 
   /// Opcodes that get no answer at all (as bumble does for some).
   func neverAnswer(_ opcode: UInt16) { _ = locked { silent.insert(opcode) } }
@@ -43,6 +45,17 @@ final class FakeController: HCITransport, @unchecked Sendable {
       condition.broadcast()
     }
   }
+  /// Makes every write block (true) until released (false), as a UART whose
+  /// controller holds CTS does.
+  func stallWrites(_ stall: Bool) {
+    locked {
+      stalling = stall
+      condition.broadcast()
+    }
+  }
+  /// The names of the threads blocked in a stalled write now.
+  var stalledWriters: [String] { locked { stalledNames } }
+
   /// ACL packets the host has sent and the controller has not completed.
   var outstandingACL: Int { locked { heldCompletions } }
 
@@ -57,6 +70,12 @@ final class FakeController: HCITransport, @unchecked Sendable {
   func send(_ packet: [UInt8]) throws {
     condition.lock()
     defer { condition.unlock() }
+    if stalling && !closed {
+      let name = Threads.currentName
+      stalledNames.append(name)
+      while stalling && !closed { condition.wait() }
+      stalledNames.remove(at: stalledNames.firstIndex(of: name)!)
+    }
     if closed { throw TransportError.writeFailed(transport: description, reason: "closed") }
     sentPackets.append(packet)
     if packet.first == 0x01, packet.count >= 3 {

@@ -31,6 +31,40 @@ struct HCIControllerTests {
     #expect(try await controller.send(.reset) == [])
   }
 
+  @Test func aStalledTransportParksOnlyTheWriterThread() async throws {
+    let fake = FakeController()
+    let controller = HCIController(transport: fake, commandTimeout: .milliseconds(300))
+    controller.start(events: { _ in }, data: { _, _ in }, closed: { _ in })
+    defer {
+      fake.stallWrites(false)
+      controller.close()
+    }
+    controller.setACLBuffers(length: 27, count: 8)
+    fake.stallWrites(true)
+    let pdu = L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 7, count: 100))
+    let fragments = ACLPacket.fragments(of: pdu, handle: 1, maximumLength: 27).count
+    let returned = LockedBox(false)
+    Task {
+      try controller.sendACL(handle: 1, pdu: pdu)
+      returned.mutex.withLock { $0 = true }
+    }
+    // The caller returns while the first fragment's write is stuck, and the
+    // thread stuck in it is the writer.
+    #expect(await eventually(20, "sendACL returned") { returned.mutex.withLock { $0 } })
+    #expect(await eventually(20, "a write stalled") { fake.stalledWriters == ["hci-writer"] })
+    // A command queued behind the stuck write times out on time.
+    let error = await #expect(throws: HCIError.self) { try await controller.send(.reset) }
+    if case .commandTimedOut(let command, _) = error {
+      #expect(command == "Reset")
+    } else {
+      Issue.record("expected a timeout, got \(String(describing: error))")
+    }
+    #expect(fake.sent.isEmpty)
+    // Once the controller takes bytes again, every fragment goes out.
+    fake.stallWrites(false)
+    #expect(await eventually(20, "the fragments were written") { fake.sent.count == fragments })
+  }
+
   @Test func failedCommandCarriesTheStatusName() async throws {
     let fake = FakeController()
     let controller = HCIController(transport: fake)
@@ -55,7 +89,9 @@ struct HCIControllerTests {
     try host.controller.sendACL(
       handle: 1, pdu: L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 1, count: 1000)))
     #expect(await fake.wait { fake.outstandingACL == 8 })
-    try await Task.sleep(for: .milliseconds(50))
+    // A command queued after the PDU is written after what flow control
+    // let through: once it is answered, no more fragments went out.
+    try await host.controller.send(.readBufferSize)
     #expect(fake.outstandingACL == 8)
     let aclSent = { fake.sent.filter { $0.first == 0x02 }.count }
     #expect(aclSent() == 8)

@@ -32,6 +32,7 @@ struct L2CAPChannelTests {
   @Test func acceptsAChannelAndSegmentsToThePeersMPS() async throws {
     let (fake, host, _, channel) = try await Self.setUp(credits: 10)
     defer { Task { await host.close() } }
+    _ = await fake.wait { fake.sentSignals(handle: 1).contains { $0.identifier == 7 } }
     let response = fake.sentSignals(handle: 1).first { $0.identifier == 7 }
     guard
       case .connectionResponse(let dcid, let mtu, let mps, let credits, let result)? = response?
@@ -47,15 +48,20 @@ struct L2CAPChannelTests {
     }
     // 100 bytes at MPS 30: 2 + 28, then 30, 30, 12 -> 4 K-frames to CID 0x50.
     try await channel.send((0..<100).map { UInt8($0) })
-    var reassembler = ACLReassembler()
-    var kframes: [[UInt8]] = []
-    for packet in fake.sent {
-      guard let acl = try? ACLPacket.decode(packet), let pdu = try reassembler.feed(acl) else {
-        continue
+    // The K-frames to CID 0x50 written so far.
+    func written() -> [[UInt8]] {
+      var reassembler = ACLReassembler()
+      var kframes: [[UInt8]] = []
+      for packet in fake.sent {
+        guard let acl = try? ACLPacket.decode(packet), let pdu = try? reassembler.feed(acl),
+          let frame = try? L2CAPFrame.decode(pdu), frame.cid == 0x0050
+        else { continue }
+        kframes.append(frame.payload)
       }
-      let frame = try L2CAPFrame.decode(pdu)
-      if frame.cid == 0x0050 { kframes.append(frame.payload) }
+      return kframes
     }
+    #expect(await fake.wait { written().count == 4 })
+    let kframes = written()
     #expect(kframes.map(\.count) == [30, 30, 30, 12])
     #expect(Array(kframes.joined().dropFirst(2)) == (0..<100).map { UInt8($0) })
   }
@@ -76,11 +82,13 @@ struct L2CAPChannelTests {
       for frame in frames { fake.inject(FakeController.acl(handle: 1, cid: cid, frame)) }
     }
     for _ in 0..<20 { #expect(try await channel.receive() == message) }
-    let granted = fake.sentSignals(handle: 1).compactMap { signal -> UInt16? in
-      if case .flowControlCredit(let c, let n) = signal.body, c == cid { return n }
-      return nil
+    let granted = {
+      fake.sentSignals(handle: 1).compactMap { signal -> UInt16? in
+        if case .flowControlCredit(let c, let n) = signal.body, c == cid { return n }
+        return nil
+      }.reduce(0, +)
     }
-    #expect(granted.reduce(0, +) >= 32)
+    #expect(await fake.wait { granted() >= 32 })
   }
 
   @Test func unknownAndMalformedSignallingGetCommandReject() async throws {
@@ -152,9 +160,12 @@ struct L2CAPChannelTests {
     fake.inject(FakeController.acl(handle: 1, cid: 5, request.encoded))
     #expect(try await channel.receive() == nil)
     #expect(
-      fake.sentSignals(handle: 1).contains {
-        $0.identifier == 3
-          && $0.body == .disconnectionResponse(destinationCID: channel.localCID, sourceCID: 0x0050)
+      await fake.wait {
+        fake.sentSignals(handle: 1).contains {
+          $0.identifier == 3
+            && $0.body
+              == .disconnectionResponse(destinationCID: channel.localCID, sourceCID: 0x0050)
+        }
       })
     fake.inject(
       HCIEvent.disconnectionComplete(status: .success, handle: 1, reason: .remoteUserTerminated)

@@ -4,12 +4,6 @@ import Testing
 
 @testable import BatonSystem
 
-/// The calling thread's name (/proc/thread-self/comm).
-private func threadName() -> String {
-  (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?
-    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-}
-
 /// Voluntary plus involuntary context switches of this process's threads
 /// whose name starts with `prefix`.
 private func contextSwitches(ofThreadsNamed prefix: String) -> Int {
@@ -55,7 +49,7 @@ private final class Rendezvous: @unchecked Sendable {
   @Test func jobsRunOnThePoolsThreads() async {
     let pool = PoolExecutor(threads: 2, name: "test-own", timers: Timers(name: "test-timers"))
     let names = await withTaskGroup(of: String.self, returning: Set<String>.self) { group in
-      for _ in 0..<50 { group.addTask(executorPreference: pool) { threadName() } }
+      for _ in 0..<50 { group.addTask(executorPreference: pool) { Threads.currentName } }
       return await group.reduce(into: Set<String>()) { $0.insert($1) }
     }
     #expect(!names.isEmpty)
