@@ -127,11 +127,7 @@ public final class AgentDaemon: Sendable {
         notifier.stopping()
         server.close()
         coreTask.cancel()
-        let deadline = settings.stopTimeout
-        Task {
-          try? await Timers.shared.sleep(for: deadline)
-          eventSink.yield(.stopDeadline)
-        }
+        Timers.shared.schedule(after: settings.stopTimeout) { eventSink.yield(.stopDeadline) }
       case .coreFinished(let error):
         if let error, !(error is CancellationError) {
           log.error("the agent stopped: \(error)")

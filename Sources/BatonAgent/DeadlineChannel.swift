@@ -1,14 +1,16 @@
 import BatonSystem
 import Synchronization
 
-/// A message channel whose every send and receive must finish within
-/// `deadline`; otherwise the channel is closed (which wakes the stuck
-/// operation) and the operation fails with `DeadlineChannel.Expired`.
+/// A message channel whose every send must finish within `deadline`;
+/// otherwise the channel is closed (which wakes the stuck send) and the send
+/// fails with `DeadlineChannel.Expired`.
 ///
 /// A peer that vanishes without disconnecting (a killed agent whose
 /// controller keeps the link up, or one gone out of range before the
 /// supervision timeout) would otherwise leave a sender waiting for L2CAP
-/// credits that never come.
+/// credits that never come. Receives are not bounded here: the session
+/// bounds each one itself (`HandoffPolicy.receiveTimeout`), and two
+/// deadlines on one receive would race to say why it ended.
 final class DeadlineChannel: MessageChannel {
   struct Expired: Error, CustomStringConvertible {
     let operation: String
@@ -20,7 +22,7 @@ final class DeadlineChannel: MessageChannel {
 
   let inner: any MessageChannel
   let deadline: Duration
-  private let expired = Mutex<String?>(nil)
+  private let expired = Mutex(false)
 
   init(_ inner: any MessageChannel, deadline: Duration) {
     self.inner = inner
@@ -30,35 +32,24 @@ final class DeadlineChannel: MessageChannel {
   var maximumMessageSize: Int { inner.maximumMessageSize }
 
   func send(_ message: [UInt8]) async throws {
-    try await guarded("sending") { try await self.inner.send(message) }
-  }
-
-  func receive() async throws -> [UInt8]? {
-    try await guarded("receiving") { try await self.inner.receive() }
-  }
-
-  func close() async { await inner.close() }
-
-  private func guarded<T: Sendable>(_ operation: String, _ body: @Sendable () async throws -> T)
-    async throws -> T
-  {
-    let watchdog = Task {
-      try await Timers.shared.sleep(for: self.deadline)
-      self.expired.withLock { $0 = operation }
+    let expire: @Sendable () async -> Void = {
+      self.expired.withLock { $0 = true }
       await self.inner.close()
     }
-    defer { watchdog.cancel() }
     do {
-      let value = try await body()
-      if let what = expired.withLock({ $0 }) {
-        throw Expired(operation: what, seconds: deadline.components.seconds)
+      try await Timers.shared.withDeadline(deadline, onExpiry: expire) {
+        try await inner.send(message)
       }
-      return value
     } catch {
-      if let what = expired.withLock({ $0 }) {
-        throw Expired(operation: what, seconds: deadline.components.seconds)
-      }
-      throw error
+      // A send that failed because the deadline closed the channel says why.
+      if !expired.withLock({ $0 }) { throw error }
+    }
+    if expired.withLock({ $0 }) {
+      throw Expired(operation: "sending", seconds: deadline.components.seconds)
     }
   }
+
+  func receive() async throws -> [UInt8]? { try await inner.receive() }
+
+  func close() async { await inner.close() }
 }

@@ -124,23 +124,23 @@ public final class HCIController: Sendable {
       return s.nextID
     }
     let limit = timeout ?? commandTimeout
-    let timer = Task { [weak self] in
-      try await Timers.shared.sleep(for: limit)
+    log.debug("command \(command.name)")
+    let expire: @Sendable () async -> Void = { [weak self] in
       self?.timeOut(id: id, command: command.name, after: limit)
     }
-    defer { timer.cancel() }
-    log.debug("command \(command.name)")
-    let returned = try await withCheckedThrowingContinuation {
-      (continuation: CheckedContinuation<[UInt8], any Error>) in
-      let failure = state.withLock { s -> (any Error)? in
-        if let reason = s.closedReason { return reason }
-        s.queuedCommands.append((id, command.opcode, packet, continuation))
-        return nil
-      }
-      if let failure {
-        continuation.resume(throwing: failure)
-      } else {
-        pump()
+    let returned = try await Timers.shared.withDeadline(limit, onExpiry: expire) {
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<[UInt8], any Error>) in
+        let failure = state.withLock { s -> (any Error)? in
+          if let reason = s.closedReason { return reason }
+          s.queuedCommands.append((id, command.opcode, packet, continuation))
+          return nil
+        }
+        if let failure {
+          continuation.resume(throwing: failure)
+        } else {
+          pump()
+        }
       }
     }
     guard let status = returned.first else {

@@ -1,4 +1,5 @@
 import BatonSystem
+import Synchronization
 
 /// Who a handshake proved the peer to be.
 package struct PeerIdentity: Sendable, Equatable {
@@ -346,26 +347,27 @@ package struct SecureChannel {
 func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer: String)
   async throws -> [UInt8]?
 {
-  enum Outcome: Sendable {
-    case message([UInt8]?)
-    case timedOut
+  final class Expiry: Sendable {
+    let passed = Mutex(false)
   }
-  let first = try await withThrowingTaskGroup(of: Outcome.self) { group in
-    group.addTask { .message(try await channel.receive()) }
-    group.addTask {
-      try await Timers.shared.sleep(for: timeout)
-      return .timedOut
+  let expiry = Expiry()
+  let expire: @Sendable () async -> Void = {
+    expiry.passed.withLock { $0 = true }
+    await channel.close()
+  }
+  // Closing the channel ends the receive, with nil or an error: either way
+  // the peer's silence is what the caller learns.
+  let message: [UInt8]?
+  do {
+    message = try await Timers.shared.withDeadline(timeout, onExpiry: expire) {
+      try await channel.receive()
     }
-    let first = try await group.next()!
-    if case .timedOut = first { await channel.close() }
-    group.cancelAll()
-    return first
+  } catch {
+    if !expiry.passed.withLock({ $0 }) { throw error }
+    message = nil
   }
-  switch first {
-  case .message(let message): return message
-  case .timedOut:
-    throw HandoffError.timeout(
-      peer: peer,
-      seconds: timeout.secondsValue)
+  if expiry.passed.withLock({ $0 }) {
+    throw HandoffError.timeout(peer: peer, seconds: timeout.secondsValue)
   }
+  return message
 }

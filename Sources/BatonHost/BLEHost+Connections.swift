@@ -21,8 +21,7 @@ extension BLEHost {
       s.nextID += 1
       return s.nextID
     }
-    let timer = Task { [weak self] in
-      try await Timers.shared.sleep(for: timeout)
+    let expire: @Sendable () async -> Void = { [weak self] in
       guard let self else { return }
       let pending = state.withLock { s -> PendingConnect? in
         guard let pending = s.pendingConnect, pending.id == id else { return nil }
@@ -34,40 +33,10 @@ extension BLEHost {
       pending.continuation.resume(
         throwing: HCIError.connectionTimedOut(peer: peer, seconds: timeout.secondsValue))
     }
-    defer { timer.cancel() }
     log.info("connecting to \(peer) (\(addressType))")
     do {
-      return try await withCheckedThrowingContinuation {
-        (continuation: CheckedContinuation<LEConnection, any Error>) in
-        let closed = state.withLock { s -> (any Error)? in
-          if s.finished { return s.closeReason ?? HCIError.closed }
-          s.pendingConnect = PendingConnect(id: id, peer: peer, continuation: continuation)
-          return nil
-        }
-        if let closed {
-          continuation.resume(throwing: closed)
-          return
-        }
-        Task {
-          do {
-            try await controller.send(
-              .leCreateConnection(.init(peerAddressType: addressType, peerAddress: peer)))
-          } catch {
-            let abandoned = state.withLock { $0.abandonedConnect }
-            let pending = state.withLock { s -> PendingConnect? in
-              guard let pending = s.pendingConnect, pending.id == id else { return nil }
-              s.pendingConnect = nil
-              return pending
-            }
-            var failure = error
-            if case HCIError.commandFailed(_, let status) = error, status == .commandDisallowed,
-              let abandoned
-            {
-              failure = HCIError.connectionAttemptPending(peer: abandoned)
-            }
-            pending?.continuation.resume(throwing: failure)
-          }
-        }
+      return try await Timers.shared.withDeadline(timeout, onExpiry: expire) {
+        try await connectionComplete(to: peer, addressType: addressType, id: id)
       }
     } catch let error as HCIError {
       if case .connectionTimedOut = error {
@@ -75,6 +44,45 @@ extension BLEHost {
         _ = try? await controller.send(.leCreateConnectionCancel, timeout: .milliseconds(500))
       }
       throw error
+    }
+  }
+
+  /// Sends LE Create Connection and waits, without a bound, for the
+  /// connection (or for the attempt to fail).
+  private func connectionComplete(
+    to peer: BluetoothAddress, addressType: AddressType, id: UInt64
+  ) async throws -> LEConnection {
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<LEConnection, any Error>) in
+      let closed = state.withLock { s -> (any Error)? in
+        if s.finished { return s.closeReason ?? HCIError.closed }
+        s.pendingConnect = PendingConnect(id: id, peer: peer, continuation: continuation)
+        return nil
+      }
+      if let closed {
+        continuation.resume(throwing: closed)
+        return
+      }
+      Task {
+        do {
+          try await controller.send(
+            .leCreateConnection(.init(peerAddressType: addressType, peerAddress: peer)))
+        } catch {
+          let abandoned = state.withLock { $0.abandonedConnect }
+          let pending = state.withLock { s -> PendingConnect? in
+            guard let pending = s.pendingConnect, pending.id == id else { return nil }
+            s.pendingConnect = nil
+            return pending
+          }
+          var failure = error
+          if case HCIError.commandFailed(_, let status) = error, status == .commandDisallowed,
+            let abandoned
+          {
+            failure = HCIError.connectionAttemptPending(peer: abandoned)
+          }
+          pending?.continuation.resume(throwing: failure)
+        }
+      }
     }
   }
 
@@ -93,14 +101,14 @@ extension BLEHost {
       }
       return
     }
-    let timer = Task { [weak self] in
-      try await Timers.shared.sleep(for: .seconds(2))
+    let expire: @Sendable () async -> Void = { [weak self] in
       guard let self, connection.isConnected else { return }
       log.warning("\(connection): no Disconnection Complete within 2 s; forgetting it")
       disconnectionComplete(handle: connection.handle, reason: .localHostTerminated)
     }
-    _ = await connection.waitForDisconnection()
-    timer.cancel()
+    _ = await Timers.shared.withDeadline(.seconds(2), onExpiry: expire) {
+      await connection.waitForDisconnection()
+    }
   }
 
   /// Opens an L2CAP LE credit-based channel to `psm` (0x0080-0x00FF) on the peer.

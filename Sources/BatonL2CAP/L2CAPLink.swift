@@ -90,13 +90,20 @@ package final class L2CAPLink: Sendable {
     _ body: L2CAPSignal.Body, what: String, identifier: UInt8? = nil
   ) async throws -> L2CAPSignal.Body {
     let identifier = identifier ?? nextIdentifier()
-    let timer = Task { [weak self] in
-      try await Timers.shared.sleep(for: L2CAPLink.responseTimeout)
+    let expire: @Sendable () async -> Void = { [weak self] in
       let waiter = self?.state.withLock { $0.pending.removeValue(forKey: identifier) }
       waiter?.resume(throwing: L2CAPError.timedOut(what))
     }
-    defer { timer.cancel() }
-    return try await withCheckedThrowingContinuation { continuation in
+    return try await Timers.shared.withDeadline(L2CAPLink.responseTimeout, onExpiry: expire) {
+      try await response(to: body, identifier: identifier)
+    }
+  }
+
+  /// Sends a request and waits, without a bound, for its response.
+  private func response(to body: L2CAPSignal.Body, identifier: UInt8) async throws
+    -> L2CAPSignal.Body
+  {
+    try await withCheckedThrowingContinuation { continuation in
       let closed = state.withLock { s -> String? in
         if let reason = s.closed { return reason }
         s.pending[identifier] = continuation

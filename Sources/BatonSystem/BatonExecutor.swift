@@ -13,8 +13,11 @@
 //   times. libdispatch's global queues are never used, so its 1 Hz manager
 //   timer (`_dispatch_workq_monitor_pools`) never starts.
 // - Time: `Timers.shared` is the one deadline facility (a thread with a
-//   deadline heap that sleeps exactly until the next deadline). With the
-//   executor installed, `Task.sleep` is scheduled there as well.
+//   deadline heap that sleeps exactly until the next deadline). A wait that
+//   needs a bound (a command's answer, a connection, a peer's message) runs
+//   under `Timers.shared.withDeadline(_:onExpiry:_:)`, whose expiry ends it;
+//   a delay is `Timers.shared.sleep`; an action later is `schedule(after:)`.
+//   With the executor installed, `Task.sleep` is scheduled there as well.
 // - Blocking calls (a write that may stall, fsync, SQLite, connect, poll,
 //   sigwait) never run on the pool: the pool has as few threads as the
 //   machine has cores, and one parked thread halves it. They run on threads

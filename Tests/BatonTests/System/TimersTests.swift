@@ -41,6 +41,12 @@ private final class Countdown: @unchecked Sendable {
     let fired = LockedBox<[Int]>([])
     let early = LockedBox(0)
     let countdown = Countdown(deadlines.count)
+    // The timer thread is held (in an action due now) until every timer is
+    // in: on a loaded machine scheduling may take longer than 20 ms, and a
+    // deadline that passed before a smaller one was added fires first.
+    let held = ConditionLock()
+    held.lock()
+    timers.schedule(after: .zero) { held.withLock {} }
     for (index, deadline) in deadlines.enumerated() {
       timers.schedule(deadline: deadline) {
         if MonotonicTime.now() < deadline { early.mutex.withLock { $0 += 1 } }
@@ -48,6 +54,7 @@ private final class Countdown: @unchecked Sendable {
         countdown.tick()
       }
     }
+    held.unlock()
     await countdown.wait()
     let expected = deadlines.indices.sorted { (deadlines[$0], $0) < (deadlines[$1], $1) }
     #expect(fired.mutex.withLock { $0 } == expected)
@@ -128,5 +135,55 @@ private final class Countdown: @unchecked Sendable {
     }
     await #expect(throws: CancellationError.self) { try await task.value }
     #expect(timers.pendingCount == 0)
+  }
+
+  @Test func anOperationPastItsDeadlineIsEndedByTheExpiry() async {
+    let timers = Timers(name: "test-deadline")
+    let expired = Countdown(1)
+    let ended = LockedBox(false)
+    let start = ContinuousClock.now
+    // The operation waits for a signal only the expiry gives.
+    let expire: @Sendable () async -> Void = { expired.tick() }
+    await timers.withDeadline(.milliseconds(50), onExpiry: expire) {
+      await expired.wait()
+      ended.mutex.withLock { $0 = true }
+    }
+    #expect(ended.mutex.withLock { $0 })
+    #expect(ContinuousClock.now - start >= .milliseconds(50))
+    #expect(timers.pendingCount == 0)
+  }
+
+  @Test func anOperationThatEndsFirstCancelsItsDeadline() async throws {
+    let timers = Timers(name: "test-deadline")
+    let expiries = LockedBox(0)
+    let count: @Sendable () async -> Void = { expiries.mutex.withLock { $0 += 1 } }
+    let value = try await timers.withDeadline(.seconds(600), onExpiry: count) {
+      () throws -> Int in 42
+    }
+    #expect(value == 42)
+    #expect(timers.pendingCount == 0)
+    struct Failed: Error {}
+    await #expect(throws: Failed.self) {
+      try await timers.withDeadline(.seconds(600), onExpiry: count) { throw Failed() }
+    }
+    #expect(timers.pendingCount == 0)
+    #expect(expiries.mutex.withLock { $0 } == 0)
+  }
+
+  @Test func theOperationRunsInTheCallersIsolation() async {
+    actor Counter {
+      var value = 0
+      func bump(_ timers: Timers) async {
+        let nothing: @Sendable () async -> Void = {}
+        await timers.withDeadline(.seconds(600), onExpiry: nothing) {
+          value += 1  // actor state, no hop: the closure is isolated to self
+          await Task.yield()
+          value += 1
+        }
+      }
+    }
+    let counter = Counter()
+    await counter.bump(Timers(name: "test-deadline"))
+    #expect(await counter.value == 2)
   }
 }
