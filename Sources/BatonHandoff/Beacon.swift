@@ -1,3 +1,5 @@
+import BatonSystem
+
 /// What a beacon tells a peer holding the group key (PROTOCOL.md, "The beacon").
 public struct BeaconContent: Hashable, Sendable, CustomStringConvertible {
   /// The protocol version (1).
