@@ -115,18 +115,15 @@ struct DaemonHarness {
 
   /// Waits until the control socket answers.
   func waitUntilListening() async throws {
-    for _ in 0..<1000 {
-      let path = socketPath
-      if await onThread({ () -> Bool in
+    let path = socketPath
+    let listening = await eventually(10, "the control socket answers") {
+      await onThread { () -> Bool in
         guard let socket = try? UnixSocket.connect(path: path) else { return false }
         socket.close()
         return true
-      }) {
-        return
       }
-      try await Task.sleep(for: .milliseconds(10))
     }
-    Issue.record("the daemon did not open \(socketPath)")
+    if !listening { Issue.record("the daemon did not open \(socketPath)") }
   }
 
   /// A request from a thread of its own: blocking socket calls must not
@@ -222,7 +219,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     next.folders.append(FolderConfiguration(name: "todo", path: "/t", activityType: "org.x.todo"))
     harness.reloadResult.withLock { $0 = .success(next) }
     harness.signals.yield(.hangUp)
-    try await waitFor { harness.core.state.withLock { $0.reloads.count } == 1 }
+    #expect(
+      await eventually(10, "the reload") { harness.core.state.withLock { $0.reloads.count } == 1 })
     #expect(harness.core.state.withLock { $0.reloads } == [next])
     #expect(harness.core.state.withLock { $0.reloadKeys } == [DaemonHarness.key])
 
@@ -233,7 +231,8 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     harness.signals.yield(.hangUp)
     // The second SIGHUP was handled (the configuration was read again), and
     // the bad configuration did not reach the core.
-    try await waitFor { harness.reloadResult.reads.withLock { $0 } == 2 }
+    #expect(
+      await eventually(10, "the second read") { harness.reloadResult.reads.withLock { $0 } == 2 })
     #expect(try await harness.request(.status).ok)
     #expect(harness.core.state.withLock { $0.reloads.count } == 1)
 
@@ -285,14 +284,6 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await #expect(throws: ControlClientError.notRunning(path: harness.socketPath, stale: false)) {
       try await harness.request(.status)
     }
-  }
-
-  func waitFor(_ condition: @Sendable () -> Bool) async throws {
-    for _ in 0..<1000 {
-      if condition() { return }
-      try await Task.sleep(for: .milliseconds(10))
-    }
-    Issue.record("condition not met within 10 s")
   }
 }
 

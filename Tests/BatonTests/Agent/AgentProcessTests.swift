@@ -12,25 +12,27 @@ import Testing
 /// for the handoff agent on a simulated controller.
 @Suite struct AgentProcessTests {
   func start(_ sandbox: BatonSandbox, _ extra: [String] = [], environment: [String: String] = [:])
-    throws -> (ChildProcess, String)
+    async throws -> (ChildProcess, String)
   {
     let log = sandbox.path + "/agent.log"
     let controller = try sandbox.radio().spec(0)
     let agent = try sandbox.startAgent(
       ["--notes", sandbox.notes, "--controller", controller, "--name", "desk"] + extra,
       log: log, environment: environment)
-    sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
+    #expect(
+      await eventually(10, "the agent listens") { sandbox.contents(log).contains("control socket") }
+    )
     return (agent, log)
   }
 
   @Test(arguments: [SIGTERM, SIGINT])
-  func stopsOnSignalWithinTwoSecondsAndCleansUp(_ signal: Int32) throws {
+  func stopsOnSignalWithinTwoSecondsAndCleansUp(_ signal: Int32) async throws {
     let sandbox = try BatonSandbox()
-    let (agent, log) = try start(sandbox)
+    let (agent, log) = try await start(sandbox)
     #expect(access(sandbox.socketPath, F_OK) == 0)
     let started = Date()
     agent.signal(signal)
-    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(await eventually(10, "the agent exits") { agent.hasExited })
     let elapsed = Date().timeIntervalSince(started)
     #expect(agent.wait() == 0)
     #expect(elapsed < 2)
@@ -43,9 +45,9 @@ import Testing
 
   /// Two agents on one state folder would share a device id: the second is
   /// refused, with the first one's pid, and the first carries on.
-  @Test func aSecondAgentOnTheSameStateFolderIsRefused() throws {
+  @Test func aSecondAgentOnTheSameStateFolderIsRefused() async throws {
     let sandbox = try BatonSandbox()
-    let (first, _) = try start(sandbox)
+    let (first, _) = try await start(sandbox)
     defer { first.stop() }
     let log = sandbox.path + "/second.log"
     let second = try sandbox.startAgent(
@@ -53,7 +55,7 @@ import Testing
         "--notes", sandbox.notes, "--controller", try sandbox.radio().spec(0), "--name", "copy",
         "--socket", sandbox.path + "/run/second",
       ], log: log)
-    sandbox.waitUntil("the second agent exits") { second.hasExited }
+    #expect(await eventually(10, "the second agent exits") { second.hasExited })
     #expect(second.hasExited, "a second agent runs on the same state folder")
     if !second.hasExited { second.stop() }
     #expect(second.wait() == 1)
@@ -63,9 +65,9 @@ import Testing
     #expect(try sandbox.run(["status"]).status == 0)
   }
 
-  @Test func answersStatusWhileRunning() throws {
+  @Test func answersStatusWhileRunning() async throws {
     let sandbox = try BatonSandbox()
-    let (agent, _) = try start(sandbox)
+    let (agent, _) = try await start(sandbox)
     defer { agent.stop() }
     let status = try sandbox.run(["status"])
     #expect(status.status == 0)
@@ -100,7 +102,7 @@ import Testing
     #expect(second.stderr.contains("<3>agent: another agent is already running"))
   }
 
-  @Test func reloadsOnSIGHUPAndKeepsTheOldConfigurationWhenTheNewOneIsBad() throws {
+  @Test func reloadsOnSIGHUPAndKeepsTheOldConfigurationWhenTheNewOneIsBad() async throws {
     let sandbox = try BatonSandbox()
     let other = sandbox.path + "/other"
     try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
@@ -109,14 +111,19 @@ import Testing
     let log = sandbox.path + "/agent.log"
     let agent = try sandbox.startAgent(["--controller", try sandbox.radio().spec(0)], log: log)
     defer { agent.stop() }
-    sandbox.waitUntil("the agent listens") { sandbox.contents(log).contains("control socket") }
+    #expect(
+      await eventually(10, "the agent listens") { sandbox.contents(log).contains("control socket") }
+    )
     #expect(try sandbox.run(["status", "--json"]).stdout.contains("\"name\":\"desk\""))
 
     try sandbox.write(
       "[agent]\nname = desk2\n[folder notes]\npath = ~/notes\n[folder other]\npath = ~/other\nactivity-type = org.example.other\n",
       to: sandbox.configFile)
     agent.signal(SIGHUP)
-    sandbox.waitUntil("the reload is logged") { sandbox.contents(log).contains("reloaded: desk2") }
+    #expect(
+      await eventually(10, "the reload is logged") {
+        sandbox.contents(log).contains("reloaded: desk2")
+      })
     var status = try ControlCoding.decode(
       AgentStatus.self, from: Array(try sandbox.run(["status", "--json"]).stdout.utf8))
     #expect(status.name == "desk2")
@@ -124,9 +131,10 @@ import Testing
 
     try sandbox.write("[agent]\nname = desk3\nmax-note-size = huge\n", to: sandbox.configFile)
     agent.signal(SIGHUP)
-    sandbox.waitUntil("the failed reload is logged") {
-      sandbox.contents(log).contains("reload failed")
-    }
+    #expect(
+      await eventually(10, "the failed reload is logged") {
+        sandbox.contents(log).contains("reload failed")
+      })
     #expect(
       sandbox.contents(log).contains(
         "<3>agent: \(sandbox.configFile):3: key 'max-note-size': 'huge' is not valid; expected a size in bytes"
@@ -138,11 +146,11 @@ import Testing
     #expect(status.folders.count == 2)
 
     agent.signal(SIGTERM)
-    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(await eventually(10, "the agent exits") { agent.hasExited })
     #expect(agent.wait() == 0)
   }
 
-  @Test func failsAtStartWithABadConfigurationOrKey() throws {
+  @Test func failsAtStartWithABadConfigurationOrKey() async throws {
     let sandbox = try BatonSandbox()
     try sandbox.write(
       "[agent]\ncontroller = usb\n[folder n]\npath = ~/notes\n", to: sandbox.configFile)
@@ -156,10 +164,12 @@ import Testing
     chmod(sandbox.keyFile, 0o640)
     let key = try sandbox.run(["agent", "--notes", sandbox.notes, "--controller", "hci0"])
     #expect(key.status == 1)
-    #expect(key.stderr.hasPrefix("<3>agent: key file \(sandbox.keyFile) is readable by its group (mode 640)"))
+    #expect(
+      key.stderr.hasPrefix(
+        "<3>agent: key file \(sandbox.keyFile) is readable by its group (mode 640)"))
   }
 
-  @Test func tellsSystemdItIsReadyAndStopping() throws {
+  @Test func tellsSystemdItIsReadyAndStopping() async throws {
     let sandbox = try BatonSandbox()
     let notifyPath = sandbox.path + "/notify"
     let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -184,7 +194,7 @@ import Testing
       return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : ""
     }
 
-    let (agent, _) = try start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
+    let (agent, _) = try await start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
     let ready = receive()
     #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:"))
     #expect(ready.hasSuffix(", watching \(sandbox.notes)"))
@@ -193,22 +203,22 @@ import Testing
     #expect(receive().hasPrefix("READY=1\n"))
     agent.signal(SIGTERM)
     #expect(receive() == "STOPPING=1\nSTATUS=Stopping")
-    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(await eventually(10, "the agent exits") { agent.hasExited })
     #expect(agent.wait() == 0)
   }
 
-  @Test func replacesAStaleSocketAtStart() throws {
+  @Test func replacesAStaleSocketAtStart() async throws {
     let sandbox = try BatonSandbox()
     try FileManager.default.createDirectory(
       atPath: sandbox.path + "/run/baton", withIntermediateDirectories: true)
     let stale = try UnixSocket.listen(path: sandbox.socketPath)
     stale.close()
-    let (agent, log) = try start(sandbox)
+    let (agent, log) = try await start(sandbox)
     #expect(
       sandbox.contents(log).contains("<5>control: removing stale socket \(sandbox.socketPath)\n"))
     #expect(try sandbox.run(["status"]).status == 0)
     agent.signal(SIGTERM)
-    sandbox.waitUntil("the agent exits") { agent.hasExited }
+    #expect(await eventually(10, "the agent exits") { agent.hasExited })
     #expect(agent.wait() == 0)
   }
 }

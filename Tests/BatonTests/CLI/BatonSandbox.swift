@@ -92,16 +92,6 @@ final class BatonSandbox: Sendable {
       environment: environment.merging(extra) { $1 })
   }
 
-  /// Waits (up to 10 s) until `condition` holds.
-  func waitUntil(_ what: String, _ condition: () -> Bool) {
-    let deadline = Date().addingTimeInterval(10)
-    while Date() < deadline {
-      if condition() { return }
-      usleep(20_000)
-    }
-    Issue.record("timed out waiting until \(what)")
-  }
-
   func contents(_ file: String) -> String {
     (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
   }

@@ -160,19 +160,6 @@ enum EndToEndError: Error, CustomStringConvertible {
   }
 }
 
-/// Polls `condition` every 50 ms until it holds or `seconds` pass. Sleeps
-/// without blocking a thread of the cooperative pool.
-func eventually(
-  _ seconds: Double = 20, _ what: String = "condition", _ condition: () throws -> Bool
-) async rethrows -> Bool {
-  let deadline = Date().addingTimeInterval(seconds)
-  while Date() < deadline {
-    if try condition() { return true }
-    try? await Task.sleep(for: .milliseconds(50))
-  }
-  return try condition()
-}
-
 /// A group of agents on one fresh simulated radio, sharing a key file.
 final class AgentGroup: @unchecked Sendable {
   let radio: SimulatedRadio

@@ -123,6 +123,8 @@ import Testing
     try a.save("secret.md", "Secret\nfor the group only\n")
     try stranger.save("spam.md", "Spam\nnot for the group\n")
     #expect(await eventually(20, "note in B") { b.read("secret.md") != nil }, "\(group.logs)")
+    // A measurement window, not synchronisation: nothing signals that a
+    // stranger did not connect, so it gets the time a note takes to cross.
     try await Task.sleep(for: .seconds(3))
     #expect(stranger.files() == ["spam.md"], "\(group.logs)")
     #expect(a.read("spam.md") == nil && b.read("spam.md") == nil, "\(group.logs)")

@@ -155,16 +155,6 @@ final class FakeController: HCITransport, @unchecked Sendable {
     }
   }
 
-  /// Waits until `predicate` holds (at most `seconds`).
-  func wait(seconds: Double = 3, until predicate: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-      if predicate() { return true }
-      try? await Task.sleep(for: .milliseconds(5))
-    }
-    return predicate()
-  }
-
   /// One ACL packet carrying a whole L2CAP PDU from the peer.
   static func acl(handle: UInt16, cid: UInt16, _ payload: [UInt8]) -> [UInt8] {
     ACLPacket(

@@ -88,7 +88,7 @@ struct HCIControllerTests {
     // 40 fragments' worth of PDU.
     try host.controller.sendACL(
       handle: 1, pdu: L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 1, count: 1000)))
-    #expect(await fake.wait { fake.outstandingACL == 8 })
+    #expect(await eventually { fake.outstandingACL == 8 })
     // A command queued after the PDU is written after what flow control
     // let through: once it is answered, no more fragments went out.
     try await host.controller.send(.readBufferSize)
@@ -96,9 +96,9 @@ struct HCIControllerTests {
     let aclSent = { fake.sent.filter { $0.first == 0x02 }.count }
     #expect(aclSent() == 8)
     fake.completeHeld()
-    #expect(await fake.wait { fake.outstandingACL == 8 && aclSent() == 16 })
+    #expect(await eventually { fake.outstandingACL == 8 && aclSent() == 16 })
     fake.holdACLCompletions(false)
-    #expect(await fake.wait { aclSent() == (1004 + 26) / 27 })
+    #expect(await eventually { aclSent() == (1004 + 26) / 27 })
     let fragments = fake.sent.filter { $0.first == 0x02 }
     #expect(fragments.allSatisfy { $0.count <= 5 + 27 })
   }

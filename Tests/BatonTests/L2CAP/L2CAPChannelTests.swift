@@ -32,7 +32,7 @@ struct L2CAPChannelTests {
   @Test func acceptsAChannelAndSegmentsToThePeersMPS() async throws {
     let (fake, host, _, channel) = try await Self.setUp(credits: 10)
     defer { Task { await host.close() } }
-    _ = await fake.wait { fake.sentSignals(handle: 1).contains { $0.identifier == 7 } }
+    _ = await eventually { fake.sentSignals(handle: 1).contains { $0.identifier == 7 } }
     let response = fake.sentSignals(handle: 1).first { $0.identifier == 7 }
     guard
       case .connectionResponse(let dcid, let mtu, let mps, let credits, let result)? = response?
@@ -60,7 +60,7 @@ struct L2CAPChannelTests {
       }
       return kframes
     }
-    #expect(await fake.wait { written().count == 4 })
+    #expect(await eventually { written().count == 4 })
     let kframes = written()
     #expect(kframes.map(\.count) == [30, 30, 30, 12])
     #expect(Array(kframes.joined().dropFirst(2)) == (0..<100).map { UInt8($0) })
@@ -88,7 +88,7 @@ struct L2CAPChannelTests {
         return nil
       }.reduce(0, +)
     }
-    #expect(await fake.wait { granted() >= 32 })
+    #expect(await eventually { granted() >= 32 })
   }
 
   @Test func unknownAndMalformedSignallingGetCommandReject() async throws {
@@ -96,7 +96,7 @@ struct L2CAPChannelTests {
     defer { Task { await host.close() } }
     fake.inject(FakeController.acl(handle: 1, cid: 5, [0x77, 0x21, 0x00, 0x00]))
     fake.inject(FakeController.acl(handle: 1, cid: 5, [0x06, 0x22, 0x02, 0x00, 0x40, 0x00]))
-    let rejected = await fake.wait {
+    let rejected = await eventually {
       let ids = fake.sentSignals(handle: 1).compactMap { s -> UInt8? in
         if case .commandReject(let reason, _) = s.body, reason == 0 { return s.identifier }
         return nil
@@ -109,7 +109,7 @@ struct L2CAPChannelTests {
       identifier: 9,
       body: .connectionRequest(psm: 0x00F0, sourceCID: 0x0051, mtu: 100, mps: 30, credits: 1))
     fake.inject(FakeController.acl(handle: 1, cid: 5, request.encoded))
-    let refused = await fake.wait {
+    let refused = await eventually {
       fake.sentSignals(handle: 1).contains {
         if case .connectionResponse(_, _, _, _, let result) = $0.body, $0.identifier == 9 {
           return result == 0x0002
@@ -127,7 +127,7 @@ struct L2CAPChannelTests {
       FakeController.acl(handle: 1, cid: channel.localCID, [UInt8](repeating: 0, count: 2049)))
     #expect(try await channel.receive() == nil)
     #expect(channel.isClosed)
-    let disconnected = await fake.wait {
+    let disconnected = await eventually {
       fake.sentSignals(handle: 1).contains {
         if case .disconnectionRequest(let d, let s) = $0.body {
           return d == 0x0050 && s == channel.localCID
@@ -147,7 +147,7 @@ struct L2CAPChannelTests {
     for _ in 0..<65 {
       fake.inject(FakeController.acl(handle: 1, cid: channel.localCID, [1, 0, 0xAB]))
     }
-    _ = await fake.wait { channel.isClosed }
+    _ = await eventually { channel.isClosed }
     #expect(channel.isClosed)
   }
 
@@ -160,7 +160,7 @@ struct L2CAPChannelTests {
     fake.inject(FakeController.acl(handle: 1, cid: 5, request.encoded))
     #expect(try await channel.receive() == nil)
     #expect(
-      await fake.wait {
+      await eventually {
         fake.sentSignals(handle: 1).contains {
           $0.identifier == 3
             && $0.body

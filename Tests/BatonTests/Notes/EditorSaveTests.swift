@@ -40,7 +40,7 @@ import Testing
     }
     defer { fixture.close() }
     let inodeBefore = inode(fixture.path("note.md"))
-    let target = try save(with: editor, fixture: fixture, outside: outside)
+    let target = try await save(with: editor, fixture: fixture, outside: outside)
     let final = try #require(fixture.bytes(target))
     #expect(final != EditorSaveTests.initial)
     await fixture.recorder.wait { !$0.isEmpty }
@@ -72,7 +72,9 @@ import Testing
   }
 
   /// Saves `note.md` (or a new note) with `editor`; returns the note saved.
-  private func save(with editor: Editor, fixture: NotesFixture, outside: URL) throws -> String {
+  private func save(with editor: Editor, fixture: NotesFixture, outside: URL) async throws
+    -> String
+  {
     let note = fixture.path("note.md")
     switch editor {
     case .vim, .vimBackupCopy:
@@ -84,7 +86,7 @@ import Testing
       arguments += ["-c", "call append(line('$'), 'appended by vim')", "-c", "wq", note]
       #expect(try runProgram("/usr/bin/vim", arguments) == 0)
     case .nano:
-      try nanoViaTmux(note, typing: "typed by nano ")
+      try await nanoViaTmux(note, typing: "typed by nano ")
     case .emacs:
       // Backups are inhibited for /tmp in batch mode; re-enabled so the
       // backup-rename path runs; the lock symlink and autosave happen as is.
@@ -132,7 +134,7 @@ import Testing
 
   /// Opens nano in a detached tmux session, types, saves (Ctrl-O, Enter)
   /// and quits (Ctrl-X).
-  private func nanoViaTmux(_ path: String, typing text: String) throws {
+  private func nanoViaTmux(_ path: String, typing text: String) async throws {
     let socket = "baton-\(getpid())-\(UUID().uuidString.prefix(8))"
     var environment = ProcessInfo.processInfo.environment
     environment["TERM"] = "xterm"
@@ -146,29 +148,30 @@ import Testing
         "new-session", "-d", "-x", "100", "-y", "30",
         "nano --ignorercfiles --locking '\(path)'",
       ]) == 0)
-    // Wait until nano has drawn its screen.
-    var ready = false
-    for _ in 0..<200 where !ready {
+    func screen() throws -> String {
       let capture = try ChildProcess(
         "/usr/bin/tmux", ["-L", socket, "capture-pane", "-p"], environment: environment)
       var screen = ""
       while let line = capture.readLine() { screen += line + "\n" }
       capture.wait()
-      ready = screen.contains("GNU nano") && screen.contains("first line")
-      if !ready { usleep(25_000) }
+      return screen
     }
-    #expect(ready, "nano did not start")
+    #expect(
+      try await eventually(10, "nano's screen") {
+        let shown = try screen()
+        return shown.contains("GNU nano") && shown.contains("first line")
+      }, "nano did not start")
     #expect(try tmux(["send-keys", "-l", text]) == 0)
     #expect(try tmux(["send-keys", "C-o"]) == 0)
-    usleep(150_000)
+    #expect(
+      try await eventually(10, "nano asks for the file name") {
+        try screen().contains("File Name to Write")
+      })
     #expect(try tmux(["send-keys", "Enter"]) == 0)
-    usleep(150_000)
+    #expect(try await eventually(10, "nano wrote the file") { try screen().contains("Wrote") })
     #expect(try tmux(["send-keys", "C-x"]) == 0)
-    var exited = false
-    for _ in 0..<200 where !exited {
-      exited = try tmux(["has-session"]) != 0
-      if !exited { usleep(25_000) }
-    }
-    #expect(exited, "nano did not exit")
+    #expect(
+      try await eventually(10, "nano exited") { try tmux(["has-session"]) != 0 },
+      "nano did not exit")
   }
 }

@@ -52,12 +52,7 @@ final class NotesEventRecorder: Sendable {
   func wait(
     timeout: Double = 10, until condition: ([NotesEvent]) -> Bool
   ) async -> [NotesEvent] {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      let now = events
-      if condition(now) { return now }
-      try? await Task.sleep(nanoseconds: 5_000_000)
-    }
+    _ = await eventually(timeout, "events") { condition(events) }
     return events
   }
 
