@@ -220,12 +220,14 @@ package final class L2CAPLink: Sendable {
 
   /// A channel waited `L2CAPChannel.stallTimeout` for the peer with nothing
   /// heard. If the controller has also completed none of our packets on this
-  /// connection for as long, our data is stuck below L2CAP (packets or their
+  /// connection for half as long (a live link completes some every
+  /// connection interval), our data is stuck below L2CAP (packets or their
   /// completions lost, which the controller never returns while the
-  /// connection lasts): the whole connection is disconnected, which frees
-  /// its buffers. Otherwise only the channel closes.
+  /// connection lasts; our peer then never hears from us either): the whole
+  /// connection is disconnected, which frees its buffers and ends the peer's
+  /// wait too. Otherwise only the channel closes.
   func channelStalled(_ channel: L2CAPChannel, after timeout: Duration) async {
-    if let stall = controller.aclStall(handle: handle), stall >= timeout {
+    if let stall = controller.aclStall(handle: handle), stall >= timeout / 2 {
       log.warning(
         "\(connectionDescription): the controller completed none of our packets for \(stall.wholeMilliseconds) ms; disconnecting"
       )

@@ -274,12 +274,29 @@ def main():
     args = parser.parse_args()
     base = tempfile.mkdtemp(prefix="baton-soak-")
     say(f"soak: {args.seconds:.0f} s in {base}")
+    # A copy of the binary, so that a rebuild meanwhile does not change it.
+    shutil.copy2(args.baton, os.path.join(base, "baton"))
+    args.baton = os.path.join(base, "baton")
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
     results = []
+    current = None
     try:
         for count in (2, 3):
             round_base = os.path.join(base, f"{count}-agents")
             os.makedirs(round_base)
-            results.append(Soak(args, count, args.seconds / 2, round_base).run())
+            current = Soak(args, count, args.seconds / 2, round_base)
+            results.append(current.run())
+            current = None
+    except KeyboardInterrupt:
+        if current:
+            for agent in current.agents:
+                agent.kill()
+            current.radio.kill()
+        raise SystemExit("soak: interrupted")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

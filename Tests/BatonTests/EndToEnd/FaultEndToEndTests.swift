@@ -40,6 +40,31 @@ import Testing
     print("30 notes through \(group.radio.injectedFaults.count) faults in \(Int(elapsed)) s")
   }
 
+  /// Lost Number Of Completed Packets events: the controller's buffers
+  /// they would have returned are gone while the connection lasts, until
+  /// none is left. The stalled connection is dropped (which returns them)
+  /// and the notes still all arrive.
+  @Test func notesArriveWhenPacketCompletionsAreLost() async throws {
+    let group = try AgentGroup(count: 2, faults: "drop event=0x13 p=0.25", seed: 3)
+    let (a, b) = (group.agents[0], group.agents[1])
+    var expected: [String: [UInt8]] = [:]
+    for i in 1...12 {
+      // About 3 KB each: well over the 64 buffers' worth of 27-byte packets
+      // in all, so that completions run out on a connection.
+      let text = "Note \(i)\n" + String(repeating: "\(i) the quick brown fox jumps\n", count: 100)
+      expected["c\(i).md"] = Array(text.utf8)
+      try a.save("c\(i).md", text)
+    }
+    try group.startAll()
+    #expect(
+      await eventually(150, "12 notes in B") {
+        expected.allSatisfy { b.read($0.key) == $0.value }
+      }, "\(group.logs)")
+    #expect(group.radio.injectedFaults.count > 64)
+    #expect(b.files().count == 12, "\(b.files())")
+    #expect(!group.logs.contains("sent nothing for 20"), "\(group.logs)")
+  }
+
   private func counter(_ agent: AgentProcess, _ name: String) throws -> Int {
     let status = try agent.status()
     let counters = status["counters"] as? [String: Any] ?? [:]
