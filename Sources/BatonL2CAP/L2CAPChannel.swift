@@ -287,7 +287,9 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       }
       guard let next else { return }
       if next.wait == .zero {
-        let reason = "stalled: nothing from the peer for \(timeout.wholeMilliseconds) ms while waiting for \(next.what)"
+        let reason =
+          "stalled: nothing from the peer for \(timeout.wholeMilliseconds) ms"
+          + " while waiting for \(next.what)"
         log.warning("\(self): \(reason); closing it")
         if markClosed(reason) { await link.channelStalled(self, after: timeout) }
         state.withLock { $0.watching = false }

@@ -114,7 +114,8 @@ import Testing
     if !agent.hasExited { agent.stop() }
     #expect(agent.wait() == 1, "\(sandbox.contents(log))")
     #expect(
-      sandbox.contents(log).contains("<3>agent: the agent stopped: cannot use the controller \(spec)"),
+      sandbox.contents(log).contains(
+        "<3>agent: the agent stopped: cannot use the controller \(spec)"),
       "\(sandbox.contents(log))")
   }
 

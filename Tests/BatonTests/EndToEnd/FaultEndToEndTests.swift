@@ -14,7 +14,8 @@ import Testing
   /// session waits out the 20 s deadline.
   @Test func notesMakeProgressWhenACLPacketsAreLostOrCorrupted() async throws {
     let group = try AgentGroup(
-      count: 2, faults: "drop type=acl p=0.005; corrupt type=acl p=0.002; duplicate type=acl p=0.001",
+      count: 2,
+      faults: "drop type=acl p=0.005; corrupt type=acl p=0.002; duplicate type=acl p=0.001",
       seed: 16)
     let (a, b) = (group.agents[0], group.agents[1])
     var expected: [String: [UInt8]] = [:]

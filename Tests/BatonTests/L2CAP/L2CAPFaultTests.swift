@@ -141,10 +141,14 @@ import Testing
     let sending = Task { try await channel.send([UInt8](repeating: 1, count: 100)) }
     await #expect(throws: L2CAPError.self) { try await sending.value }
     let disconnect = await fake.wait(seconds: 3) {
-      fake.sent.contains { $0.count >= 6 && $0[0] == 0x01 && $0[1] == 0x06 && $0[2] == 0x04 && $0[4] == 1 }
+      fake.sent.contains {
+        $0.count >= 6 && $0[0] == 0x01 && $0[1] == 0x06 && $0[2] == 0x04 && $0[4] == 1
+      }
     }
     #expect(disconnect)
-    fake.inject(HCIEvent.disconnectionComplete(status: .success, handle: 1, reason: .localHostTerminated).encoded)
+    fake.inject(
+      HCIEvent.disconnectionComplete(status: .success, handle: 1, reason: .localHostTerminated)
+        .encoded)
     #expect(await connection.waitForDisconnection() == .localHostTerminated)
     // The controller's buffers for the connection came back with it.
     #expect(host.controller.aclStall(handle: 1) == nil)
