@@ -27,7 +27,7 @@ import Testing
     let started = Date()
     try group.startAll()
     #expect(
-      await eventually(150, "30 notes in B") {
+      await eventually(240, "30 notes in B") {
         expected.allSatisfy { b.read($0.key) == $0.value }
       }, "\(group.logs)")
     let elapsed = Date().timeIntervalSince(started)
@@ -58,7 +58,7 @@ import Testing
     }
     try group.startAll()
     #expect(
-      await eventually(150, "12 notes in B") {
+      await eventually(240, "12 notes in B") {
         expected.allSatisfy { b.read($0.key) == $0.value }
       }, "\(group.logs)")
     #expect(group.radio.injectedFaults.count > 64)
