@@ -94,7 +94,9 @@ final class AgentRadio: Sendable {
   // MARK: The controller's life
 
   /// Runs until cancelled. The first open failing is fatal (the message says
-  /// what to do); a controller lost later is reopened with back-off.
+  /// what to do) unless the controller was reached and only its bring-up
+  /// failed (`RadioHostOpener.mayRetry`); that, and a controller lost later,
+  /// is retried with back-off.
   func run() async throws {
     let spec = configuration.controller.description
     var failures = 0
@@ -107,11 +109,15 @@ final class AgentRadio: Sendable {
           address: BluetoothAddress(littleEndian: engine.newAddress()))
       } catch {
         if Task.isCancelled { return }
-        if !everOpened { throw AgentError.controller(spec: spec, reason: "\(error)") }
+        if !everOpened && !RadioHostOpener.mayRetry(error) {
+          throw AgentError.controller(spec: spec, reason: "\(error)")
+        }
         // (failures counts both failed opens and controllers lost soon after.)
         let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
         failures += 1
-        log.warning("cannot reopen the controller \(spec): \(error); trying again in \(delay)")
+        log.warning(
+          "cannot \(everOpened ? "reopen" : "bring up") the controller \(spec): \(error); trying again in \(delay)"
+        )
         try? await Timers.shared.sleep(for: delay)
         continue
       }

@@ -142,6 +142,7 @@ public final class HandoffAgent: AgentCore {
     }
     defer { withExtendedLifetime(lock) {} }
     let store = try await HandoffStore.open(directory: configuration.stateDirectory)
+    if let change = store.deviceChange { log.warning(change) }
     var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
     var streams: [(String, AsyncStream<NotesEvent>)] = []
     defer { for (_, folder) in folders { folder.stop() } }

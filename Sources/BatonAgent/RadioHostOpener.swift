@@ -21,4 +21,17 @@ enum RadioHostOpener {
         controller: spec.description, hciLog: hciLog, address: address)
     }
   }
+
+  /// Whether a failed open is worth another try with back-off even at the
+  /// first start: the controller was reached but a bring-up command went
+  /// unanswered, was refused or answered garbled, or the transport was lost
+  /// meanwhile (a glitch on a UART, a controller still resetting). What cannot
+  /// get better by waiting (no such controller, no permission, a controller
+  /// without LE, an HCI log that cannot be written) ends the first start.
+  static func mayRetry(_ error: any Error) -> Bool {
+    switch error as? HCIError {
+    case .commandFailed, .commandTimedOut, .badReturnParameters, .transportLost: true
+    default: false
+    }
+  }
 }

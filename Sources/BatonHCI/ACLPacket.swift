@@ -73,10 +73,16 @@ public struct ACLPacket: Equatable, Sendable {
 /// fragment longer than the controller's buffer size is accepted (bumble
 /// sends those); a PDU longer than its own L2CAP length, a continuation with
 /// no start, or a start while one is still incomplete is dropped with an error.
+/// After a continuation with no start, the rest of that PDU's continuations
+/// are dropped quietly (counted) until the next start: one error per gap.
 public struct ACLReassembler: Sendable {
   private var partial: [UInt16: [UInt8]] = [:]
+  /// Handles whose current PDU lost its start: continuations are skipped.
+  private var skipping: Set<UInt16> = []
   /// Incomplete PDUs dropped because a new one started on the same handle.
   public private(set) var droppedPartialCount = 0
+  /// Continuations dropped quietly after a reported gap.
+  public private(set) var skippedFragmentCount = 0
 
   public init() {}
 
@@ -87,6 +93,11 @@ public struct ACLReassembler: Sendable {
     switch packet.boundary {
     case .continuing:
       guard let existing = partial[packet.handle] else {
+        if skipping.contains(packet.handle) {
+          skippedFragmentCount += 1
+          return nil
+        }
+        skipping.insert(packet.handle)
         throw .invalid(
           "ACL packet",
           reason: "continuing fragment with no start on handle 0x\(hex(packet.handle))")
@@ -95,6 +106,7 @@ public struct ACLReassembler: Sendable {
     default:
       // A new start drops any incomplete PDU before it (counted, the caller logs).
       if partial.removeValue(forKey: packet.handle) != nil { droppedPartialCount += 1 }
+      skipping.remove(packet.handle)
       buffer = packet.data
     }
     partial[packet.handle] = buffer
@@ -107,11 +119,15 @@ public struct ACLReassembler: Sendable {
     if buffer.count < total { return nil }
     partial.removeValue(forKey: handle)
     guard buffer.count == total else {
+      skipping.insert(handle)
       throw .oversized("L2CAP PDU", expected: total, got: buffer.count)
     }
     return buffer
   }
 
   /// Forgets a handle's partial PDU (the connection ended).
-  public mutating func reset(handle: UInt16) { partial.removeValue(forKey: handle) }
+  public mutating func reset(handle: UInt16) {
+    partial.removeValue(forKey: handle)
+    skipping.remove(handle)
+  }
 }

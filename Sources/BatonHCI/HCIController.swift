@@ -22,6 +22,9 @@ public final class HCIController: Sendable {
   public typealias DataHandler = @Sendable (_ handle: UInt16, _ pdu: [UInt8]) -> Void
   /// Called once when the transport ends: nil after `close()`, else the reason.
   public typealias CloseHandler = @Sendable ((any Error)?) -> Void
+  /// Called on the reader thread when ACL data for `handle` was lost or
+  /// garbled below L2CAP (a gap or a length mismatch in reassembly).
+  public typealias LossHandler = @Sendable (_ handle: UInt16, _ reason: String) -> Void
 
   private struct InFlight {
     var id: UInt64
@@ -44,12 +47,16 @@ public final class HCIController: Sendable {
     var aclQueue: [ACLPacket] = []
     var aclQueueHead = 0
     var outstanding: [UInt16: Int] = [:]
+    /// Per handle with packets outstanding: when the controller last
+    /// completed one (or when the first went out).
+    var lastCompletion: [UInt16: ContinuousClock.Instant] = [:]
     var reassembler = ACLReassembler()
     var closedReason: (any Error)?
     var closedByOwner = false
     var eventHandler: EventHandler?
     var dataHandler: DataHandler?
     var closeHandler: CloseHandler?
+    var lossHandler: LossHandler?
     var statistics = Statistics()
     /// A drain of the queues is queued on the writer thread.
     var drainQueued = false
@@ -94,6 +101,24 @@ public final class HCIController: Sendable {
       $0.closeHandler = closed
     }
     OwnedThread.start(name: "hci-reader") { [self] in readLoop() }
+  }
+
+  /// Installs the handler of ACL data lost below L2CAP (see `LossHandler`).
+  public func onDataLoss(_ handler: @escaping LossHandler) {
+    state.withLock { $0.lossHandler = handler }
+  }
+
+  /// How long packets sent on `handle` have waited with none completed
+  /// (Number Of Completed Packets); nil when none are outstanding. A
+  /// controller that lost our packets, or whose completions were lost, never
+  /// returns those buffers while the connection lasts.
+  public func aclStall(handle: UInt16) -> Duration? {
+    state.withLock { s in
+      guard (s.outstanding[handle] ?? 0) > 0, let since = s.lastCompletion[handle] else {
+        return nil
+      }
+      return ContinuousClock.now - since
+    }
   }
 
   public var statistics: Statistics { state.withLock { $0.statistics } }
@@ -211,6 +236,9 @@ public final class HCIController: Sendable {
               s.aclQueueHead = 0
             }
             s.aclCredits -= 1
+            if (s.outstanding[packet.handle] ?? 0) == 0 {
+              s.lastCompletion[packet.handle] = .now
+            }
             s.outstanding[packet.handle, default: 0] += 1
             let encoded = packet.encoded
             s.statistics.bytesSent += encoded.count
@@ -281,14 +309,27 @@ public final class HCIController: Sendable {
     case 0x02:
       do {
         let acl = try ACLPacket.decode(packet)
-        let pdu = try state.withLock { s throws(HCIDecodeError) in try s.reassembler.feed(acl) }
+        let (pdu, gap) = try state.withLock { s throws(HCIDecodeError) in
+          let before = s.reassembler.droppedPartialCount
+          return (try s.reassembler.feed(acl), s.reassembler.droppedPartialCount != before)
+        }
+        if gap {
+          lost(handle: acl.handle, "a PDU started before the one before it was complete")
+        }
         if let pdu, let handler = state.withLock({ $0.dataHandler }) { handler(acl.handle, pdu) }
       } catch {
         dropped("\(error)")
+        if packet.count >= 3 {
+          lost(handle: (UInt16(packet[1]) | UInt16(packet[2]) << 8) & 0x0FFF, "\(error)")
+        }
       }
     default:
       dropped("H4 packet type 0x\(hex(packet.first ?? 0)) ignored")
     }
+  }
+
+  private func lost(handle: UInt16, _ reason: String) {
+    if let handler = state.withLock({ $0.lossHandler }) { handler(handle, reason) }
   }
 
   private func dropped(_ reason: String) {
@@ -322,6 +363,7 @@ public final class HCIController: Sendable {
           let outstanding = s.outstanding[entry.handle] ?? 0
           let returned = min(outstanding, Int(entry.count))
           s.outstanding[entry.handle] = outstanding - returned
+          if returned > 0 { s.lastCompletion[entry.handle] = .now }
           s.aclCredits = min(s.aclTotal, s.aclCredits + returned)
         }
       }
@@ -331,6 +373,7 @@ public final class HCIController: Sendable {
         // The controller frees the buffers of a closed connection.
         s.aclCredits = min(
           s.aclTotal, s.aclCredits + (s.outstanding.removeValue(forKey: handle) ?? 0))
+        s.lastCompletion[handle] = nil
         let kept = s.aclQueue[s.aclQueueHead...].filter { $0.handle != handle }
         s.aclQueue = Array(kept)
         s.aclQueueHead = 0
@@ -363,6 +406,7 @@ public final class HCIController: Sendable {
         s.closeHandler = nil
         s.eventHandler = nil
         s.dataHandler = nil
+        s.lossHandler = nil
       }
       return (waiting, s.closeHandler, s.closedByOwner ? nil : reason)
     }

@@ -48,11 +48,17 @@ public actor HandoffEngine {
   /// (peer index digest, our index digest) pairs after which a session finished:
   /// the same beacon again while we are unchanged needs no connection.
   var completed: Set<DigestPair> = []
-  /// Beacon contents we connected for, per address, and when.
-  var attempts: [String: (content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant)] =
-    [:]
-  /// Addresses that failed the handshake for a given beacon content.
-  var failedBeacons: Set<String> = []
+  /// Beacon contents we connected for, per address, when, how many attempts
+  /// for the same content came before without a finished session, and how
+  /// long after this one the next may come.
+  var attempts:
+    [String: (
+      content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant, retries: Int,
+      retryAfter: Duration
+    )] = [:]
+  /// Addresses that failed the handshake for a given beacon content, and
+  /// until when they are held back.
+  var failedBeacons: [String: ContinuousClock.Instant] = [:]
   /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
   var declinedLogged: Set<String> = []
   var declinedCounted: Set<String> = []
@@ -285,8 +291,10 @@ public actor HandoffEngine {
   /// Whether a beacon heard from `address` is worth a connection: it must open
   /// with our key, and the sender's index must differ from ours in a way no
   /// finished session has already settled. A connection that failed for the same
-  /// content from the same address is not retried before `retryInterval`, and
-  /// never if that address failed the handshake (a replayed beacon).
+  /// content from the same address is retried after `policy.retryDelay` (2, 5,
+  /// 10 s, then `retryInterval`); one whose handshake failed (a replayed
+  /// beacon, or a handshake message lost to a fault) after `retryInterval`; one
+  /// that speaks another protocol version not for a day.
   public func shouldConnect(beacon data: [UInt8], from address: String) -> Bool {
     ensureScanned()
     guard let content = Beacon.open(advertisingData: data, keys: keys),
@@ -297,18 +305,18 @@ public actor HandoffEngine {
     guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
       return false
     }
-    guard !failedBeacons.contains(address + "|\(content)") else { return false }
     let now = ContinuousClock.now
-    if let last = attempts[address], last.content == content, last.mine == mine,
-      now - last.time < policy.retryInterval
-    {
-      return false
+    if let until = failedBeacons[address + "|\(content)"], now < until { return false }
+    var retries = 0
+    if let last = attempts[address], last.content == content, last.mine == mine {
+      if now - last.time < last.retryAfter { return false }
+      retries = last.retries + 1
     }
     guard !isContentAttemptedElsewhere(content, from: address, now: now) else { return false }
     if attempts.count > 512 {
       attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
     }
-    attempts[address] = (content, mine, now)
+    attempts[address] = (content, mine, now, retries, policy.retryDelay(after: retries))
     return true
   }
 

@@ -22,8 +22,23 @@ public struct HandoffPolicy: Sendable {
   public var receiveTimeout: Duration
   /// How many recent failures `status()` keeps.
   public var failureHistory: Int
-  /// After a failed connection for some beacon content, how long before trying again.
+  /// After a failed connection for some beacon content, how long before trying again
+  /// once the first retries (`firstRetryDelays`) are spent; the longest wait.
   public var retryInterval: Duration
+  /// The waits before the first retries after a failed connection or session
+  /// for the same beacon content (a fault that broke a session usually is
+  /// gone at once); then `retryInterval`.
+  public var firstRetryDelays: [Duration] = [.seconds(2), .seconds(5), .seconds(10)]
+
+  /// How long to wait before retrying after `failures` failed attempts in a
+  /// row. The first retries get up to half as long again at random: two
+  /// peers whose session failed together would otherwise both retry at the
+  /// same moment, and connect to each other crosswise.
+  public func retryDelay(after failures: Int) -> Duration {
+    guard failures < firstRetryDelays.count else { return retryInterval }
+    let base = min(firstRetryDelays[max(0, failures)], retryInterval)
+    return base + base * Double.random(in: 0..<0.5)
+  }
 
   public init(
     allowedPeers: Set<String>? = nil, maxNoteSize: Int = 1 << 20,

@@ -28,8 +28,15 @@ extension HandoffEngine {
     } catch let error as HandoffError {
       await channel.close()
       if error.endsHandshakesWithThisAddress, let attempt = attempts[peerAddress] {
-        if failedBeacons.count > 1024 { failedBeacons.removeAll() }
-        failedBeacons.insert(peerAddress + "|\(attempt.content)")
+        let now = ContinuousClock.now
+        if failedBeacons.count > 1024 { failedBeacons = failedBeacons.filter { $0.value > now } }
+        // A handshake broken by a transport fault (a lost or garbled message)
+        // looks like a replayer's: held back for `retryInterval`, not for good,
+        // or a fault would stop syncing with that peer until its beacon changes.
+        // A peer of another protocol version gives a definite answer.
+        let hold: Duration =
+          if case .peerProtocolVersion = error { .seconds(86_400) } else { policy.retryInterval }
+        failedBeacons[peerAddress + "|\(attempt.content)"] = now + hold
       }
       fail(activityType: "-", peer: peerAddress, reason: error.description)
       throw error

@@ -104,6 +104,9 @@ public final class BLEHost: Sendable {
     self.duplicateWindow = duplicateWindow
     (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
     state = Mutex(State(address: address))
+    controller.onDataLoss { [weak self] handle, reason in
+      self?.state.withLock { $0.connections[handle] }?.link.dataLost(reason)
+    }
     controller.start(
       events: { [weak self] event in self?.handle(event) },
       data: { [weak self] handle, pdu in

@@ -8,10 +8,20 @@ import Synchronization
 /// layer uses.
 ///
 /// Flow control: the peer starts with `initialCredits`; we grant credits back
-/// in batches of half that, but only while fewer than `inboxLimit` whole
-/// messages wait unread, so a slow reader stops the sender. A K-frame with no
-/// credit, longer than our MPS, or making an SDU longer than announced or
-/// than our MTU closes the channel (the spec's answer to a misbehaving peer).
+/// in batches of half that, and all that are due whenever an SDU is complete,
+/// but only while fewer than `inboxLimit` whole messages wait unread, so a
+/// slow reader stops the sender. A K-frame with no credit, longer than our
+/// MPS, or making an SDU longer than announced or than our MTU closes the
+/// channel (the spec's answer to a misbehaving peer).
+///
+/// Stalls: a credit-based channel cannot recover a lost K-frame or a lost
+/// credit grant, and both sides would then wait for each other for ever. So
+/// the channel fails when the peer owes it something and nothing has been
+/// heard from it (a frame or credits) for `stallTimeout` since it last sent
+/// or began to wait: an SDU begun and not finished, a send waiting for
+/// credits, or a receive waiting while frames we sent were never credited
+/// back (our own peers credit every SDU at once). Data lost below L2CAP
+/// fails the channel at once (`L2CAPLink.dataLost`).
 public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertible {
   public let psm: UInt16
   public let localCID: UInt16
@@ -24,6 +34,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   public let remoteMPS: Int
   let initialCredits: Int
   static let inboxLimit = 16
+  /// How long the peer may stay silent while it owes us something.
+  package static let stallTimeout: Duration = .seconds(4)
 
   private let link: L2CAPLink
   private let sendCredits: AsyncGate
@@ -39,6 +51,25 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     var pendingGrant = 0
     var peerCredits: Int
     var closed: String?
+    /// When a frame or credits last came from the peer, or we last sent a
+    /// frame or began to wait for one.
+    var lastActivity = ContinuousClock.now
+    /// Frames sent that the peer has not yet credited back.
+    var unacknowledged = 0
+    /// A send is under way.
+    var sending = false
+    /// A stall watchdog task is running.
+    var watching = false
+
+    /// Whether the peer owes us a frame or credits.
+    var owed: (what: String, Bool) {
+      if sdu != nil { return ("the rest of an SDU", true) }
+      if sending && peerCredits <= 0 { return ("credits to send", true) }
+      if unacknowledged > 0 && !receivers.isEmpty {
+        return ("credits for \(unacknowledged) frames sent", true)
+      }
+      return ("", false)
+    }
   }
   private let state: Mutex<State>
 
@@ -78,7 +109,11 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       throw L2CAPError.messageTooLong(size: message.count, mtu: remoteMTU)
     }
     try await sendLock.acquire()
-    defer { sendLock.release() }
+    state.withLock { $0.sending = true }
+    defer {
+      state.withLock { $0.sending = false }
+      sendLock.release()
+    }
     // Frame size: at most the peer's MPS; when possible a size whose PDU fills
     // whole ACL buffers, so no fragment is sent half empty.
     let frameSize = link.bestFrameSize(remoteMPS: remoteMPS)
@@ -92,11 +127,16 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       frame += message[offset..<end]
       offset = end
       first = false
+      watchIfOwed()
       try await sendCredits.acquire()
       if let reason = state.withLock({ $0.closed }) {
         throw L2CAPError.channelClosed(psm: psm, reason: reason)
       }
-      state.withLock { $0.peerCredits -= 1 }
+      state.withLock {
+        $0.peerCredits -= 1
+        $0.unacknowledged += 1
+        $0.lastActivity = .now
+      }
       try link.sendFrame(cid: remoteCID, payload: frame)
     } while offset < message.count
   }
@@ -109,9 +149,14 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
         if !s.inbox.isEmpty { return .some(s.inbox.removeFirst()) }
         if s.closed != nil { return .some(nil) }
         s.receivers.append(continuation)
+        s.lastActivity = .now
         return nil
       }
-      if let now { continuation.resume(returning: now) }
+      if let now {
+        continuation.resume(returning: now)
+      } else {
+        watchIfOwed()
+      }
     }
     grantIfDue()
     return message
@@ -130,11 +175,13 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   func receiveFrame(_ payload: [UInt8]) {
     enum Outcome {
       case none
+      case partial
       case deliver([UInt8], CheckedContinuation<[UInt8]?, Never>?)
       case violation(String)
     }
     let outcome = state.withLock { s -> Outcome in
       guard s.closed == nil else { return .none }
+      s.lastActivity = .now
       guard s.creditsGiven > 0 else { return .violation("K-frame received with no credit") }
       s.creditsGiven -= 1
       s.pendingGrant += 1
@@ -155,7 +202,7 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       if count > s.sduLength {
         return .violation("SDU of \(count) bytes, longer than the announced \(s.sduLength)")
       }
-      guard count == s.sduLength else { return .none }
+      guard count == s.sduLength else { return .partial }
       let sdu = s.sdu!
       s.sdu = nil
       if !s.receivers.isEmpty { return .deliver(sdu, s.receivers.removeFirst()) }
@@ -164,6 +211,7 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     }
     switch outcome {
     case .none: break
+    case .partial: watchIfOwed()
     case .deliver(let sdu, let receiver): receiver?.resume(returning: sdu)
     case .violation(let reason):
       log.warning("\(self): \(reason); disconnecting the channel")
@@ -179,6 +227,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   func addCredits(_ n: Int) {
     let overflow = state.withLock { s -> Bool in
       s.peerCredits += n
+      s.unacknowledged = max(0, s.unacknowledged - n)
+      s.lastActivity = .now
       return s.peerCredits > 65535
     }
     if overflow {
@@ -208,9 +258,53 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     return true
   }
 
+  /// Fails the channel for data lost below it, and disconnects it.
+  func fail(_ reason: String) {
+    if markClosed(reason) { Task { await link.disconnectChannel(self) } }
+  }
+
+  /// Starts the stall watchdog if the peer owes us something and none runs.
+  private func watchIfOwed() {
+    let start = state.withLock { s -> Bool in
+      guard s.closed == nil, !s.watching, s.owed.1 else { return false }
+      s.watching = true
+      return true
+    }
+    if start { Task { await self.watch(L2CAPChannel.stallTimeout) } }
+  }
+
+  /// Sleeps until the peer has been silent for `timeout` while owing us
+  /// something, then fails the channel; returns as soon as nothing is owed.
+  private func watch(_ timeout: Duration) async {
+    while true {
+      let next = state.withLock { s -> (wait: Duration, what: String)? in
+        guard s.closed == nil, s.owed.1 else {
+          s.watching = false
+          return nil
+        }
+        let quiet = ContinuousClock.now - s.lastActivity
+        return (quiet >= timeout ? .zero : timeout - quiet, s.owed.what)
+      }
+      guard let next else { return }
+      if next.wait == .zero {
+        let reason =
+          "stalled: nothing from the peer for \(timeout.wholeMilliseconds) ms"
+          + " while waiting for \(next.what)"
+        log.warning("\(self): \(reason); closing it")
+        if markClosed(reason) { await link.channelStalled(self, after: timeout) }
+        state.withLock { $0.watching = false }
+        return
+      }
+      try? await Timers.shared.sleep(for: next.wait)
+    }
+  }
+
   private func grantIfDue() {
     let grant = state.withLock { s -> Int in
-      guard s.closed == nil, s.pendingGrant >= max(1, initialCredits / 2),
+      // Mid-SDU in batches; between SDUs all that is due, so that the sender
+      // sees every message acknowledged.
+      guard s.closed == nil, s.pendingGrant > 0,
+        s.pendingGrant >= max(1, initialCredits / 2) || s.sdu == nil,
         s.inbox.count < L2CAPChannel.inboxLimit
       else { return 0 }
       defer { s.pendingGrant = 0 }

@@ -212,6 +212,39 @@ package final class L2CAPLink: Sendable {
     }
   }
 
+  /// ACL data on this connection was lost or garbled below L2CAP (a gap in
+  /// reassembly, from `HCIController.onDataLoss`). Whichever channel it
+  /// belonged to has lost part of an SDU or a credit grant, which a
+  /// credit-based channel cannot recover: every channel fails at once (and
+  /// is disconnected), so its users learn it in milliseconds rather than wait
+  /// for data that will never come.
+  package func dataLost(_ reason: String) {
+    let channels = state.withLock { Array($0.channels.values) }
+    guard !channels.isEmpty else { return }
+    log.warning("\(connectionDescription): ACL data lost (\(reason)); failing its channels")
+    for channel in channels { channel.fail("ACL data lost on the connection: \(reason)") }
+  }
+
+  /// A channel waited `L2CAPChannel.stallTimeout` for the peer with nothing
+  /// heard. If the controller has also completed none of our packets on this
+  /// connection for half as long (a live link completes some every
+  /// connection interval), our data is stuck below L2CAP (packets or their
+  /// completions lost, which the controller never returns while the
+  /// connection lasts; our peer then never hears from us either): the whole
+  /// connection is disconnected, which frees its buffers and ends the peer's
+  /// wait too. Otherwise only the channel closes.
+  func channelStalled(_ channel: L2CAPChannel, after timeout: Duration) async {
+    if let stall = controller.aclStall(handle: handle), stall >= timeout / 2 {
+      log.warning(
+        "\(connectionDescription): the controller completed none of our packets for \(stall.wholeMilliseconds) ms; disconnecting"
+      )
+      _ = try? await controller.send(
+        .disconnect(handle: handle, reason: .remoteUserTerminated), timeout: .seconds(1))
+      return
+    }
+    await disconnectChannel(channel)
+  }
+
   /// The connection ended: every channel closes, every request fails.
   package func terminate(_ reason: String) {
     let (channels, pending) = state.withLock {

@@ -13,13 +13,26 @@ import Synchronization
 /// Opening a damaged file moves it aside (`handoff.db.damaged-<time>`, with its
 /// `-wal`/`-shm`), starts a new database with a new device id, and says so in
 /// `recovery`; the engine then rebuilds the index from the folders.
+///
+/// The device id is bound to the machine: the database records a digest of
+/// the machine id (`/etc/machine-id`) it was made on. Opened on another
+/// machine (a state folder copied, restored from a backup elsewhere, or the
+/// machine id changed), it takes a new device id and says so in
+/// `deviceChange`: two agents with one device id would resolve concurrent
+/// edits by silently overwriting one. The index and its history stay.
 public final class HandoffStore: HandoffStateStore, Sendable {
   public static let fileName = "handoff.db"
+  /// Where the machine id is read, first found first.
+  static let machineIDFiles = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
   private let db: Mutex<SQLiteDatabase>
-  /// This agent's device id (new whenever the database is new).
+  /// This agent's device id (new whenever the database is new, or opened on
+  /// another machine).
   public let deviceID: DeviceID
   /// Set when a damaged database was moved aside: what happened, for the log.
   public let recovery: String?
+  /// Set when the database was made on another machine and the device id
+  /// was renewed: what happened, for the log.
+  public let deviceChange: String?
   public let path: String
 
   /// Opens (or creates) `directory/handoff.db`.
@@ -36,7 +49,11 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     }
   }
 
-  public init(path: String) throws(SQLiteError) {
+  /// - Parameter machineID: this machine's id; nil (no machine id to be
+  ///   read) binds nothing and checks nothing.
+  public init(path: String, machineID: String? = HandoffStore.currentMachineID())
+    throws(SQLiteError)
+  {
     self.path = path
     var recovery: String?
     var opened: (SQLiteDatabase, DeviceID)
@@ -53,8 +70,50 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       opened = try HandoffStore.openChecked(path)
     }
     self.recovery = recovery
-    deviceID = opened.1
+    var device = opened.1
+    deviceChange = try HandoffStore.bindToMachine(
+      opened.0, path: path, machineID: machineID, device: &device)
+    deviceID = device
     db = Mutex(opened.0)
+  }
+
+  /// This machine's id (the first line of `/etc/machine-id`), nil if none.
+  public static func currentMachineID() -> String? {
+    for file in machineIDFiles {
+      guard let bytes = FileManager.default.contents(atPath: file) else { continue }
+      let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
+      let id = String(line.filter { !$0.isWhitespace })
+      if !id.isEmpty { return id }
+    }
+    return nil
+  }
+
+  /// Records the machine a database belongs to (a digest, not the id itself:
+  /// machine-id(5) asks applications not to store or show it); on another
+  /// machine, takes a new device id. Returns what happened when it did.
+  private static func bindToMachine(
+    _ db: SQLiteDatabase, path: String, machineID: String?, device: inout DeviceID
+  ) throws(SQLiteError) -> String? {
+    guard let machineID else { return nil }
+    let digest = ContentHash(of: Array("baton device binding\u{0}\(machineID)".utf8)).hex
+    let rows = try db.query("SELECT value FROM meta WHERE key = 'machine'")
+    let recorded = rows.first?.first?.text
+    if recorded == digest { return nil }
+    var change: String?
+    if recorded != nil {
+      let old = device
+      device = DeviceID.random()
+      try db.query(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('device', ?)",
+        [.integer(Int64(bitPattern: device.rawValue))])
+      change =
+        "state database \(path) was made on another machine (its machine id differs:"
+        + " a copied or restored state folder, or /etc/machine-id changed); this agent is now"
+        + " device \(device), no longer \(old), so that its edits and those of the agent the"
+        + " folder came from are told apart"
+    }
+    try db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('machine', ?)", [.text(digest)])
+    return change
   }
 
   private static func openChecked(_ path: String) throws(SQLiteError) -> (SQLiteDatabase, DeviceID)

@@ -16,6 +16,17 @@ dies takes its radio with it). Options:
                         bumble's 27; 251 is what controllers with LE Data
                         Length Extension, such as nRF52, report)
     --log-level LEVEL   bumble's log level (default WARNING)
+    --faults RULES      inject faults between the hosts and their controllers
+                        (drop, corrupt, delay, duplicate chosen packets; the
+                        rule syntax is in faults.py). Without the option, the
+                        environment variable BATON_RADIO_FAULTS is used.
+    --fault-seed N      the seed of the faults' random choices (default
+                        BATON_RADIO_FAULT_SEED, else 1)
+    --fault-log FILE    append one line per fault injected (and a summary at
+                        exit) to FILE (default BATON_RADIO_FAULT_LOG)
+
+While it runs, SIGUSR1 switches the faults off and SIGUSR2 on again (they
+start on), so a test can end a faulty phase and measure the recovery.
 """
 import argparse
 import asyncio
@@ -31,11 +42,15 @@ from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
+from faults import FaultPlan, FaultSpecError, FaultyLink
+
 
 # A test process may have started us with SIGTERM/SIGINT blocked (the Swift
 # test runner blocks them and posix_spawn passes the mask on): unblock them, or
 # stopping us by signal waits for SIGKILL.
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+signal.pthread_sigmask(
+    signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2}
+)
 
 
 async def main() -> None:
@@ -44,8 +59,16 @@ async def main() -> None:
     parser.add_argument("--no-extended-advertising", action="store_true")
     parser.add_argument("--le-acl-length", type=int, default=0)
     parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--faults", default=os.environ.get("BATON_RADIO_FAULTS", ""))
+    parser.add_argument(
+        "--fault-seed", type=int, default=int(os.environ.get("BATON_RADIO_FAULT_SEED", "1")))
+    parser.add_argument("--fault-log", default=os.environ.get("BATON_RADIO_FAULT_LOG"))
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    try:
+        plan = FaultPlan(args.faults, args.fault_seed, args.fault_log)
+    except FaultSpecError as error:
+        parser.error(str(error))
 
     link = LocalLink()
     transports = []
@@ -56,9 +79,15 @@ async def main() -> None:
         sock.bind(("127.0.0.1", 0))
         ports.append(sock.getsockname()[1])
         transport = await open_tcp_server_transport_with_socket(sock)
-        controller = Controller(
-            f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
-        )
+        if plan:
+            controller = Controller(
+                f"C{index}", host_sink=FaultyLink(plan, index, "host", transport.sink), link=link
+            )
+            transport.source.set_packet_sink(FaultyLink(plan, index, "controller", controller))
+        else:
+            controller = Controller(
+                f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
+            )
         if args.le_acl_length:
             controller.le_acl_data_packet_length = args.le_acl_length
         if args.no_extended_advertising:
@@ -72,6 +101,13 @@ async def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
 
+    def switch_faults(on: bool) -> None:
+        plan.enabled = on
+        plan.note("faults on" if on else "faults off")
+
+    loop.add_signal_handler(signal.SIGUSR1, switch_faults, False)
+    loop.add_signal_handler(signal.SIGUSR2, switch_faults, True)
+
     def stdin_closed() -> None:
         if not os.read(sys.stdin.fileno(), 4096):
             loop.remove_reader(sys.stdin.fileno())
@@ -83,6 +119,8 @@ async def main() -> None:
         loop.add_reader(sys.stdin.fileno(), stdin_closed)
 
     await stop
+    if plan:
+        plan.note("summary: " + plan.summary())
     # Nothing to flush or save: leave at once (closing bumble's transports
     # politely can take seconds when a client is still connected).
     os._exit(0)

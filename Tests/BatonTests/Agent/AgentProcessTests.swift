@@ -65,6 +65,62 @@ import Testing
     #expect(try sandbox.run(["status"]).status == 0)
   }
 
+  /// Issue 16 item 9: a command answer lost during the first bring-up (a
+  /// glitch on a UART) does not end the agent: the bring-up is retried with
+  /// the back-off of a later reopen (1, 2, 5, 10, 30 s), each retry logged.
+  @Test func aLostAnswerDuringTheFirstBringUpIsRetriedWithBackOff() throws {
+    let sandbox = try BatonSandbox()
+    // The first answer to HCI_Reset is lost, then the first answer to LE
+    // Read Buffer Size: the third bring-up gets through.
+    let radio = try SimulatedRadio(
+      controllers: 1,
+      faults: "drop event=0x0e opcode=0x0c03 count=1; drop event=0x0e opcode=0x2002 count=1")
+    defer { radio.stop() }
+    let log = sandbox.path + "/agent.log"
+    let agent = try sandbox.startAgent(
+      ["--notes", sandbox.notes, "--controller", radio.spec(0), "--name", "desk"], log: log)
+    defer { agent.stop() }
+    let deadline = Date().addingTimeInterval(40)
+    while Date() < deadline, !agent.hasExited,
+      !sandbox.contents(log).contains("<6>radio: advertising as ")
+    {
+      usleep(50_000)
+    }
+    let text = sandbox.contents(log)
+    #expect(!agent.hasExited, "\(text)")
+    #expect(text.contains("<6>radio: advertising as "), "\(text)")
+    let retries = text.split(separator: "\n").filter {
+      $0.hasPrefix("<4>radio: cannot bring up the controller \(radio.spec(0)): ")
+    }
+    #expect(retries.count == 2, "\(text)")
+    #expect(retries.first?.contains("HCI Reset got no answer") == true, "\(text)")
+    #expect(retries.first?.hasSuffix("; trying again in 1.0 seconds") == true, "\(text)")
+    #expect(retries.last?.contains("HCI LE Read Buffer Size got no answer") == true, "\(text)")
+    #expect(retries.last?.hasSuffix("; trying again in 2.0 seconds") == true, "\(text)")
+    #expect(radio.injectedFaults.count == 2, "\(radio.injectedFaults)")
+    #expect(try sandbox.run(["status"]).status == 0)
+  }
+
+  /// What waiting cannot mend still ends the first start: no controller
+  /// listens at the address.
+  @Test func aControllerThatCannotBeReachedAtStartEndsTheAgent() throws {
+    let sandbox = try BatonSandbox()
+    let radio = try SimulatedRadio(controllers: 1)
+    let spec = radio.spec(0)
+    radio.stop()
+    let log = sandbox.path + "/agent.log"
+    let agent = try sandbox.startAgent(
+      ["--notes", sandbox.notes, "--controller", spec, "--name", "desk"], log: log)
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline, !agent.hasExited { usleep(50_000) }
+    if !agent.hasExited { agent.stop() }
+    #expect(agent.wait() == 1, "\(sandbox.contents(log))")
+    #expect(
+      sandbox.contents(log).contains(
+        "<3>agent: the agent stopped: cannot use the controller \(spec)"),
+      "\(sandbox.contents(log))")
+  }
+
   @Test func answersStatusWhileRunning() async throws {
     let sandbox = try BatonSandbox()
     let (agent, _) = try await start(sandbox)

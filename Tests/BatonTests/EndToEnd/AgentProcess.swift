@@ -167,8 +167,9 @@ final class AgentGroup: @unchecked Sendable {
   let keyPath: String
   var agents: [AgentProcess] = []
 
-  init(count: Int, controllers: Int? = nil) throws {
-    radio = try SimulatedRadio(controllers: controllers ?? count)
+  /// `faults` (with `seed`) are the radio's fault rules (SimulatedRadio).
+  init(count: Int, controllers: Int? = nil, faults: String? = nil, seed: UInt64 = 1) throws {
+    radio = try SimulatedRadio(controllers: controllers ?? count, faults: faults, seed: seed)
     base = try TestEnvironment.temporaryDirectory("baton-e2e")
     keyPath = base.appendingPathComponent("group.key").path
     try Self.writeKey(GroupKey.generate(), to: keyPath)

@@ -142,9 +142,11 @@ struct L2CAPChannelTests {
   @Test func frameWithoutCreditClosesTheChannel() async throws {
     let (fake, host, _, channel) = try await Self.setUp()
     defer { Task { await host.close() } }
-    // 64 credits given; each frame is a 1-byte SDU; nobody reads, so no
-    // credits come back (inbox limit) and frame 65 is out of credit.
-    for _ in 0..<65 {
+    // 64 credits given; each frame is a 1-byte SDU, credited back at once
+    // while fewer than 16 wait unread; nobody reads, so the 15 credits of
+    // the first 15 SDUs come back, then none (inbox limit), and frame 80 is
+    // out of credit.
+    for _ in 0..<80 {
       fake.inject(FakeController.acl(handle: 1, cid: channel.localCID, [1, 0, 0xAB]))
     }
     _ = await eventually { channel.isClosed }

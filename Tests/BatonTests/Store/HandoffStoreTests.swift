@@ -59,6 +59,61 @@ import Testing
     #expect(try store.journalMode() == "wal")
   }
 
+  /// Issue 16 item 7: a state folder copied to another machine (or a changed
+  /// machine id) gets a new device id, with a message; the index stays.
+  @Test func aDatabaseOpenedOnAnotherMachineTakesANewDeviceID() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = dir + "/" + HandoffStore.fileName
+    let original: DeviceID
+    do {
+      let store = try HandoffStore(path: path, machineID: "aaaa1111")
+      original = store.deviceID
+      #expect(store.deviceChange == nil)
+      try store.save(StoredNote(entry: entry("a.md", "A", original)))
+    }
+    // Same machine: same id, every time.
+    #expect(try HandoffStore(path: path, machineID: "aaaa1111").deviceID == original)
+    let copied = try HandoffStore(path: path, machineID: "bbbb2222")
+    #expect(copied.deviceID != original)
+    let message = try #require(copied.deviceChange)
+    #expect(message.contains("was made on another machine"), "\(message)")
+    #expect(message.contains("now device \(copied.deviceID), no longer \(original)"), "\(message)")
+    // The history stays: the note and its version under the old id.
+    #expect(
+      try copied.note(activityType: "org.example.notes", path: "a.md")?.entry.version
+        == VersionVector([original: 3]))
+    // The new machine is now the database's own: no second change.
+    let again = try HandoffStore(path: path, machineID: "bbbb2222")
+    #expect(again.deviceID == copied.deviceID)
+    #expect(again.deviceChange == nil)
+    // The machine id itself is not stored, only a digest of it.
+    let bytes = FileManager.default.contents(atPath: path).map(Array.init) ?? []
+    #expect(!String(decoding: bytes, as: UTF8.self).contains("bbbb2222"))
+  }
+
+  /// A database from before the binding adopts the machine it is opened on,
+  /// keeping its id; with no machine id to read, nothing is bound.
+  @Test func anUnboundDatabaseAdoptsTheMachineAndKeepsItsID() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = dir + "/" + HandoffStore.fileName
+    let original = try HandoffStore(path: path, machineID: nil).deviceID
+    let adopted = try HandoffStore(path: path, machineID: "cccc3333")
+    #expect(adopted.deviceID == original)
+    #expect(adopted.deviceChange == nil)
+    #expect(try HandoffStore(path: path, machineID: nil).deviceID == original)
+    #expect(try HandoffStore(path: path, machineID: "dddd4444").deviceID != original)
+  }
+
+  @Test func theMachineIDIsReadFromEtc() {
+    let expected = (try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8))?
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    if let expected, !expected.isEmpty {
+      #expect(HandoffStore.currentMachineID() == expected)
+    }
+  }
+
   /// It names peers and notes: owner only, whatever the umask (issue 13, bug 8).
   @Test func databaseIsCreatedOwnerOnlyAndAnOlderOpenOneIsNarrowed() throws {
     func mode(_ path: String) -> mode_t? {

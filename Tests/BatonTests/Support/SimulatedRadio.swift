@@ -8,19 +8,36 @@ import Foundation
 /// controllers on one simulated radio, each on its own TCP port. One per
 /// test, stopped by PID (`stop()`, or when the test process exits, since the
 /// radio also stops when its stdin closes).
+///
+/// `faults` are rules for the radio's fault injection (Tests/Radio/faults.py:
+/// drop, corrupt, delay, duplicate chosen HCI packets), drawn with `seed`;
+/// each fault injected is one line in `faultLog`. Without `faults` the radio
+/// injects none, whatever the environment says.
 final class SimulatedRadio: @unchecked Sendable {
   let process: ChildProcess
   let ports: [UInt16]
+  /// The fault log's path (a file in the temporary folder), when faults are on.
+  let faultLog: String?
 
   /// The controller spec for controller `index`, as baton takes it.
   func spec(_ index: Int) -> String { "tcp:127.0.0.1:\(ports[index])" }
 
-  init(controllers count: Int = 2, extendedAdvertising: Bool = true) throws {
+  init(
+    controllers count: Int = 2, extendedAdvertising: Bool = true, faults: String? = nil,
+    seed: UInt64 = 1
+  ) throws {
     let script = TestEnvironment.repository.appendingPathComponent("Tests/Radio/radio.py").path
-    process = try ChildProcess(
-      TestEnvironment.python,
-      [script, "--controllers", String(count)]
-        + (extendedAdvertising ? [] : ["--no-extended-advertising"]))
+    var arguments = [script, "--controllers", String(count), "--faults", faults ?? ""]
+    if !extendedAdvertising { arguments.append("--no-extended-advertising") }
+    if faults != nil {
+      let log = FileManager.default.temporaryDirectory
+        .appendingPathComponent("baton-faults-\(UUID().uuidString.prefix(8)).log").path
+      arguments += ["--fault-seed", String(seed), "--fault-log", log]
+      faultLog = log
+    } else {
+      faultLog = nil
+    }
+    process = try ChildProcess(TestEnvironment.python, arguments)
     let line = process.readLine() ?? ""
     let words = line.split(separator: " ")
     guard words.first == "READY", words.count == count + 1 else {
@@ -32,7 +49,27 @@ final class SimulatedRadio: @unchecked Sendable {
 
   func stop() { process.stop() }
 
-  deinit { stop() }
+  /// Ends the faulty phase: no more faults from now on (SIGUSR1).
+  func faultsOff() { process.signal(SIGUSR1) }
+  /// Starts injecting faults again (SIGUSR2).
+  func faultsOn() { process.signal(SIGUSR2) }
+
+  /// The faults injected so far, one line each (empty without faults).
+  var injectedFaults: [String] {
+    guard let faultLog, let text = try? String(contentsOfFile: faultLog, encoding: .utf8) else {
+      return []
+    }
+    return text.split(separator: "\n").map(String.init).filter {
+      !$0.contains(" faults o") && !$0.contains(" summary: ")
+    }
+  }
+
+  deinit {
+    stop()
+    if let faultLog, ProcessInfo.processInfo.environment["BATON_KEEP_TEST_FILES"] == nil {
+      try? FileManager.default.removeItem(atPath: faultLog)
+    }
+  }
 }
 
 enum SimulatedRadioError: Error, CustomStringConvertible {
