@@ -30,8 +30,8 @@ public actor HandoffEngine {
   let policy: HandoffPolicy
   let logger = Logger(label: "handoff")
 
-  /// The index, mirrored from the store: key is `type \0 path`.
-  var index: [String: StoredNote] = [:]
+  /// The index, mirrored from the store, with its summary: key is `type \0 path`.
+  var index: HandoffIndex
   var current: (activityType: String, path: String)?
   private var scanned = false
   /// Counts changes to the offered index that no session made (local saves,
@@ -82,6 +82,7 @@ public actor HandoffEngine {
       map[f.activityType] = f.folder
     }
     self.folders = map
+    index = HandoffIndex(offeredTypes: Set(map.keys))
     self.policy = policy
     if let recovery = store.recovery { logger.error(recovery) }
   }
@@ -204,6 +205,7 @@ public actor HandoffEngine {
         activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
     )
     index[key] = note
+    _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
     persist { try store.save(note) }
     logger.debug("local version of \(type):\(path) is now \(version)")
@@ -240,10 +242,14 @@ public actor HandoffEngine {
   /// The entries we offer to peers (deleted ones are not offered).
   /// Only notes of folders configured now are offered, and only those whose
   /// fields fit the wire limits (others are logged once).
+  /// A pass over the whole index: only GET_INDEX uses it.
   var offered: [HandoffIndexEntry] {
     index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
       .filter(isOfferable)
   }
+
+  /// The beacon's digest of the offered index, kept up to date by every change.
+  var indexDigest: UInt32 { index.summary.shortDigest }
 
   var currentEntry: HandoffIndexEntry? {
     guard let current, let note = index[Self.key(current.activityType, current.path)],
@@ -253,7 +259,7 @@ public actor HandoffEngine {
   }
 
   /// Whether a peer's decoder would accept `entry`; logs once when not.
-  private func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
+  func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
     guard let reason = entry.unencodableReason else { return true }
     if unencodableLogged.insert(Self.key(entry.activityType, entry.path)).inserted {
       logger.warning(
@@ -267,7 +273,7 @@ public actor HandoffEngine {
   public func beaconContent() -> BeaconContent {
     ensureScanned()
     return BeaconContent(
-      activityHash: currentEntry?.activityHash ?? 0, indexDigest: HandoffIndexEntry.digest(offered))
+      activityHash: currentEntry?.activityHash ?? 0, indexDigest: indexDigest)
   }
 
   /// The 31-byte advertising payload, sealed afresh on every call (call it on
@@ -286,7 +292,7 @@ public actor HandoffEngine {
     guard let content = Beacon.open(advertisingData: data, keys: keys),
       content.version == Beacon.protocolVersion
     else { return false }
-    let mine = HandoffIndexEntry.digest(offered)
+    let mine = indexDigest
     guard content.indexDigest != mine else { return false }
     guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
       return false
@@ -314,7 +320,7 @@ public actor HandoffEngine {
     return HandoffStatus(
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
-      peers: (try? store.peers()) ?? [], noteCount: offered.count, storeRecovery: store.recovery)
+      peers: (try? store.peers()) ?? [], noteCount: index.summary.count, storeRecovery: store.recovery)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

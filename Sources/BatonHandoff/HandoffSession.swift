@@ -88,29 +88,25 @@ extension HandoffEngine {
       // The current activity first, on its own: usually all a session has to do.
       try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
     }
-    if HandoffCrypto.constantTimeEqual(HandoffIndexEntry.fullDigest(offered), peerDigest) {
+    if HandoffCrypto.constantTimeEqual(index.summary.digest, peerDigest) {
       // Same notes on both sides: nothing to catch up in either direction.
-      let mine = HandoffIndexEntry.digest(offered)
+      let mine = indexDigest
       try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
       settle(DigestPair(peer: mine, mine: mine), summary)
       _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
       return
     }
-    try await ch.send(.getIndex)
-    guard case .index(let peerIndex) = try await ch.receive() else {
-      throw violation(ch, "expected INDEX")
-    }
-    let wanted = needs(peerIndex.filter { $0 != activity }, from: ch.peerLabel, summary: &summary)
-    try await pull(wanted, &ch, &summary)
+    // Catch-up: find what differs, pulling the peer's side as it is found.
+    let offer = try await reconcile(&ch, &summary, skipping: activity)
     // Settle on the index the peer saw, not on one changed since by a save.
-    let turnIndex = offered
-    try await ch.send(.turn(turnIndex))
+    let turnDigest = indexDigest
+    try await ch.send(.turn(indexDigest: turnDigest, offer))
     while true {
       switch try await ch.receive() {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(turnIndex)), summary)
+        settle(DigestPair(peer: peerDigest, mine: turnDigest), summary)
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -126,32 +122,34 @@ extension HandoffEngine {
     // then DONE carries the digest of the index the peer did see (so that it
     // comes back for the rest) and nothing is settled (PROTOCOL.md, section 6).
     let revision = localRevision
-    var shownDigest = HandoffIndexEntry.digest(offered)
+    var shownDigest = indexDigest
     while true {
       switch try await ch.receive() {
       case .getActivity:
-        shownDigest = HandoffIndexEntry.digest(offered)
+        shownDigest = indexDigest
         var title = ""
         if let entry = currentEntry, let folder = folders[entry.activityType] {
           let bytes = (try? folder.readNote(entry.path)) ?? []
           title = ActivityPayload.title(of: bytes, path: entry.path)
         }
         try await ch.send(
-          .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.fullDigest(offered)))
+          .activity(currentEntry, title: title, indexDigest: index.summary.digest))
       case .getIndex:
-        let shown = offered
-        shownDigest = HandoffIndexEntry.digest(shown)
-        try await ch.send(.index(shown))
+        shownDigest = indexDigest
+        try await ch.send(.index(offered))
+      case .getNodes(let requests):
+        shownDigest = indexDigest
+        try await ch.send(.nodes(IndexReconciliation.answer(requests, from: index)))
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
-      case .turn(let peerIndex):
-        let wanted = needs(peerIndex, from: ch.peerLabel, summary: &summary)
+      case .turn(let peerDigest, let peerEntries):
+        let wanted = needs(peerEntries, from: ch.peerLabel, summary: &summary)
         try await pull(wanted, &ch, &summary)
         let unchanged = localRevision == revision
-        let mine = unchanged ? HandoffIndexEntry.digest(offered) : shownDigest
+        let mine = unchanged ? indexDigest : shownDigest
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
         if unchanged {
-          settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine), summary)
+          settle(DigestPair(peer: peerDigest, mine: mine), summary)
         }
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
@@ -159,7 +157,7 @@ extension HandoffEngine {
       case .done(_, let peerDigest):
         // The initiator found nothing to catch up.
         if localRevision == revision {
-          settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)), summary)
+          settle(DigestPair(peer: peerDigest, mine: indexDigest), summary)
         }
         return
       case .error(_, let text):
@@ -179,7 +177,7 @@ extension HandoffEngine {
     completed.insert(pair)
   }
 
-  private func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
+  func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
     .protocolViolation(peer: ch.peerLabel, reason: reason)
   }
 
@@ -299,12 +297,25 @@ extension HandoffEngine {
 
   // MARK: Pulling
 
-  private func pull(
+  /// How many GET_NOTE an asker sends ahead of the answers (PROTOCOL.md
+  /// section 6): the radio's round trip is paid once per window, not per note.
+  static let pullWindow = 8
+
+  /// Fetches `wanted` with up to `pullWindow` requests outstanding; each NOTE
+  /// is applied as it arrives.
+  func pull(
     _ wanted: [HandoffIndexEntry], _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
-    for e in wanted {
+    var sent = 0
+    var answered = 0
+    while answered < wanted.count {
+      while sent < wanted.count, sent - answered < Self.pullWindow {
+        let e = wanted[sent]
+        try await ch.send(.getNote(activityType: e.activityType, path: e.path))
+        sent += 1
+      }
+      let e = wanted[answered]
       ch.transferring = (e.activityType, e.path)  // kept if this transfer throws
-      try await ch.send(.getNote(activityType: e.activityType, path: e.path))
       switch try await ch.receive() {
       case .note(let payload):
         guard payload.activityType == e.activityType, payload.path == e.path else {
@@ -318,6 +329,7 @@ extension HandoffEngine {
       default:
         throw violation(ch, "expected NOTE")
       }
+      answered += 1
       ch.transferring = nil
     }
   }
