@@ -55,6 +55,8 @@ public actor HandoffEngine {
   var saturatedLogged: Set<String> = []
   /// Notes not offered because a field is over its wire limit, already logged.
   var unencodableLogged: Set<String> = []
+  /// Store updates being gathered for one transaction (`batched`).
+  var storeBatch: HandoffStoreBatch?
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -156,6 +158,10 @@ public actor HandoffEngine {
       ensureScanned()
       return
     }
+    batched { rescanFolders() }
+  }
+
+  private func rescanFolders() {
     for (type, folder) in folders {
       var present: Set<String> = []
       for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
@@ -169,7 +175,7 @@ public actor HandoffEngine {
         gone.deleted = true
         index[key] = gone
         localRevision &+= 1
-        persist { try store.save(gone) }
+        persistSave(gone)
       }
     }
   }
@@ -185,7 +191,7 @@ public actor HandoffEngine {
     if let existing, existing.entry.hash == hash {
       if existing.deleted {
         index[key]?.deleted = false
-        persist { try store.save(index[key]!) }
+        persistSave(index[key]!)
       }
       return false
     }
@@ -207,7 +213,7 @@ public actor HandoffEngine {
     index[key] = note
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
-    persist { try store.save(note) }
+    persistSave(note)
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true
   }
@@ -330,7 +336,41 @@ public actor HandoffEngine {
   }
 
   func count(_ counter: String, _ amount: Int = 1) {
-    persist { try store.increment(counter, by: amount) }
+    if storeBatch != nil {
+      storeBatch!.append(.increment(counter, by: amount))
+    } else {
+      persist { try store.increment(counter, by: amount) }
+    }
+  }
+
+  /// Saves a note now, or with the batch under way.
+  func persistSave(_ note: StoredNote) {
+    if storeBatch != nil {
+      storeBatch!.append(.save(note))
+    } else {
+      persist { try store.save(note) }
+    }
+  }
+
+  /// Completes a write-back intent now, or with the batch under way.
+  func persistCompleteWrite(_ type: String, _ path: String, saving note: StoredNote?) {
+    if storeBatch != nil {
+      storeBatch!.append(.completeWrite(activityType: type, path: path, saving: note))
+    } else {
+      persist { try store.completeWrite(activityType: type, path: path, saving: note) }
+    }
+  }
+
+  /// Runs `body` with its store updates gathered and committed in one
+  /// transaction at the end (nested calls join the outer batch).
+  func batched(_ body: () -> Void) {
+    let outer = storeBatch == nil
+    if outer { storeBatch = HandoffStoreBatch() }
+    body()
+    if outer, let batch = storeBatch {
+      storeBatch = nil
+      persist { try store.commit(batch) }
+    }
   }
 
   /// didFailToContinue: logs, counts and remembers one failure.

@@ -38,6 +38,21 @@ public enum NoteWriteOutcome: Sendable, Equatable {
   case conflictCopy(relativePath: String)
 }
 
+/// One incoming note to write (`NoteFolderAccess.writeNotes`).
+public struct NoteWrite: Sendable {
+  public var relativePath: String
+  public var bytes: [UInt8]
+  public var expected: ContentHash?
+  public var peer: String
+
+  public init(relativePath: String, bytes: [UInt8], expected: ContentHash?, peer: String) {
+    self.relativePath = relativePath
+    self.bytes = bytes
+    self.expected = expected
+    self.peer = peer
+  }
+}
+
 /// What the handoff layer needs of a notes folder: its index, a note's
 /// bytes, and safe write-back of incoming notes.
 public protocol NoteFolderAccess: AnyObject, Sendable {
@@ -54,8 +69,23 @@ public protocol NoteFolderAccess: AnyObject, Sendable {
   func writeNote(
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws -> NoteWriteOutcome
+  /// Writes several incoming notes, each as `writeNote` would, in order; a
+  /// folder may make them durable together (one flush instead of one per
+  /// note). One result per write.
+  func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>]
   /// Why the folder would refuse to write a note called `relativePath`
   /// (its names policy), or nil if the name is acceptable; checked before
   /// fetching a peer's note.
   func refusal(of relativePath: String) -> String?
+}
+
+extension NoteFolderAccess {
+  /// One `writeNote` after another.
+  public func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>] {
+    writes.map { w in
+      Result {
+        try writeNote(w.relativePath, bytes: w.bytes, replacing: w.expected, peer: w.peer)
+      }
+    }
+  }
 }

@@ -179,4 +179,10 @@ public final class NotesFolder: NoteFolderAccess {
   ) throws -> NoteWriteOutcome {
     try writer.write(relativePath, bytes: bytes, replacing: expected, peer: peer)
   }
+
+  /// Writes several incoming notes with one flush for all (see `writeNote`
+  /// for each; `NoteWriter.writeBatch` for the order of the steps).
+  public func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>] {
+    writer.writeBatch(writes).map { $0.mapError { $0 as any Error } }
+  }
 }

@@ -184,6 +184,37 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     }
   }
 
+  /// Write-back intents for several notes, in one transaction.
+  public func savePending(_ notes: [StoredNote]) throws(SQLiteError) {
+    guard !notes.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for note in notes { try Self.insert(note, into: "pending", db) }
+      }
+    }
+  }
+
+  /// Several updates in order, in one transaction.
+  public func commit(_ batch: HandoffStoreBatch) throws(SQLiteError) {
+    guard !batch.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for operation in batch.operations {
+          switch operation {
+          case .save(let note):
+            try Self.insert(note, into: "notes", db)
+          case .completeWrite(let type, let path, let note):
+            try db.query(
+              "DELETE FROM pending WHERE activity_type = ? AND path = ?", [.text(type), .text(path)])
+            if let note { try Self.insert(note, into: "notes", db) }
+          case .increment(let name, let amount):
+            try Self.increment(name, by: amount, db)
+          }
+        }
+      }
+    }
+  }
+
   private static func note(from row: [SQLiteDatabase.Value]) -> StoredNote? {
     guard row.count == 7, let type = row[0].text, let path = row[1].text,
       let hash = row[2].blob.flatMap(ContentHash.init(bytes:)), let size = row[3].integer,
@@ -252,13 +283,17 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   // MARK: Counters and failures
 
   public func increment(_ counter: String, by amount: Int = 1) throws(SQLiteError) {
-    try with { db throws(SQLiteError) in
-      try db.query(
-        """
-        INSERT INTO counters (name, value) VALUES (?, ?)
-        ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
-        """, [.text(counter), .integer(Int64(amount))])
-    }
+    try with { db throws(SQLiteError) in try Self.increment(counter, by: amount, db) }
+  }
+
+  private static func increment(_ counter: String, by amount: Int, _ db: SQLiteDatabase)
+    throws(SQLiteError)
+  {
+    try db.query(
+      """
+      INSERT INTO counters (name, value) VALUES (?, ?)
+      ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
+      """, [.text(counter), .integer(Int64(amount))])
   }
 
   public func counters() throws(SQLiteError) -> [String: Int] {
