@@ -71,9 +71,16 @@ package struct IndexReconciliation {
   /// The responder answers with children rather than entries once its NODES
   /// answer would grow past this many bytes.
   static let answerBudget = 1 << 20
+  /// The most nodes one walk asks for: a peer's tree of n entries needs at
+  /// most about 8n; more means a peer making the walk up (a hostile key holder).
+  static let maxNodesPerWalk = 1 << 22
+  /// TURN's entries stop short of its 16 MiB limit; what is left is offered
+  /// in the next session (the digests still differ).
+  static let turnBudget = HandoffLimits.maxIndexBytes - (1 << 20)
 
   private var pending: [Request] = [Request(depth: 0, prefix: 0, wantsEntries: false)]
   private var head = 0
+  private var asked = 0
   /// Our keys in nodes the peer lacks or holds otherwise: what TURN offers.
   private var offered: Set<String> = []
   /// The content hash the peer showed for each key it sent.
@@ -98,6 +105,7 @@ package struct IndexReconciliation {
       pending.removeFirst(head)
       head = 0
     }
+    asked += batch.count
     return batch
   }
 
@@ -115,6 +123,15 @@ package struct IndexReconciliation {
       case .children(let theirs):
         guard node.depth < IndexSummary.maxDepth, theirs.count == 16 else {
           throw WireError("children answer for a node of depth \(node.depth)")
+        }
+        // The children of a node hold what the node holds, as the peer said.
+        let total = theirs.reduce(0) { $0 + Int($1.count) }
+        guard node.depth == 0 || total == node.expected else {
+          throw WireError(
+            "children of node \(node.depth)/\(node.prefix) hold \(total) entries, the node \(node.expected)")
+        }
+        guard asked + pending.count - head < Self.maxNodesPerWalk else {
+          throw WireError("the peer's summary needs over \(Self.maxNodesPerWalk) nodes")
         }
         let ours = mine.summary.children(depth: node.depth, prefix: node.prefix)
         for c in 0..<16 {
@@ -149,10 +166,16 @@ package struct IndexReconciliation {
   /// The entries TURN offers: ours in the nodes found to differ, as they are
   /// now (a note pulled meanwhile that now equals the peer's is left out).
   func offer(from mine: HandoffIndex) -> [HandoffIndexEntry] {
-    offered.sorted().compactMap { key in
-      guard let note = mine[key], mine.isOffered(note) else { return nil }
-      return peerHashes[key] == note.entry.hash ? nil : note.entry
+    var bytes = 0
+    var out: [HandoffIndexEntry] = []
+    for key in offered.sorted() {
+      guard let note = mine[key], mine.isOffered(note), peerHashes[key] != note.entry.hash
+      else { continue }
+      bytes += note.entry.encodedSize
+      if bytes > Self.turnBudget { break }
+      out.append(note.entry)
     }
+    return out
   }
 
   /// The responder's answers: a node's entries when asked for them or when it

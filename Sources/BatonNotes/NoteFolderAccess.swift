@@ -14,6 +14,30 @@ public struct NoteIndexEntry: Sendable, Equatable, Hashable {
   }
 }
 
+/// What a note's file was when it was last read and hashed: its size,
+/// modification time and inode, with the content hash. At start, a file whose
+/// size, time and inode still match is not read again (its hash is trusted).
+public struct NoteFileStamp: Sendable, Equatable {
+  public var relativePath: String
+  public var size: Int
+  public var modifiedSeconds: Int64
+  public var modifiedNanoseconds: Int64
+  public var inode: UInt64
+  public var hash: ContentHash
+
+  public init(
+    relativePath: String, size: Int, modifiedSeconds: Int64, modifiedNanoseconds: Int64,
+    inode: UInt64, hash: ContentHash
+  ) {
+    self.relativePath = relativePath
+    self.size = size
+    self.modifiedSeconds = modifiedSeconds
+    self.modifiedNanoseconds = modifiedNanoseconds
+    self.inode = inode
+    self.hash = hash
+  }
+}
+
 /// A completed local save: the note's whole new content.
 public struct NoteSave: Sendable, Equatable {
   public var relativePath: String

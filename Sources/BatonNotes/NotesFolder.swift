@@ -155,6 +155,15 @@ public final class NotesFolder: NoteFolderAccess {
     running.withLock { $0?.watcher.paused.store(paused, ordering: .releasing) }
   }
 
+  /// Stamps (from the state database) that the next index build may trust:
+  /// a file whose size, time and inode match is indexed with the stamp's
+  /// hash without being read. Call before `start()` or `buildIndex()`.
+  public func trust(_ stamps: [NoteFileStamp]) { index.trust(stamps) }
+
+  /// The stamps of the files read and hashed since the last call, for the
+  /// state database.
+  public func takeFreshStamps() -> [NoteFileStamp] { index.takeFreshStamps() }
+
   // MARK: NoteFolderAccess
 
   public func indexEntries() -> [NoteIndexEntry] { index.entries }

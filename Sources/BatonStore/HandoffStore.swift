@@ -1,4 +1,5 @@
 import BatonHandoff
+import BatonNotes
 import BatonSystem
 import FoundationEssentials
 import Synchronization
@@ -74,6 +75,10 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
         version BLOB NOT NULL, origin INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (activity_type, path));
+      CREATE TABLE IF NOT EXISTS stamps (
+        activity_type TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
+        mtime_sec INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, inode INTEGER NOT NULL,
+        hash BLOB NOT NULL, PRIMARY KEY (activity_type, path));
       CREATE TABLE IF NOT EXISTS failures (
         id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, activity_type TEXT NOT NULL,
         peer TEXT NOT NULL, reason TEXT NOT NULL);
@@ -226,6 +231,51 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         activityType: type, path: path, hash: hash, size: Int(size), version: version,
         origin: DeviceID(rawValue: UInt64(bitPattern: origin))),
       deleted: deleted != 0)
+  }
+
+  // MARK: File stamps
+
+  /// What each note file of a folder was when last hashed (size, time,
+  /// inode, hash), so that a start need not read unchanged files again.
+  public func fileStamps(activityType: String) throws(SQLiteError) -> [NoteFileStamp] {
+    try with { db throws(SQLiteError) in
+      try db.query(
+        """
+        SELECT path, size, mtime_sec, mtime_nsec, inode, hash FROM stamps
+        WHERE activity_type = ?
+        """, [.text(activityType)]
+      ).compactMap { row in
+        guard row.count == 6, let path = row[0].text, let size = row[1].integer,
+          let seconds = row[2].integer, let nanoseconds = row[3].integer,
+          let inode = row[4].integer, let hash = row[5].blob.flatMap(ContentHash.init(bytes:))
+        else { return nil }
+        return NoteFileStamp(
+          relativePath: path, size: Int(size), modifiedSeconds: seconds,
+          modifiedNanoseconds: nanoseconds, inode: UInt64(bitPattern: inode), hash: hash)
+      }
+    }
+  }
+
+  /// Records stamps of a folder's files (one transaction).
+  public func saveFileStamps(_ stamps: [NoteFileStamp], activityType: String) throws(SQLiteError) {
+    guard !stamps.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for s in stamps {
+          try db.query(
+            """
+            INSERT OR REPLACE INTO stamps
+              (activity_type, path, size, mtime_sec, mtime_nsec, inode, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+              .text(activityType), .text(s.relativePath), .integer(Int64(s.size)),
+              .integer(s.modifiedSeconds), .integer(s.modifiedNanoseconds),
+              .integer(Int64(bitPattern: s.inode)), .blob(s.hash.bytes),
+            ])
+        }
+      }
+    }
   }
 
   // MARK: Meta
