@@ -5,7 +5,7 @@ import BatonSystem
 /// (`IndexSummary`) from the root, asking only for the nodes whose
 /// fingerprint differs from its own, until the peer answers a node with its
 /// entries. A peer that missed k changes in an index of n notes so costs about
-/// k × log16(n) node answers of 196 bytes plus k entries, in log16(n) + 1
+/// k × log16(n) node answers of 193 bytes plus k entries, in log16(n) + 1
 /// round trips, whatever n is.
 ///
 /// This type is the walk's state and decisions, with no I/O: the session
@@ -61,7 +61,7 @@ package struct IndexReconciliation {
 
   /// A node whose entries the responder answers without being asked to when
   /// it holds at most this many.
-  static let leafSize = 16
+  static let leafSize = 4
   /// A node whose entries the initiator asks for (having none of its own) is
   /// asked for in one piece only up to this size; a larger one by its children.
   static let largestEntriesRequest = 1024

@@ -63,14 +63,17 @@ struct NoteWriter: Sendable {
       }
       staged = []
     }
-    var synced: Set<String> = []
     for (i, s) in staged {
       results[i] = Result { () throws(NotesError) in try commit(s) }
     }
-    for (_, s) in staged {
-      if synced.insert(s.folder).inserted { syncDirectory(s.directory, s.relativePath) }
-      s.directory.closeIgnoringErrors()
+    // The renames made durable: each folder's fsync, or one more syncfs when
+    // the batch touched many folders.
+    let folders = Dictionary(staged.map { ($0.1.folder, $0.1) }) { first, _ in first }
+    if folders.count > 4, let (_, s) = staged.first, Self.flush(s.directory) == nil {
+    } else {
+      for s in folders.values { syncDirectory(s.directory, s.relativePath) }
     }
+    for (_, s) in staged { s.directory.closeIgnoringErrors() }
     return results.map { $0 ?? .failure(.notANote(path: "", reason: "not written")) }
   }
 
