@@ -69,8 +69,8 @@ struct NoteWriter: Sendable {
     // The renames made durable: each folder's fsync, or one more syncfs when
     // the batch touched many folders.
     let folders = Dictionary(staged.map { ($0.1.folder, $0.1) }) { first, _ in first }
-    if folders.count > 4, let (_, s) = staged.first, Self.flush(s.directory) == nil {
-    } else {
+    let flushedOnce = folders.count > 4 && staged.first.map { Self.flush($0.1.directory) == nil } == true
+    if !flushedOnce {
       for s in folders.values { syncDirectory(s.directory, s.relativePath) }
     }
     for (_, s) in staged { s.directory.closeIgnoringErrors() }
