@@ -103,6 +103,9 @@ import Testing
     }
     let small = try cost(200)
     let large = try cost(20_000)
+    print(
+      "one change: \(small.bytes) B in \(small.roundTrips) round trips among 200 notes,"
+        + " \(large.bytes) B in \(large.roundTrips) among 20,000")
     #expect(large.peerEntries.count <= IndexReconciliation.leafSize)
     #expect(large.bytes < 2_500, "\(large.bytes) bytes for one change in 20,000 notes")
     #expect(large.roundTrips <= 5)
