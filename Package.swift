@@ -39,7 +39,7 @@ let package = Package(
     layer("BatonHost", ["BatonL2CAP", "BatonHCI", "BatonSystem"]),
     layer(
       "BatonHandoff", ["BatonNotes", "BatonSystem", "CSodium"], exclude: ["PROTOCOL.md"]),
-    layer("BatonStore", ["BatonHandoff", "BatonSystem", "CSQLite"]),
+    layer("BatonStore", ["BatonHandoff", "BatonNotes", "BatonSystem", "CSQLite"]),
     layer(
       "BatonAgent",
       [

@@ -59,6 +59,9 @@ final class AgentRadio: Sendable {
     var unresolved: Set<String> = []
     /// Addresses with a session under way (either direction).
     var busy: Set<String> = []
+    /// A `.beaconChanged` is queued and not yet handled: a burst of saves
+    /// makes one re-seal, not one per save (issue 14's livelock).
+    var beaconPending = false
   }
 
   let configuration: AgentConfiguration
@@ -75,7 +78,13 @@ final class AgentRadio: Sendable {
   var address: String? { state.withLock { $0.host?.address.description } }
 
   /// The engine's index or current activity changed: re-seal the beacon.
-  func beaconChanged() { _ = state.withLock { $0.events?.yield(.beaconChanged) } }
+  func beaconChanged() {
+    state.withLock { s in
+      guard !s.beaconPending, let events = s.events else { return }
+      s.beaconPending = true
+      events.yield(.beaconChanged)
+    }
+  }
 
   /// Keyed peers heard within the last minute, most recent first.
   func peersInRange() -> [AgentStatus.Peer] {
@@ -143,6 +152,7 @@ final class AgentRadio: Sendable {
       $0.host = host
       $0.events = continuation
       $0.busy = []
+      $0.beaconPending = false
     }
     defer {
       state.withLock {
@@ -186,6 +196,8 @@ final class AgentRadio: Sendable {
 
       var reason = "stopped"
       loop: for await event in events {
+        // Stopping: events still queued are not worth handling.
+        if Task.isCancelled { break loop }
         switch event {
         case .report(let report):
           if let address = await shouldInitiate(report) {
@@ -208,6 +220,7 @@ final class AgentRadio: Sendable {
           state.withLock { _ = $0.busy.remove(address) }
           await refreshBeacon(host)
         case .beaconChanged:
+          state.withLock { $0.beaconPending = false }
           await refreshBeacon(host)
         case .rotate:
           do {

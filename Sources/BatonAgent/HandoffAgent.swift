@@ -150,7 +150,11 @@ public final class HandoffAgent: AgentCore {
       let folder = try NotesFolder(
         root: folderConfiguration.path, pattern: folderConfiguration.pattern,
         maximumNoteSize: configuration.maxNoteSize)
+      // Files unchanged since the last run are not read again (issue 14).
+      folder.trust((try? store.fileStamps(activityType: folderConfiguration.activityType)) ?? [])
       streams.append((folderConfiguration.activityType, try folder.start()))
+      try? store.saveFileStamps(
+        folder.takeFreshStamps(), activityType: folderConfiguration.activityType)
       folders.append((folderConfiguration, folder))
     }
     let policy = HandoffPolicy(

@@ -180,7 +180,9 @@ enum FuzzTargets {
     let messages: [HandoffMessage] = [
       .getActivity, .getIndex, .activity(sampleEntry, title: "t", indexDigest: [UInt8](repeating: 7, count: 32)),
       .activity(nil, title: "", indexDigest: [UInt8](repeating: 7, count: 32)),
-      .index([sampleEntry, sampleEntry]), .turn([sampleEntry]),
+      .index([sampleEntry, sampleEntry]), .turn(indexDigest: 3, [sampleEntry]),
+      .getNodes([.init(depth: 0, prefix: 0, wantsEntries: false), .init(depth: 2, prefix: 0xAB, wantsEntries: true)]),
+      .nodes([.children(Array(repeating: .init(count: 2, fingerprint: 9), count: 16)), .entries([sampleEntry])]),
       .getNote(activityType: "org.baton.note", path: "dir/a.md"), .note(payload),
       .noteUnavailable(activityType: "org.baton.note", path: "a.md", reason: .unknown),
       .done(activityHash: 1, indexDigest: 2), .error(code: 1, text: "no"),

@@ -15,7 +15,7 @@ extension HandoffEngine {
   public func indexDiffers(beacon data: [UInt8]) -> Bool {
     ensureScanned()
     guard let content = Beacon.open(advertisingData: data, keys: keys) else { return false }
-    return content.indexDigest != HandoffIndexEntry.digest(offered)
+    return content.indexDigest != indexDigest
   }
 
   /// Whether `data` is a beacon sealed with our group key.

@@ -36,8 +36,8 @@ public actor HandoffEngine {
     executor.asUnownedSerialExecutor()
   }
 
-  /// The index, mirrored from the store: key is `type \0 path`.
-  var index: [String: StoredNote] = [:]
+  /// The index, mirrored from the store, with its summary: key is `type \0 path`.
+  var index: HandoffIndex
   var current: (activityType: String, path: String)?
   private var scanned = false
   /// Counts changes to the offered index that no session made (local saves,
@@ -67,6 +67,8 @@ public actor HandoffEngine {
   var saturatedLogged: Set<String> = []
   /// Notes not offered because a field is over its wire limit, already logged.
   var unencodableLogged: Set<String> = []
+  /// Store updates being gathered for one transaction (`batched`).
+  var storeBatch: HandoffStoreBatch?
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -94,6 +96,7 @@ public actor HandoffEngine {
       map[f.activityType] = f.folder
     }
     self.folders = map
+    index = HandoffIndex(offeredTypes: Set(map.keys))
     self.policy = policy
     if let recovery = store.recovery { logger.error(recovery) }
   }
@@ -167,6 +170,10 @@ public actor HandoffEngine {
       ensureScanned()
       return
     }
+    batched { rescanFolders() }
+  }
+
+  private func rescanFolders() {
     for (type, folder) in folders {
       var present: Set<String> = []
       for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
@@ -180,7 +187,7 @@ public actor HandoffEngine {
         gone.deleted = true
         index[key] = gone
         localRevision &+= 1
-        persist { try store.save(gone) }
+        persistSave(gone)
       }
     }
   }
@@ -196,7 +203,7 @@ public actor HandoffEngine {
     if let existing, existing.entry.hash == hash {
       if existing.deleted {
         index[key]?.deleted = false
-        persist { try store.save(index[key]!) }
+        persistSave(index[key]!)
       }
       return false
     }
@@ -216,8 +223,9 @@ public actor HandoffEngine {
         activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
     )
     index[key] = note
+    _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
-    persist { try store.save(note) }
+    persistSave(note)
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true
   }
@@ -252,10 +260,14 @@ public actor HandoffEngine {
   /// The entries we offer to peers (deleted ones are not offered).
   /// Only notes of folders configured now are offered, and only those whose
   /// fields fit the wire limits (others are logged once).
+  /// A pass over the whole index: only GET_INDEX uses it.
   var offered: [HandoffIndexEntry] {
     index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
       .filter(isOfferable)
   }
+
+  /// The beacon's digest of the offered index, kept up to date by every change.
+  var indexDigest: UInt32 { index.summary.shortDigest }
 
   var currentEntry: HandoffIndexEntry? {
     guard let current, let note = index[Self.key(current.activityType, current.path)],
@@ -265,7 +277,7 @@ public actor HandoffEngine {
   }
 
   /// Whether a peer's decoder would accept `entry`; logs once when not.
-  private func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
+  func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
     guard let reason = entry.unencodableReason else { return true }
     if unencodableLogged.insert(Self.key(entry.activityType, entry.path)).inserted {
       logger.warning(
@@ -279,7 +291,7 @@ public actor HandoffEngine {
   public func beaconContent() -> BeaconContent {
     ensureScanned()
     return BeaconContent(
-      activityHash: currentEntry?.activityHash ?? 0, indexDigest: HandoffIndexEntry.digest(offered))
+      activityHash: currentEntry?.activityHash ?? 0, indexDigest: indexDigest)
   }
 
   /// The 31-byte advertising payload, sealed afresh on every call (call it on
@@ -300,7 +312,7 @@ public actor HandoffEngine {
     guard let content = Beacon.open(advertisingData: data, keys: keys),
       content.version == Beacon.protocolVersion
     else { return false }
-    let mine = HandoffIndexEntry.digest(offered)
+    let mine = indexDigest
     guard content.indexDigest != mine else { return false }
     guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
       return false
@@ -328,7 +340,7 @@ public actor HandoffEngine {
     return HandoffStatus(
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
-      peers: (try? store.peers()) ?? [], noteCount: offered.count, storeRecovery: store.recovery)
+      peers: (try? store.peers()) ?? [], noteCount: index.summary.count, storeRecovery: store.recovery)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder
@@ -338,7 +350,41 @@ public actor HandoffEngine {
   }
 
   func count(_ counter: String, _ amount: Int = 1) {
-    persist { try store.increment(counter, by: amount) }
+    if storeBatch != nil {
+      storeBatch!.append(.increment(counter, by: amount))
+    } else {
+      persist { try store.increment(counter, by: amount) }
+    }
+  }
+
+  /// Saves a note now, or with the batch under way.
+  func persistSave(_ note: StoredNote) {
+    if storeBatch != nil {
+      storeBatch!.append(.save(note))
+    } else {
+      persist { try store.save(note) }
+    }
+  }
+
+  /// Completes a write-back intent now, or with the batch under way.
+  func persistCompleteWrite(_ type: String, _ path: String, saving note: StoredNote?) {
+    if storeBatch != nil {
+      storeBatch!.append(.completeWrite(activityType: type, path: path, saving: note))
+    } else {
+      persist { try store.completeWrite(activityType: type, path: path, saving: note) }
+    }
+  }
+
+  /// Runs `body` with its store updates gathered and committed in one
+  /// transaction at the end (nested calls join the outer batch).
+  func batched(_ body: () -> Void) {
+    let outer = storeBatch == nil
+    if outer { storeBatch = HandoffStoreBatch() }
+    body()
+    if outer, let batch = storeBatch {
+      storeBatch = nil
+      persist { try store.commit(batch) }
+    }
   }
 
   /// didFailToContinue: logs, counts and remembers one failure.

@@ -72,29 +72,9 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     return v == 0 ? 1 : v  // 0 means "no current activity"
   }
 
-  /// The 32-bit digest of a whole index, as carried in the beacon: the first 4
-  /// bytes (little-endian) of `fullDigest`.
-  static func digest<S: Sequence>(_ entries: S) -> UInt32 where S.Element == HandoffIndexEntry {
-    let h = fullDigest(entries)
-    return UInt32(h[0]) | UInt32(h[1]) << 8 | UInt32(h[2]) << 16 | UInt32(h[3]) << 24
-  }
-
-  /// BLAKE2b-256 over the entries sorted by (type, path) bytewise, each
-  /// `string type, string path, hash`.
-  static func fullDigest<S: Sequence>(_ entries: S) -> [UInt8]
-  where S.Element == HandoffIndexEntry {
-    let sorted = entries.sorted {
-      ($0.activityType.utf8.lexicographicallyPrecedes($1.activityType.utf8))
-        || ($0.activityType == $1.activityType
-          && $0.path.utf8.lexicographicallyPrecedes($1.path.utf8))
-    }
-    var w = ByteWriter()
-    for e in sorted {
-      w.string(e.activityType)
-      w.string(e.path)
-      w.raw(e.hash.bytes)
-    }
-    return HandoffCrypto.hash(w.bytes)
+  /// The bytes `encode(into:)` writes.
+  var encodedSize: Int {
+    2 + activityType.utf8.count + 2 + path.utf8.count + 32 + 8 + 2 + 16 * version.counters.count + 8
   }
 }
 
@@ -216,9 +196,15 @@ package enum HandoffMessage: Equatable {
   case getNote(activityType: String, path: String)
   case note(ActivityPayload)
   case noteUnavailable(activityType: String, path: String, reason: UnavailableReason)
-  case turn([HandoffIndexEntry])
+  /// The initiator's short index digest and its entries the responder may
+  /// lack (section 6.1); the receiver now asks.
+  case turn(indexDigest: UInt32, [HandoffIndexEntry])
   case done(activityHash: UInt32, indexDigest: UInt32)
   case error(code: UInt8, text: String)
+  /// Summary nodes asked for (section 6.1).
+  case getNodes([IndexReconciliation.Request])
+  /// Their answers, in the order asked.
+  case nodes([IndexReconciliation.Answer])
 
   package enum UnavailableReason: UInt8 {
     case unknown = 1
@@ -237,6 +223,8 @@ package enum HandoffMessage: Equatable {
     case turn = 8
     case done = 9
     case error = 10
+    case getNodes = 11
+    case nodes = 12
   }
 
   package var kind: Kind {
@@ -251,13 +239,15 @@ package enum HandoffMessage: Equatable {
     case .turn: .turn
     case .done: .done
     case .error: .error
+    case .getNodes: .getNodes
+    case .nodes: .nodes
     }
   }
 
   /// The largest body a receiver accepts for `kind`.
   static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
     switch kind {
-    case .index, .turn: HandoffLimits.maxIndexBytes
+    case .index, .turn, .nodes: HandoffLimits.maxIndexBytes
     case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
     default: HandoffLimits.maxControlBytes
     }
@@ -276,9 +266,32 @@ package enum HandoffMessage: Equatable {
       } else {
         w.u8(0)
       }
-    case .index(let entries), .turn(let entries):
-      w.u32(UInt32(clamping: entries.count))
-      for e in entries { e.encode(into: &w) }
+    case .index(let entries):
+      Self.encode(entries, into: &w)
+    case .turn(let digest, let entries):
+      w.u32(digest)
+      Self.encode(entries, into: &w)
+    case .getNodes(let requests):
+      w.u16(UInt16(clamping: requests.count))
+      for r in requests.prefix(Int(UInt16.max)) {
+        w.u8(UInt8(r.depth) | (r.wantsEntries ? 0x80 : 0))
+        w.u32(r.prefix)
+      }
+    case .nodes(let answers):
+      w.u16(UInt16(clamping: answers.count))
+      for a in answers.prefix(Int(UInt16.max)) {
+        switch a {
+        case .children(let children):
+          w.u8(0)
+          for c in children {
+            w.u32(c.count)
+            w.u64(c.fingerprint)
+          }
+        case .entries(let entries):
+          w.u8(1)
+          Self.encode(entries, into: &w)
+        }
+      }
     case .getNote(let type, let path):
       w.string(type, max: HandoffLimits.maxActivityTypeBytes)
       w.string(path, max: HandoffLimits.maxPathBytes)
@@ -319,13 +332,43 @@ package enum HandoffMessage: Equatable {
           entry, title: try r.string(max: HandoffLimits.maxTitleBytes), indexDigest: digest)
       default: throw WireError("activity presence flag")
       }
-    case .index, .turn:
-      let count = Int(try r.u32())
-      guard count <= r.remaining / 60 + 1 else { throw WireError("index count \(count)") }
-      var entries: [HandoffIndexEntry] = []
-      entries.reserveCapacity(count)
-      for _ in 0..<count { entries.append(try HandoffIndexEntry.decode(from: &r)) }
-      message = kind == .index ? .index(entries) : .turn(entries)
+    case .index:
+      message = .index(try decodeEntries(&r))
+    case .turn:
+      let digest = try r.u32()
+      message = .turn(indexDigest: digest, try decodeEntries(&r))
+    case .getNodes:
+      let count = Int(try r.u16())
+      guard count <= r.remaining / 5 else { throw WireError("node count \(count)") }
+      var requests: [IndexReconciliation.Request] = []
+      for _ in 0..<count {
+        let flags = try r.u8()
+        let depth = Int(flags & 0x0F)
+        let prefix = try r.u32()
+        guard flags & 0x70 == 0, IndexSummary.isValid(depth: depth, prefix: prefix) else {
+          throw WireError("node depth \(depth) prefix \(prefix) (flags \(flags))")
+        }
+        requests.append(.init(depth: depth, prefix: prefix, wantsEntries: flags & 0x80 != 0))
+      }
+      message = .getNodes(requests)
+    case .nodes:
+      let count = Int(try r.u16())
+      guard count <= r.remaining / 5 else { throw WireError("answer count \(count)") }
+      var answers: [IndexReconciliation.Answer] = []
+      for _ in 0..<count {
+        switch try r.u8() {
+        case 0:
+          var children: [IndexReconciliation.Child] = []
+          for _ in 0..<16 {
+            let n = try r.u32()
+            children.append(.init(count: n, fingerprint: try r.u64()))
+          }
+          answers.append(.children(children))
+        case 1: answers.append(.entries(try decodeEntries(&r)))
+        default: throw WireError("node answer form")
+        }
+      }
+      message = .nodes(answers)
     case .getNote:
       let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
       message = .getNote(activityType: type, path: try r.string(max: HandoffLimits.maxPathBytes))
@@ -343,5 +386,20 @@ package enum HandoffMessage: Equatable {
     }
     try r.expectEnd()
     return message
+  }
+
+  private static func encode(_ entries: [HandoffIndexEntry], into w: inout ByteWriter) {
+    w.u32(UInt32(clamping: entries.count))
+    for e in entries { e.encode(into: &w) }
+  }
+
+  /// `u32 n || n × entry`.
+  private static func decodeEntries(_ r: inout WireReader) throws(WireError) -> [HandoffIndexEntry] {
+    let count = Int(try r.u32())
+    guard count <= r.remaining / 60 + 1 else { throw WireError("index count \(count)") }
+    var entries: [HandoffIndexEntry] = []
+    entries.reserveCapacity(count)
+    for _ in 0..<count { entries.append(try HandoffIndexEntry.decode(from: &r)) }
+    return entries
   }
 }

@@ -95,29 +95,25 @@ extension HandoffEngine {
       // The current activity first, on its own: usually all a session has to do.
       try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
     }
-    if HandoffCrypto.constantTimeEqual(HandoffIndexEntry.fullDigest(offered), peerDigest) {
+    if HandoffCrypto.constantTimeEqual(index.summary.digest, peerDigest) {
       // Same notes on both sides: nothing to catch up in either direction.
-      let mine = HandoffIndexEntry.digest(offered)
+      let mine = indexDigest
       try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
       settle(DigestPair(peer: mine, mine: mine), summary)
       _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
       return
     }
-    try await ch.send(.getIndex)
-    guard case .index(let peerIndex) = try await ch.receive() else {
-      throw violation(ch, "expected INDEX")
-    }
-    let wanted = needs(peerIndex.filter { $0 != activity }, from: ch.peerLabel, summary: &summary)
-    try await pull(wanted, &ch, &summary)
+    // Catch-up: find what differs, pulling the peer's side as it is found.
+    let offer = try await reconcile(&ch, &summary, skipping: activity)
     // Settle on the index the peer saw, not on one changed since by a save.
-    let turnIndex = offered
-    try await ch.send(.turn(turnIndex))
+    let turnDigest = indexDigest
+    try await ch.send(.turn(indexDigest: turnDigest, offer))
     while true {
       switch try await ch.receive() {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(turnIndex)), summary)
+        settle(DigestPair(peer: peerDigest, mine: turnDigest), summary)
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -133,32 +129,34 @@ extension HandoffEngine {
     // then DONE carries the digest of the index the peer did see (so that it
     // comes back for the rest) and nothing is settled (PROTOCOL.md, section 6).
     let revision = localRevision
-    var shownDigest = HandoffIndexEntry.digest(offered)
+    var shownDigest = indexDigest
     while true {
       switch try await ch.receive() {
       case .getActivity:
-        shownDigest = HandoffIndexEntry.digest(offered)
+        shownDigest = indexDigest
         var title = ""
         if let entry = currentEntry, let folder = folders[entry.activityType] {
           let bytes = (try? folder.readNote(entry.path)) ?? []
           title = ActivityPayload.title(of: bytes, path: entry.path)
         }
         try await ch.send(
-          .activity(currentEntry, title: title, indexDigest: HandoffIndexEntry.fullDigest(offered)))
+          .activity(currentEntry, title: title, indexDigest: index.summary.digest))
       case .getIndex:
-        let shown = offered
-        shownDigest = HandoffIndexEntry.digest(shown)
-        try await ch.send(.index(shown))
+        shownDigest = indexDigest
+        try await ch.send(.index(offered))
+      case .getNodes(let requests):
+        shownDigest = indexDigest
+        try await ch.send(.nodes(IndexReconciliation.answer(requests, from: index)))
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
-      case .turn(let peerIndex):
-        let wanted = needs(peerIndex, from: ch.peerLabel, summary: &summary)
+      case .turn(let peerDigest, let peerEntries):
+        let wanted = needs(peerEntries, from: ch.peerLabel, summary: &summary)
         try await pull(wanted, &ch, &summary)
         let unchanged = localRevision == revision
-        let mine = unchanged ? HandoffIndexEntry.digest(offered) : shownDigest
+        let mine = unchanged ? indexDigest : shownDigest
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
         if unchanged {
-          settle(DigestPair(peer: HandoffIndexEntry.digest(peerIndex), mine: mine), summary)
+          settle(DigestPair(peer: peerDigest, mine: mine), summary)
         }
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
@@ -166,7 +164,7 @@ extension HandoffEngine {
       case .done(_, let peerDigest):
         // The initiator found nothing to catch up.
         if localRevision == revision {
-          settle(DigestPair(peer: peerDigest, mine: HandoffIndexEntry.digest(offered)), summary)
+          settle(DigestPair(peer: peerDigest, mine: indexDigest), summary)
         }
         return
       case .error(_, let text):
@@ -186,7 +184,7 @@ extension HandoffEngine {
     completed.insert(pair)
   }
 
-  private func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
+  func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
     .protocolViolation(peer: ch.peerLabel, reason: reason)
   }
 
@@ -245,7 +243,7 @@ extension HandoffEngine {
           // Same bytes reached by another history: adopt the merged version, no transfer.
           local.entry.version = local.entry.version.merged(with: e.version)
           index[key] = local
-          persist { try store.save(local) }
+          persistSave(local)
         } else if local.deleted {
           fresh.append(e)
         } else {
@@ -306,41 +304,136 @@ extension HandoffEngine {
 
   // MARK: Pulling
 
-  private func pull(
+  /// How many GET_NOTE an asker sends ahead of the answers (PROTOCOL.md
+  /// section 6): the radio's round trip is paid once per window, not per note.
+  static let pullWindow = 8
+
+  /// Notes received are applied together once this many arrived (or
+  /// `pullBatchBytes` of content), and at the end: one store transaction and
+  /// one flush of the folder per batch, memory bounded by the batch.
+  static let pullBatch = 64
+  static let pullBatchBytes = 4 << 20
+
+  /// Fetches `wanted` with up to `pullWindow` requests outstanding, applying
+  /// the notes in batches as they arrive. A session cut short still applies
+  /// what arrived whole.
+  func pull(
     _ wanted: [HandoffIndexEntry], _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
-    for e in wanted {
-      ch.transferring = (e.activityType, e.path)  // kept if this transfer throws
-      try await ch.send(.getNote(activityType: e.activityType, path: e.path))
-      switch try await ch.receive() {
-      case .note(let payload):
-        guard payload.activityType == e.activityType, payload.path == e.path else {
-          throw violation(ch, "NOTE for \(payload.path) answers GET_NOTE for \(e.path)")
+    var sent = 0
+    var answered = 0
+    var batch: [ActivityPayload] = []
+    var batchBytes = 0
+    do {
+      while answered < wanted.count {
+        while sent < wanted.count, sent - answered < Self.pullWindow {
+          let e = wanted[sent]
+          try await ch.send(.getNote(activityType: e.activityType, path: e.path))
+          sent += 1
         }
-        apply(payload, from: ch.peerLabel, summary: &summary)
-      case .noteUnavailable(_, let path, let reason):
-        logger.debug("\(ch.peerLabel) cannot send \(path): \(reason)")
-      case .error(_, let text):
-        throw HandoffError.peerError(peer: ch.peerLabel, text: text)
-      default:
-        throw violation(ch, "expected NOTE")
+        let e = wanted[answered]
+        ch.transferring = (e.activityType, e.path)  // kept if this transfer throws
+        switch try await ch.receive() {
+        case .note(let payload):
+          guard payload.activityType == e.activityType, payload.path == e.path else {
+            throw violation(ch, "NOTE for \(payload.path) answers GET_NOTE for \(e.path)")
+          }
+          batch.append(payload)
+          batchBytes += payload.content.count
+        case .noteUnavailable(_, let path, let reason):
+          logger.debug("\(ch.peerLabel) cannot send \(path): \(reason)")
+        case .error(_, let text):
+          throw HandoffError.peerError(peer: ch.peerLabel, text: text)
+        default:
+          throw violation(ch, "expected NOTE")
+        }
+        answered += 1
+        ch.transferring = nil
+        if batch.count >= Self.pullBatch || batchBytes >= Self.pullBatchBytes
+          || answered == wanted.count
+        {
+          applyAll(batch, from: ch.peerLabel, summary: &summary)
+          batch = []
+          batchBytes = 0
+        }
       }
-      ch.transferring = nil
+    } catch {
+      applyAll(batch, from: ch.peerLabel, summary: &summary)
+      throw error
     }
+  }
+
+  /// An incoming note checked against the index and decided on, to be written.
+  struct IncomingNote {
+    var payload: ActivityPayload
+    var key: String
+    var incoming: StoredNote
+    /// The local note it replaces (nil when absent or deleted).
+    var local: StoredNote?
+    var conflict: Bool
+    var merged: VersionVector
   }
 
   /// Applies one incoming note atomically (no suspension point): checks it,
   /// compares versions against the index as it is now, writes through the
   /// folder, then records the result.
   func apply(_ p: ActivityPayload, from peer: String, summary: inout SessionSummary) {
+    applyAll([p], from: peer, summary: &summary)
+  }
+
+  /// Applies incoming notes (no suspension point), each as `apply` would, with
+  /// one store transaction for their write-back intents, one flush of the
+  /// folder for their files and one transaction for the index updates
+  /// (PROTOCOL.md section 10). A path that comes twice waits for the next round.
+  func applyAll(_ payloads: [ActivityPayload], from peer: String, summary: inout SessionSummary) {
+    var rest = payloads[...]
+    while !rest.isEmpty {
+      var round: [IncomingNote] = []
+      var keys: Set<String> = []
+      while let p = rest.first, keys.insert(Self.key(p.activityType, p.path)).inserted {
+        rest.removeFirst()
+        if let note = check(p, from: peer, summary: &summary) { round.append(note) }
+      }
+      guard !round.isEmpty else { continue }
+      // Write-ahead: should the agent die between a write and its index
+      // update, the next start adopts the file rather than take it for a
+      // local edit (which would make a spurious conflict everywhere).
+      persist { try store.savePending(round.filter { !$0.conflict }.map(\.incoming)) }
+      var outcomes: [String: Result<NoteWriteOutcome, any Error>] = [:]
+      for (type, notes) in Dictionary(grouping: round, by: { $0.payload.activityType }) {
+        guard let folder = folders[type] else { continue }
+        let results = folder.writeNotes(
+          notes.map { n in
+            // For a conflict, "replacing" the incoming hash makes the folder keep
+            // the local file and write the incoming bytes to a conflict copy.
+            NoteWrite(
+              relativePath: n.payload.path, bytes: n.payload.content,
+              expected: n.conflict ? n.payload.hash : n.local?.entry.hash,
+              peer: n.payload.originName.isEmpty ? peer : n.payload.originName)
+          })
+        for (n, result) in zip(notes, results) { outcomes[n.key] = result }
+      }
+      batched {
+        for note in round {
+          record(note, outcomes[note.key] ?? .failure(NotesError.notANote(path: note.payload.path, reason: "not written")), from: peer, summary: &summary)
+        }
+      }
+    }
+  }
+
+  /// Checks one incoming note and decides what to do with it; nil when there
+  /// is nothing to write (declined, refused, or not newer).
+  private func check(_ p: ActivityPayload, from peer: String, summary: inout SessionSummary)
+    -> IncomingNote?
+  {
     let type = p.activityType
-    guard let folder = folders[type] else {
+    guard folders[type] != nil else {
       decline(
         HandoffIndexEntry(
           activityType: type, path: p.path, hash: p.hash, size: p.content.count,
           version: p.version, origin: p.origin), from: peer, reason: "undeclared activity type")
       summary.declined += 1
-      return
+      return nil
     }
     guard Self.isSafePath(p.path), p.content.count <= policy.maxNoteSize,
       ContentHash(of: p.content) == p.hash, String(validating: p.content, as: UTF8.self) != nil
@@ -349,12 +442,12 @@ extension HandoffEngine {
         activityType: type, peer: peer,
         reason: "bad payload for \(p.path): hash, size, path or UTF-8 do not check")
       summary.failed += 1
-      return
+      return nil
     }
     if let reason = implausibility(of: p.version, type: type, path: p.path) {
       fail(activityType: type, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
-      return
+      return nil
     }
     let key = Self.key(type, p.path)
     let stored = index[key]
@@ -362,36 +455,39 @@ extension HandoffEngine {
     if let stored {
       switch p.version.compare(stored.entry.version) {
       case .older:
-        return  // an old or replayed version (even of a deleted note): nothing to do
+        return nil  // an old or replayed version (even of a deleted note): nothing to do
       case .equal:
         guard !stored.deleted, stored.entry.hash != p.hash,
           Self.wins(p.hash, over: stored.entry.hash)
-        else { return }
+        else { return nil }
       case .newer:
         break
       case .concurrent:
         conflict = !stored.deleted && stored.entry.hash != p.hash
       }
     }
-    let local = stored.flatMap { $0.deleted ? nil : $0 }
-    let merged = (index[key]?.entry.version ?? VersionVector()).merged(with: p.version)
+    let merged = (stored?.entry.version ?? VersionVector()).merged(with: p.version)
     let incoming = StoredNote(
       entry: HandoffIndexEntry(
         activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
         origin: p.origin))
-    // Write-ahead: should the agent die between the write and the index
-    // update, the next start adopts the file rather than take it for a local
-    // edit (which would make a spurious conflict everywhere).
-    if !conflict { persist { try store.savePending(incoming) } }
+    return IncomingNote(
+      payload: p, key: key, incoming: incoming, local: stored.flatMap { $0.deleted ? nil : $0 },
+      conflict: conflict, merged: merged)
+  }
+
+  /// Records what writing one incoming note did.
+  private func record(
+    _ n: IncomingNote, _ result: Result<NoteWriteOutcome, any Error>, from peer: String,
+    summary: inout SessionSummary
+  ) {
+    let (p, key, type, merged, conflict) = (n.payload, n.key, n.payload.activityType, n.merged, n.conflict)
     let outcome: NoteWriteOutcome
-    do {
-      // For a conflict, "replacing" the incoming hash makes the folder keep the
-      // local file and write the incoming bytes to a conflict copy.
-      outcome = try folder.writeNote(
-        p.path, bytes: p.content, replacing: conflict ? p.hash : local?.entry.hash,
-        peer: p.originName.isEmpty ? peer : p.originName)
-    } catch {
-      if !conflict { persist { try store.completeWrite(activityType: type, path: p.path, saving: nil) } }
+    switch result {
+    case .success(let o):
+      outcome = o
+    case .failure(let error):
+      if !conflict { persistCompleteWrite(type, p.path, saving: nil) }
       fail(activityType: type, peer: peer, reason: "disk error writing \(p.path): \(error)")
       summary.failed += 1
       if (error as? NotesError)?.isRetryable ?? true { summary.unwritten += 1 }
@@ -399,9 +495,9 @@ extension HandoffEngine {
     }
     switch outcome {
     case .written(let path) where path == p.path, .unchanged(let path) where path == p.path:
-      let note = incoming
+      let note = n.incoming
       index[key] = note
-      persist { try store.completeWrite(activityType: type, path: p.path, saving: note) }
+      persistCompleteWrite(type, p.path, saving: note)
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
@@ -417,8 +513,8 @@ extension HandoffEngine {
       note.entry.version = merged
       note.deleted = false
       index[key] = note
-      persist { try store.completeWrite(activityType: type, path: p.path, saving: note) }
-      if !conflict { reconcile(type, p.path, folder: folder) }  // an unreported local edit
+      persistCompleteWrite(type, p.path, saving: note)
+      if !conflict, let folder = folders[type] { reconcile(type, p.path, folder: folder) }  // an unreported local edit
       recordLocal(type, path, hash: p.hash, size: p.content.count)
       summary.received.append("\(type):\(path)")
       summary.conflictCopies.append("\(type):\(path)")

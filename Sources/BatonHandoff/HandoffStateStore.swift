@@ -35,6 +35,42 @@ public protocol HandoffStateStore: Sendable {
   func recordFailure(_ failure: FailureRecord, keep: Int) throws
   /// The newest failures first.
   func failures() throws -> [FailureRecord]
+  /// Several updates in order, in one transaction (a catch-up of many notes
+  /// or a rescan commits once per batch, not once per note).
+  func commit(_ batch: HandoffStoreBatch) throws
+  /// Write-back intents for several notes, in one transaction.
+  func savePending(_ notes: [StoredNote]) throws
+}
+
+/// Store updates gathered to be committed together (`HandoffStateStore.commit`).
+public struct HandoffStoreBatch: Sendable {
+  public enum Operation: Sendable {
+    case save(StoredNote)
+    case completeWrite(activityType: String, path: String, saving: StoredNote?)
+    case increment(String, by: Int)
+  }
+  public private(set) var operations: [Operation] = []
+  public init() {}
+  public var isEmpty: Bool { operations.isEmpty }
+  public mutating func append(_ operation: Operation) { operations.append(operation) }
+}
+
+extension HandoffStateStore {
+  /// One call per operation (a store without transactions of its own).
+  public func commit(_ batch: HandoffStoreBatch) throws {
+    for operation in batch.operations {
+      switch operation {
+      case .save(let note): try save(note)
+      case .completeWrite(let type, let path, let note):
+        try completeWrite(activityType: type, path: path, saving: note)
+      case .increment(let name, let amount): try increment(name, by: amount)
+      }
+    }
+  }
+
+  public func savePending(_ notes: [StoredNote]) throws {
+    for note in notes { try savePending(note) }
+  }
 }
 
 /// A note as the store remembers it: its index entry, and whether the file was

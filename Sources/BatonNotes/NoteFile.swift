@@ -20,6 +20,18 @@ enum NoteFile {
       inode = UInt64(info.st_ino)
     }
 
+    /// Whether `stamp` describes this version of the file.
+    func matches(_ stamp: NoteFileStamp) -> Bool {
+      size == stamp.size && inode == stamp.inode && Int64(modified.tv_sec) == stamp.modifiedSeconds
+        && Int64(modified.tv_nsec) == stamp.modifiedNanoseconds
+    }
+
+    func stamp(_ relativePath: String, hash: ContentHash) -> NoteFileStamp {
+      NoteFileStamp(
+        relativePath: relativePath, size: size, modifiedSeconds: Int64(modified.tv_sec),
+        modifiedNanoseconds: Int64(modified.tv_nsec), inode: inode, hash: hash)
+    }
+
     static func == (a: Signature, b: Signature) -> Bool {
       a.size == b.size && a.inode == b.inode && a.modified.tv_sec == b.modified.tv_sec
         && a.modified.tv_nsec == b.modified.tv_nsec

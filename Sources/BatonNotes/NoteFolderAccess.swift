@@ -14,6 +14,30 @@ public struct NoteIndexEntry: Sendable, Equatable, Hashable {
   }
 }
 
+/// What a note's file was when it was last read and hashed: its size,
+/// modification time and inode, with the content hash. At start, a file whose
+/// size, time and inode still match is not read again (its hash is trusted).
+public struct NoteFileStamp: Sendable, Equatable {
+  public var relativePath: String
+  public var size: Int
+  public var modifiedSeconds: Int64
+  public var modifiedNanoseconds: Int64
+  public var inode: UInt64
+  public var hash: ContentHash
+
+  public init(
+    relativePath: String, size: Int, modifiedSeconds: Int64, modifiedNanoseconds: Int64,
+    inode: UInt64, hash: ContentHash
+  ) {
+    self.relativePath = relativePath
+    self.size = size
+    self.modifiedSeconds = modifiedSeconds
+    self.modifiedNanoseconds = modifiedNanoseconds
+    self.inode = inode
+    self.hash = hash
+  }
+}
+
 /// A completed local save: the note's whole new content.
 public struct NoteSave: Sendable, Equatable {
   public var relativePath: String
@@ -38,6 +62,21 @@ public enum NoteWriteOutcome: Sendable, Equatable {
   case conflictCopy(relativePath: String)
 }
 
+/// One incoming note to write (`NoteFolderAccess.writeNotes`).
+public struct NoteWrite: Sendable {
+  public var relativePath: String
+  public var bytes: [UInt8]
+  public var expected: ContentHash?
+  public var peer: String
+
+  public init(relativePath: String, bytes: [UInt8], expected: ContentHash?, peer: String) {
+    self.relativePath = relativePath
+    self.bytes = bytes
+    self.expected = expected
+    self.peer = peer
+  }
+}
+
 /// What the handoff layer needs of a notes folder: its index, a note's
 /// bytes, and safe write-back of incoming notes.
 public protocol NoteFolderAccess: AnyObject, Sendable {
@@ -54,8 +93,23 @@ public protocol NoteFolderAccess: AnyObject, Sendable {
   func writeNote(
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws -> NoteWriteOutcome
+  /// Writes several incoming notes, each as `writeNote` would, in order; a
+  /// folder may make them durable together (one flush instead of one per
+  /// note). One result per write.
+  func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>]
   /// Why the folder would refuse to write a note called `relativePath`
   /// (its names policy), or nil if the name is acceptable; checked before
   /// fetching a peer's note.
   func refusal(of relativePath: String) -> String?
+}
+
+extension NoteFolderAccess {
+  /// One `writeNote` after another.
+  public func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>] {
+    writes.map { w in
+      Result {
+        try writeNote(w.relativePath, bytes: w.bytes, replacing: w.expected, peer: w.peer)
+      }
+    }
+  }
 }

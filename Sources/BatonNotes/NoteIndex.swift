@@ -11,6 +11,11 @@ final class NoteIndex: Sendable {
     var skipped: [String: NoteFile.Signature] = [:]
     /// Hash of the last write-back per path, until the watcher sees it.
     var echoes: [String: ContentHash] = [:]
+    /// Stamps from the last run (the state database): a file that still
+    /// matches its stamp is not read again. Each is used once, at start.
+    var trusted: [String: NoteFileStamp] = [:]
+    /// Stamps of the files read and hashed since `trust`, to be saved.
+    var fresh: [String: NoteFileStamp] = [:]
   }
 
   private let state = Mutex(State())
@@ -50,11 +55,29 @@ final class NoteIndex: Sendable {
     }
   }
 
+  /// Stamps to trust at the next scan (see `State.trusted`).
+  func trust(_ stamps: [NoteFileStamp]) {
+    state.withLock { s in
+      for stamp in stamps { s.trusted[stamp.relativePath] = stamp }
+    }
+  }
+
+  /// The stamps of the files read and hashed since the last call (those to
+  /// save for the next start); clears them.
+  func takeFreshStamps() -> [NoteFileStamp] {
+    state.withLock { s in
+      defer { s.fresh.removeAll() }
+      return Array(s.fresh.values)
+    }
+  }
+
   /// A file read but not yet applied to the index.
   enum Inspection {
     case unchanged
     case invalid(path: String, reason: String, NoteFile.Signature)
     case note(path: String, bytes: [UInt8], hash: ContentHash)
+    /// Unchanged since its stamp: indexed with the stamp's hash, unread.
+    case known(NoteFileStamp)
   }
 
   /// Reads the file at `relativePath` and brings the index up to date.
@@ -68,6 +91,11 @@ final class NoteIndex: Sendable {
   /// Reads the file at `relativePath` without touching the index.
   func inspect(_ relativePath: String) -> Inspection {
     let path = NoteFile.join(root, relativePath)
+    if let stamp = state.withLock({ $0.trusted.removeValue(forKey: relativePath) }),
+      let signature = NoteFile.signature(path), signature.matches(stamp), stamp.size <= maximumNoteSize
+    {
+      return .known(stamp)
+    }
     // A version already skipped is not read again until it changes.
     if let skippedVersion = state.withLock({ $0.skipped[relativePath] }),
       NoteFile.signature(path) == skippedVersion
@@ -79,8 +107,10 @@ final class NoteIndex: Sendable {
       return .unchanged
     case .invalid(let reason, let signature):
       return .invalid(path: relativePath, reason: reason, signature)
-    case .note(let bytes, _):
-      return .note(path: relativePath, bytes: bytes, hash: ContentHash(of: bytes))
+    case .note(let bytes, let signature):
+      let hash = ContentHash(of: bytes)
+      state.withLock { $0.fresh[relativePath] = signature.stamp(relativePath, hash: hash) }
+      return .note(path: relativePath, bytes: bytes, hash: hash)
     }
   }
 
@@ -88,6 +118,14 @@ final class NoteIndex: Sendable {
   func commit(_ inspection: Inspection) -> NotesEvent? {
     switch inspection {
     case .unchanged:
+      return nil
+    case .known(let stamp):
+      state.withLock { s in
+        if s.entries[stamp.relativePath] == nil {
+          s.entries[stamp.relativePath] = NoteIndexEntry(
+            relativePath: stamp.relativePath, size: stamp.size, hash: stamp.hash)
+        }
+      }
       return nil
     case .invalid(let relativePath, let reason, let signature):
       let (alreadyWarned, wasIndexed) = state.withLock { s in

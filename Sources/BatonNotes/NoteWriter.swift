@@ -22,6 +22,85 @@ struct NoteWriter: Sendable {
   func write(
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws(NotesError) -> NoteWriteOutcome {
+    switch try stage(relativePath, bytes: bytes, replacing: expected, peer: peer, sync: true) {
+    case .done(let outcome):
+      return outcome
+    case .staged(let staged):
+      defer { staged.directory.closeIgnoringErrors() }
+      let outcome = try commit(staged)
+      syncDirectory(staged.directory, relativePath)
+      return outcome
+    }
+  }
+
+  /// Writes several incoming notes with one flush of the file system for all
+  /// of them instead of one per note: every temporary file is written, then
+  /// `syncfs(2)` makes them all durable at once, then each is renamed into
+  /// place (or linked as a conflict copy), then each folder touched is
+  /// fsynced once. A crash at any point still leaves each note's old file or
+  /// its new one, never a partial one.
+  func writeBatch(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, NotesError>] {
+    var results = [Result<NoteWriteOutcome, NotesError>?](repeating: nil, count: writes.count)
+    var staged: [(Int, Staged)] = []
+    for (i, w) in writes.enumerated() {
+      do {
+        switch try stage(
+          w.relativePath, bytes: w.bytes, replacing: w.expected, peer: w.peer, sync: false)
+        {
+        case .done(let outcome): results[i] = .success(outcome)
+        case .staged(let s): staged.append((i, s))
+        }
+      } catch {
+        results[i] = .failure(error)
+      }
+    }
+    if let first = staged.first?.1.directory, let error = Self.flush(first) {
+      // Without the flush a rename could expose an empty file after a crash.
+      for (i, s) in staged {
+        _ = unlinkat(s.directory.rawValue, s.temporary, 0)
+        s.directory.closeIgnoringErrors()
+        results[i] = .failure(NotesError.writing("flush", s.relativePath, error))
+      }
+      staged = []
+    }
+    for (i, s) in staged {
+      results[i] = Result { () throws(NotesError) in try commit(s) }
+    }
+    // The renames made durable: each folder's fsync, or one more syncfs when
+    // the batch touched many folders.
+    let folders = Dictionary(staged.map { ($0.1.folder, $0.1) }) { first, _ in first }
+    let flushedOnce = folders.count > 4 && staged.first.map { Self.flush($0.1.directory) == nil } == true
+    if !flushedOnce {
+      for s in folders.values { syncDirectory(s.directory, s.relativePath) }
+    }
+    for (_, s) in staged { s.directory.closeIgnoringErrors() }
+    return results.map { $0 ?? .failure(.notANote(path: "", reason: "not written")) }
+  }
+
+  /// A note written to its temporary file, not yet in place.
+  private struct Staged {
+    var relativePath: String
+    var name: String
+    var folder: String
+    var directory: FileDescriptor
+    var temporary: String
+    var bytes: [UInt8]
+    var hash: ContentHash
+    var expected: ContentHash?
+    var peer: String
+  }
+
+  private enum Stage {
+    case done(NoteWriteOutcome)
+    case staged(Staged)
+  }
+
+  /// Checks a write and puts the bytes in a temporary file next to the note
+  /// (fsynced when `sync`); the caller owns the returned directory.
+  private func stage(
+    _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String,
+    sync: Bool
+  ) throws(NotesError) -> Stage {
     let components = try names.validate(relativePath)
     if bytes.count > maximumNoteSize {
       throw .tooLarge(path: relativePath, size: bytes.count, maximum: maximumNoteSize)
@@ -32,22 +111,39 @@ struct NoteWriter: Sendable {
     let name = components[components.count - 1]
     let folder = components.dropLast().joined(separator: "/")
     let directory = try openDirectory(relativePath, components.dropLast(), create: true)
-    defer { directory.closeIgnoringErrors() }
-
     let hash = ContentHash(of: bytes)
-    let current = try currentVersion(relativePath, in: directory, name: name)
-    if let current, current.hash == hash {
-      index.recordWriteBack(relativePath, bytes: bytes, hash: hash)
-      return .unchanged(relativePath: relativePath)
+    do {
+      let current = try currentVersion(relativePath, in: directory, name: name)
+      if let current, current.hash == hash {
+        index.recordWriteBack(relativePath, bytes: bytes, hash: hash)
+        directory.closeIgnoringErrors()
+        return .done(.unchanged(relativePath: relativePath))
+      }
+      let temporary = try writeTemporary(
+        relativePath, bytes: bytes, in: directory, mode: current?.mode ?? 0o644, sync: sync)
+      return .staged(
+        Staged(
+          relativePath: relativePath, name: name, folder: folder, directory: directory,
+          temporary: temporary, bytes: bytes, hash: hash, expected: expected, peer: peer))
+    } catch {
+      directory.closeIgnoringErrors()
+      throw error
     }
-    let temporary = try writeTemporary(
-      relativePath, bytes: bytes, in: directory, mode: current?.mode ?? 0o644)
+  }
+
+  /// Puts a staged note in place: renamed over the expected version, or
+  /// linked as a conflict copy when the file holds something else. Does not
+  /// sync the folder.
+  private func commit(_ s: Staged) throws(NotesError) -> NoteWriteOutcome {
+    let (relativePath, name, directory, temporary, bytes, hash) = (
+      s.relativePath, s.name, s.directory, s.temporary, s.bytes, s.hash
+    )
     var removeTemporary = true
     defer { if removeTemporary { _ = unlinkat(directory.rawValue, temporary, 0) } }
 
     // Re-check right before the rename: a save made while we wrote wins.
     let latest = try currentVersion(relativePath, in: directory, name: name)
-    let conflict = latest != nil && latest?.hash != expected
+    let conflict = latest != nil && latest?.hash != s.expected
     if !conflict {
       let previous = index.entry(relativePath)
       index.recordWriteBack(relativePath, bytes: bytes, hash: hash)
@@ -60,25 +156,23 @@ struct NoteWriter: Sendable {
         throw NotesError.writing("rename into", relativePath, error)
       }
       removeTemporary = false
-      syncDirectory(directory, relativePath)
-      log.info("wrote \(relativePath) (\(bytes.count) bytes \(hash.short)) from \(peer)")
+      log.info("wrote \(relativePath) (\(bytes.count) bytes \(hash.short)) from \(s.peer)")
       return .written(relativePath: relativePath)
     }
 
     // A local version the caller did not expect: keep it, write a copy.
     let time = Int(NoteWriter.wallClock())
     for attempt in 0..<100 {
-      var copyName = NoteNames.conflictName(for: name, peer: peer, time: time)
+      var copyName = NoteNames.conflictName(for: name, peer: s.peer, time: time)
       if attempt > 0, let dot = copyName.lastIndex(of: ".") {
         copyName.insert(contentsOf: "-\(attempt + 1)", at: dot)
       }
-      let copyPath = NoteFile.child(folder, copyName)
+      let copyPath = NoteFile.child(s.folder, copyName)
       index.recordWriteBack(copyPath, bytes: bytes, hash: hash)
       // link(2) fails with EEXIST rather than replacing: no copy is lost.
       if linkat(directory.rawValue, temporary, directory.rawValue, copyName, 0) == 0 {
-        syncDirectory(directory, relativePath)
         log.notice(
-          "\(relativePath) holds a local version not yet sent; the note from \(peer)"
+          "\(relativePath) holds a local version not yet sent; the note from \(s.peer)"
             + " went to \(copyPath)")
         return .conflictCopy(relativePath: copyPath)
       }
@@ -180,9 +274,10 @@ struct NoteWriter: Sendable {
     return Version(hash: ContentHash(of: bytes), bytes: bytes, size: bytes.count, mode: mode)
   }
 
-  /// Writes `bytes` to a new dotfile in `directory`, fsynced; returns its name.
+  /// Writes `bytes` to a new dotfile in `directory` (fsynced when `sync`);
+  /// returns its name.
   private func writeTemporary(
-    _ relativePath: String, bytes: [UInt8], in directory: FileDescriptor, mode: mode_t
+    _ relativePath: String, bytes: [UInt8], in directory: FileDescriptor, mode: mode_t, sync: Bool
   ) throws(NotesError) -> String {
     let number = NoteWriter.counter.add(1, ordering: .relaxed).newValue
     let name = "\(NoteNames.temporaryPrefix)\(getpid())-\(number)"
@@ -197,7 +292,7 @@ struct NoteWriter: Sendable {
     do {
       _ = fchmod(fd.rawValue, mode)
       try fd.writeAll(bytes)
-      try fd.sync()
+      if sync { try fd.sync() }
       try fd.close()
     } catch {
       fd.closeIgnoringErrors()
@@ -205,6 +300,16 @@ struct NoteWriter: Sendable {
       throw NotesError.writing("write", relativePath, Errno(error))
     }
     return name
+  }
+
+  /// `syncfs(2)` on the file system of `directory`; the error, if any.
+  private static func flush(_ directory: FileDescriptor) -> Errno? {
+    do {
+      try directory.syncFileSystem()
+      return nil
+    } catch {
+      return Errno(error)
+    }
   }
 
   private func syncDirectory(_ directory: FileDescriptor, _ relativePath: String) {

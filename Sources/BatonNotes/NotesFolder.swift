@@ -155,6 +155,15 @@ public final class NotesFolder: NoteFolderAccess {
     running.withLock { $0?.watcher.paused.store(paused, ordering: .releasing) }
   }
 
+  /// Stamps (from the state database) that the next index build may trust:
+  /// a file whose size, time and inode match is indexed with the stamp's
+  /// hash without being read. Call before `start()` or `buildIndex()`.
+  public func trust(_ stamps: [NoteFileStamp]) { index.trust(stamps) }
+
+  /// The stamps of the files read and hashed since the last call, for the
+  /// state database.
+  public func takeFreshStamps() -> [NoteFileStamp] { index.takeFreshStamps() }
+
   // MARK: NoteFolderAccess
 
   public func indexEntries() -> [NoteIndexEntry] { index.entries }
@@ -178,5 +187,11 @@ public final class NotesFolder: NoteFolderAccess {
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws -> NoteWriteOutcome {
     try writer.write(relativePath, bytes: bytes, replacing: expected, peer: peer)
+  }
+
+  /// Writes several incoming notes with one flush for all (see `writeNote`
+  /// for each; `NoteWriter.writeBatch` for the order of the steps).
+  public func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>] {
+    writer.writeBatch(writes).map { $0.mapError { $0 as any Error } }
   }
 }

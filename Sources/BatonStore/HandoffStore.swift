@@ -1,4 +1,5 @@
 import BatonHandoff
+import BatonNotes
 import BatonSystem
 import FoundationEssentials
 import Synchronization
@@ -142,6 +143,10 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
         version BLOB NOT NULL, origin INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (activity_type, path));
+      CREATE TABLE IF NOT EXISTS stamps (
+        activity_type TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
+        mtime_sec INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, inode INTEGER NOT NULL,
+        hash BLOB NOT NULL, PRIMARY KEY (activity_type, path));
       CREATE TABLE IF NOT EXISTS failures (
         id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, activity_type TEXT NOT NULL,
         peer TEXT NOT NULL, reason TEXT NOT NULL);
@@ -252,6 +257,37 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     }
   }
 
+  /// Write-back intents for several notes, in one transaction.
+  public func savePending(_ notes: [StoredNote]) throws(SQLiteError) {
+    guard !notes.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for note in notes { try Self.insert(note, into: "pending", db) }
+      }
+    }
+  }
+
+  /// Several updates in order, in one transaction.
+  public func commit(_ batch: HandoffStoreBatch) throws(SQLiteError) {
+    guard !batch.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for operation in batch.operations {
+          switch operation {
+          case .save(let note):
+            try Self.insert(note, into: "notes", db)
+          case .completeWrite(let type, let path, let note):
+            try db.query(
+              "DELETE FROM pending WHERE activity_type = ? AND path = ?", [.text(type), .text(path)])
+            if let note { try Self.insert(note, into: "notes", db) }
+          case .increment(let name, let amount):
+            try Self.increment(name, by: amount, db)
+          }
+        }
+      }
+    }
+  }
+
   private static func note(from row: [SQLiteDatabase.Value]) -> StoredNote? {
     guard row.count == 7, let type = row[0].text, let path = row[1].text,
       let hash = row[2].blob.flatMap(ContentHash.init(bytes:)), let size = row[3].integer,
@@ -263,6 +299,51 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         activityType: type, path: path, hash: hash, size: Int(size), version: version,
         origin: DeviceID(rawValue: UInt64(bitPattern: origin))),
       deleted: deleted != 0)
+  }
+
+  // MARK: File stamps
+
+  /// What each note file of a folder was when last hashed (size, time,
+  /// inode, hash), so that a start need not read unchanged files again.
+  public func fileStamps(activityType: String) throws(SQLiteError) -> [NoteFileStamp] {
+    try with { db throws(SQLiteError) in
+      try db.query(
+        """
+        SELECT path, size, mtime_sec, mtime_nsec, inode, hash FROM stamps
+        WHERE activity_type = ?
+        """, [.text(activityType)]
+      ).compactMap { row in
+        guard row.count == 6, let path = row[0].text, let size = row[1].integer,
+          let seconds = row[2].integer, let nanoseconds = row[3].integer,
+          let inode = row[4].integer, let hash = row[5].blob.flatMap(ContentHash.init(bytes:))
+        else { return nil }
+        return NoteFileStamp(
+          relativePath: path, size: Int(size), modifiedSeconds: seconds,
+          modifiedNanoseconds: nanoseconds, inode: UInt64(bitPattern: inode), hash: hash)
+      }
+    }
+  }
+
+  /// Records stamps of a folder's files (one transaction).
+  public func saveFileStamps(_ stamps: [NoteFileStamp], activityType: String) throws(SQLiteError) {
+    guard !stamps.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for s in stamps {
+          try db.query(
+            """
+            INSERT OR REPLACE INTO stamps
+              (activity_type, path, size, mtime_sec, mtime_nsec, inode, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+              .text(activityType), .text(s.relativePath), .integer(Int64(s.size)),
+              .integer(s.modifiedSeconds), .integer(s.modifiedNanoseconds),
+              .integer(Int64(bitPattern: s.inode)), .blob(s.hash.bytes),
+            ])
+        }
+      }
+    }
   }
 
   // MARK: Meta
@@ -320,13 +401,17 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   // MARK: Counters and failures
 
   public func increment(_ counter: String, by amount: Int = 1) throws(SQLiteError) {
-    try with { db throws(SQLiteError) in
-      try db.query(
-        """
-        INSERT INTO counters (name, value) VALUES (?, ?)
-        ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
-        """, [.text(counter), .integer(Int64(amount))])
-    }
+    try with { db throws(SQLiteError) in try Self.increment(counter, by: amount, db) }
+  }
+
+  private static func increment(_ counter: String, by amount: Int, _ db: SQLiteDatabase)
+    throws(SQLiteError)
+  {
+    try db.query(
+      """
+      INSERT INTO counters (name, value) VALUES (?, ?)
+      ON CONFLICT(name) DO UPDATE SET value = value + excluded.value
+      """, [.text(counter), .integer(Int64(amount))])
   }
 
   public func counters() throws(SQLiteError) -> [String: Int] {

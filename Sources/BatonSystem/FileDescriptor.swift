@@ -1,3 +1,4 @@
+import CBatonShims
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -87,6 +88,10 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 
   /// `fsync(2)`.
   public func sync() throws { try retryingOnInterrupt { fsync(rawValue) } }
+
+  /// `syncfs(2)`: makes everything written to the file system holding this
+  /// descriptor durable, in one flush.
+  public func syncFileSystem() throws { try checked { baton_syncfs(rawValue) } }
 
   /// `close(2)`; never retried (Linux closes the descriptor even on EINTR).
   public func close() throws { try checked { Glibc.close(rawValue) } }

@@ -74,7 +74,10 @@ async def main() -> None:
     transports = []
     ports = []
     for index in range(args.controllers):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose
+        # proto says TCP, and with Nagle on, every small HCI packet the
+        # controller sends could wait ~40 ms for the host's delayed ACK.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         ports.append(sock.getsockname()[1])

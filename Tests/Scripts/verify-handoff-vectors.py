@@ -115,8 +115,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 2]) + b"\x11" * 32
-    head2 = bytes([2, 2]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 3]) + b"\x11" * 32
+    head2 = bytes([2, 3]) + b"\x22" * 32 + e_r + b"\x33" * 24
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
     head3 = bytes([3]) + e_i + b"\x44" * 24
     m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
@@ -142,8 +142,29 @@ def main():
     # Beacon hashes
     ah = hashlib.blake2b(string("org.example.notes") + string("a.md") + version, digest_size=32).digest()
     got["activity_hash"] = ah[:3]
-    dg = hashlib.blake2b(string("org.example.notes") + string("a.md") + chash, digest_size=32).digest()
-    got["index_digest"] = dg[:4]
+    # The index summary (section 6.1) of an index holding only that note
+    typ, path = "org.example.notes", "a.md"
+    position = int.from_bytes(hashlib.blake2b(string(typ) + string(path), digest_size=32).digest()[:4], "big")
+    fp = int.from_bytes(hashlib.blake2b(string(typ) + string(path) + chash, digest_size=32).digest()[:16], "little")
+    got["index_position"] = position.to_bytes(4, "big")
+    got["index_fingerprint"] = fp.to_bytes(16, "little")
+    root_count, root_fp = 1, fp % (1 << 128)
+    digest = hashlib.blake2b(struct.pack("<Q", root_count) + root_fp.to_bytes(16, "little"), digest_size=32).digest()
+    got["index_digest_full"] = digest
+    got["index_digest"] = digest[:4]
+    entry = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + version + struct.pack("<Q", alice))
+    # GET_NODES: the root (children or entries, as the responder likes) and
+    # the depth-1 node holding the note, entries wanted (flag 0x80)
+    got["get_nodes"] = bytes([11]) + struct.pack("<H", 2) + bytes([0]) + struct.pack("<I", 0) \
+        + bytes([0x81]) + struct.pack("<I", position >> 28)
+    # NODES: the first answered with entries, the second with the root's children
+    children = b""
+    for c in range(16):
+        inside = (position >> 28) == c
+        children += struct.pack("<IQ", 1 if inside else 0, (root_fp & 0xFFFFFFFFFFFFFFFF) if inside else 0)
+    got["nodes"] = bytes([12]) + struct.pack("<H", 2) + bytes([1]) + struct.pack("<I", 1) + entry \
+        + bytes([0]) + children
+    got["turn"] = bytes([8]) + digest[:4] + struct.pack("<I", 1) + entry
 
     # Alice's resolvable address with the random part a1 b2 43 (little-endian)
     got["k_address"] = kdf(group, 1, "baton-ad")

@@ -17,7 +17,9 @@ import Testing
       .getActivity, .activity(entry, title: "A", indexDigest: Array(repeating: 3, count: 32)),
       .activity(nil, title: "", indexDigest: Array(repeating: 0, count: 32)), .getIndex,
       .index([entry, entry]), .getNote(activityType: "t", path: "p"), .note(payload),
-      .noteUnavailable(activityType: "t", path: "p", reason: .tooLarge), .turn([]),
+      .noteUnavailable(activityType: "t", path: "p", reason: .tooLarge), .turn(indexDigest: 5, []),
+      .turn(indexDigest: 6, [entry]), .getNodes([.init(depth: 8, prefix: 0xFFFF_FFFF, wantsEntries: true)]),
+      .nodes([.children(Array(repeating: .init(count: 1, fingerprint: 2), count: 16)), .entries([entry])]),
       .done(activityHash: 7, indexDigest: 8), .error(code: 1, text: "no"),
     ]
     for m in messages {

@@ -139,7 +139,12 @@ struct HostileGenerator {
     case 1: return .getIndex
     case 2: return .getNote(activityType: Self.type, path: name())
     case 3: return .index((0..<int(12)).map { _ in entry() })
-    case 4, 5: return .turn((0..<int(12)).map { _ in entry() })
+    case 4: return .turn(indexDigest: UInt32(truncatingIfNeeded: rng.next()), (0..<int(12)).map { _ in entry() })
+    case 5:
+      if int(2) == 0 {
+        return .getNodes((0..<int(4)).map { _ in .init(depth: int(9), prefix: UInt32(truncatingIfNeeded: rng.next()) & 0xF, wantsEntries: int(2) == 0) })
+      }
+      return .nodes((0..<int(3)).map { _ in int(2) == 0 ? .entries((0..<int(5)).map { _ in entry() }) : .children((0..<16).map { _ in .init(count: UInt32(int(40)), fingerprint: rng.next()) }) })
     case 6: return .note(payload())
     case 7: return .activity(entry(), title: "t", indexDigest: bytes(33).count >= 0 ? [UInt8](repeating: 1, count: 32) : [])
     case 8: return .done(activityHash: UInt32(truncatingIfNeeded: rng.next()), indexDigest: UInt32(truncatingIfNeeded: rng.next()))

@@ -148,8 +148,8 @@ final class TamperingChannel: MessageChannel {
   func close() async { await inner.close() }
 }
 
-/// Handshake version 2: the ephemeral X25519 agreement and the version rules
-/// (PROTOCOL.md section 4).
+/// Handshake versions 2 and 3: the ephemeral X25519 agreement and the
+/// version rules (PROTOCOL.md section 4).
 @Suite struct ForwardSecrecyTests {
   let key = GroupKey.generate()
   var keys: HandoffKeys { HandoffKeys(groupKey: key) }
@@ -176,7 +176,7 @@ final class TamperingChannel: MessageChannel {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, 0x01] + HandoffCrypto.random(32))  // a protocol 1 hello
-    // The answer a protocol 1 initiator reports as "it speaks handoff protocol version 2".
+    // The answer a protocol 1 initiator reports as "it speaks handoff protocol version 3".
     #expect(try await old.receive() == [0x02, SecureChannel.handshakeVersion])
     #expect(try await old.receive() == nil)
     guard case .failure(let error) = await session else {
@@ -197,7 +197,7 @@ final class TamperingChannel: MessageChannel {
     })
     // What a protocol 1 responder does: a 34-byte hello not of version 1 is refused, silently.
     let hello = try #require(try await old.receive())
-    #expect(hello.count == 34 && hello[0] == 0x01 && hello[1] == 2)
+    #expect(hello.count == 34 && hello[0] == 0x01 && hello[1] == SecureChannel.handshakeVersion)
     await old.close()
     guard case .failure(let error) = await session else {
       Issue.record("no failure")
@@ -233,9 +233,26 @@ final class TamperingChannel: MessageChannel {
   }
 
   @Test func newerPeerIsToldToUpgradeThisAgent() {
-    let error = HandoffError.peerProtocolVersion(peer: "p", version: 3)
+    let error = HandoffError.peerProtocolVersion(peer: "p", version: 4)
     let text = "\(error)"
-    #expect(text.contains("speaks baton protocol 3") && text.contains("upgrade this agent"))
+    #expect(text.contains("speaks baton protocol 4") && text.contains("upgrade this agent"))
+  }
+
+  /// Protocol 3 (the index summary) refuses a protocol 2 hello with the
+  /// upgrade message, as protocol 2 did protocol 1's.
+  @Test func protocol2InitiatorGetsTheUpgradeMessage() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let (old, victim) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
+    })
+    try await old.send([0x01, 0x02] + HandoffCrypto.random(32))
+    #expect(try await old.receive() == [0x02, 3])
+    guard case .failure(let error) = await session else {
+      Issue.record("a protocol 2 hello was accepted")
+      return
+    }
+    #expect("\(error)".contains("peer old speaks baton protocol 2; upgrade it to this version"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)

@@ -1,0 +1,5 @@
+#include "baton_file.h"
+
+#include <unistd.h>
+
+int baton_syncfs(int fd) { return syncfs(fd); }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Issue 14's figures (release build, two agents on the simulated radio):
+#  - 10,000 notes of ~100 B created at once in A: time until all are
+#    byte-identical in B, average CPU of each agent meanwhile (target 30 s,
+#    under one core each); 1,000 notes of 10 KB (target 60 s);
+#  - with 10,000 notes in sync, one 2 KB save: latency (against a folder of
+#    10 notes) and HCI bytes moved, from A's btsnoop log;
+#  - memory of an agent holding 100,000 notes in its index (target < 64 MB),
+#    and its first start and restart times.
+# Options go to `baton-bench scale` (--small N, --large N, --saves N,
+# --memory-notes N, --only small|large|save|memory, --keep).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+Tests/Scripts/setup.sh
+swift build -c release --product baton >/dev/null
+swift build -c release --product baton-bench >/dev/null
+exec .build/release/baton-bench scale "$@"
