@@ -21,6 +21,7 @@ final class DeadlineChannel: MessageChannel {
   let inner: any MessageChannel
   let deadline: Duration
   private let expired = Mutex<String?>(nil)
+  private let armed = Mutex(true)
 
   init(_ inner: any MessageChannel, deadline: Duration) {
     self.inner = inner
@@ -39,9 +40,14 @@ final class DeadlineChannel: MessageChannel {
 
   func close() async { await inner.close() }
 
+  /// No deadline from now on: a link's reader waits as long as the peer is
+  /// quiet (the link's own keep-alive tells a quiet peer from a dead one).
+  func disarm() { armed.withLock { $0 = false } }
+
   private func guarded<T: Sendable>(_ operation: String, _ body: @Sendable () async throws -> T)
     async throws -> T
   {
+    guard armed.withLock({ $0 }) else { return try await body() }
     let watchdog = Task {
       try await Timers.shared.sleep(for: self.deadline)
       self.expired.withLock { $0 = operation }

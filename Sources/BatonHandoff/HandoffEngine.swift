@@ -55,6 +55,9 @@ public actor HandoffEngine {
   var saturatedLogged: Set<String> = []
   /// Notes not offered because a field is over its wire limit, already logged.
   var unencodableLogged: Set<String> = []
+  /// Links running (HandoffEngine+Link.swift): each is woken after every
+  /// change of the index, to push what its peer lacks.
+  var links: [ObjectIdentifier: HandoffLink] = [:]
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -206,6 +209,7 @@ public actor HandoffEngine {
     index[key] = note
     localRevision &+= 1
     persist { try store.save(note) }
+    wakeLinks()
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true
   }

@@ -219,6 +219,13 @@ package enum HandoffMessage: Equatable {
   case turn([HandoffIndexEntry])
   case done(activityHash: UInt32, indexDigest: UInt32)
   case error(code: UInt8, text: String)
+  /// Link mode (PROTOCOL.md section 6.1): sent by the initiator as its first
+  /// message after the handshake, and by the responder in answer; carries the
+  /// sender's note size limit, so that a peer never pushes a note it refuses.
+  case link(maxNoteSize: UInt32)
+  /// Link keep-alive: PING asks for a PONG.
+  case ping
+  case pong
 
   package enum UnavailableReason: UInt8 {
     case unknown = 1
@@ -237,6 +244,9 @@ package enum HandoffMessage: Equatable {
     case turn = 8
     case done = 9
     case error = 10
+    case link = 11
+    case ping = 12
+    case pong = 13
   }
 
   package var kind: Kind {
@@ -251,6 +261,9 @@ package enum HandoffMessage: Equatable {
     case .turn: .turn
     case .done: .done
     case .error: .error
+    case .link: .link
+    case .ping: .ping
+    case .pong: .pong
     }
   }
 
@@ -266,7 +279,9 @@ package enum HandoffMessage: Equatable {
   package var body: [UInt8] {
     var w = ByteWriter()
     switch self {
-    case .getActivity, .getIndex: break
+    case .getActivity, .getIndex, .ping, .pong: break
+    case .link(let maxNoteSize):
+      w.u32(maxNoteSize)
     case .activity(let entry, let title, let digest):
       w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
       if let entry {
@@ -309,6 +324,9 @@ package enum HandoffMessage: Equatable {
     switch kind {
     case .getActivity: message = .getActivity
     case .getIndex: message = .getIndex
+    case .link: message = .link(maxNoteSize: try r.u32())
+    case .ping: message = .ping
+    case .pong: message = .pong
     case .activity:
       let digest = try r.raw(32)
       switch try r.u8() {
