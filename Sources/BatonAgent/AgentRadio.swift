@@ -377,6 +377,7 @@ final class AgentRadio: Sendable {
         }
         if $0.unresolved.count > 1024 { $0.unresolved.removeAll() }
         if $0.devices.count > 1024 { $0.devices.removeAll() }
+        if $0.waiting.count > 1024 { $0.waiting.removeAll() }
       }
     }
     let now = ContinuousClock.now
@@ -441,7 +442,8 @@ final class AgentRadio: Sendable {
   /// Connects to `peer` and runs a link with it until it ends.
   private func link(to peer: BluetoothAddress, type: AddressType, on host: any RadioHost) async {
     let address = peer.description
-    defer { state.withLock { _ = $0.links.removeValue(forKey: address) } }
+    // The placeholder made by `decide`, unless a link took its place.
+    defer { state.withLock { s in if s.links[address]?.link == nil { s.links[address] = nil } } }
     // Connected already (it connected to us meanwhile): its link will do.
     // Connecting again to a peer we are linked with can wedge a controller.
     if host.isConnected(to: peer) { return }
@@ -482,14 +484,11 @@ final class AgentRadio: Sendable {
         authenticated: { name, device in self.learnt(name, device, at: address) })
       if case .link(let link) = outcome {
         guarded.disarm()
-        state.withLock { s in
-          s.waiting[address] = nil
-          if s.links[address] == nil { s.links[address] = LinkEntry() }
-        }
         await run(link, at: address)
-        state.withLock { _ = $0.links.removeValue(forKey: address) }
         // A dead peer's controller may hold the connection: drop it.
-        if link.isDead { await host.disconnect(peer: channel.peerAddress) }
+        // (Not if another link took its place on the same connection address.)
+        let replacedHere = state.withLock { $0.links[address]?.link != nil }
+        if link.isDead && !replacedHere { await host.disconnect(peer: channel.peerAddress) }
       }
     } catch {
       log.info("session with \(address) ended early: \(error)")
@@ -501,26 +500,36 @@ final class AgentRadio: Sendable {
   /// one the rule would have made is kept (initiated by the lower device
   /// id); of two made the same way, the newer (the peer restarted).
   private func run(_ link: HandoffLink, at address: String) async {
-    let me = engine.deviceID
-    let ruleSaysWeConnect = me.rawValue < link.peerDevice.rawValue
-    let loser = state.withLock { s -> HandoffLink? in
-      s.links[address, default: LinkEntry()].link = link
-      s.links[address]?.device = link.peerDevice
-      s.links[address]?.name = link.peerName
-      for (other, entry) in s.links where other != address && entry.device == link.peerDevice {
-        guard let old = entry.link else { continue }
+    let ruleSaysWeConnect = engine.deviceID.rawValue < link.peerDevice.rawValue
+    let (keep, losers) = state.withLock { s -> (Bool, [HandoffLink]) in
+      var losers: [HandoffLink] = []
+      for (other, entry) in s.links where other == address || entry.device == link.peerDevice {
+        guard let old = entry.link, old !== link else { continue }
         if old.initiator == link.initiator || link.initiator == ruleSaysWeConnect {
-          return old
+          losers.append(old)
+        } else {
+          return (false, [])
         }
-        return link
       }
-      return nil
+      var entry = s.links[address] ?? LinkEntry()
+      entry.link = link
+      entry.device = link.peerDevice
+      entry.name = link.peerName
+      s.links[address] = entry
+      s.waiting[address] = nil
+      return (true, losers)
     }
-    if let loser {
-      await loser.close("a newer link with \(link.peerName) replaced it")
-      if loser === link { return }
+    for old in losers {
+      await old.close("a newer link with \(link.peerName) replaced it", peerGone: true)
+    }
+    guard keep else {
+      await link.close("a link with \(link.peerName) is up already")
+      return
     }
     await engine.runLink(link)
+    state.withLock { s in
+      if s.links[address]?.link === link { s.links[address] = nil }
+    }
   }
 
   /// The handshake proved who is at `address`.

@@ -146,8 +146,17 @@ extension HandoffEngine {
   }
 
   private func linkApply(_ payload: ActivityPayload, _ link: HandoffLink) {
-    link.peerHolds(
-      Self.key(payload.activityType, payload.path), version: payload.version, hash: payload.hash)
+    let key = Self.key(payload.activityType, payload.path)
+    link.peerHolds(key, version: payload.version, hash: payload.hash)
+    // Both sides push at once, so both would meet a conflict and each write
+    // a copy. Only the initiator resolves one (section 6.1); the responder
+    // keeps its version, which it pushes, and takes the resolution after.
+    if !link.initiator, let local = index[key], !local.deleted,
+      local.entry.hash != payload.hash, payload.version.compare(local.entry.version) == .concurrent
+    {
+      logger.debug("\(payload.path): concurrent versions; \(link.peerLabel) resolves the conflict")
+      return
+    }
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
     apply(payload, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }

@@ -70,8 +70,9 @@ public final class HandoffLink: Sendable {
   /// Why the link ended, once it has (nil while it runs).
   public var endReason: String? { state.withLock { $0.closed } }
 
-  /// Whether the link ended because the peer stopped answering (then its
-  /// controller may still hold the connection: a half-open link).
+  /// Whether the link ended because the peer stopped answering, or was
+  /// replaced by a newer link with the same peer (it restarted): then the
+  /// connection is of no more use, though a controller may still hold it.
   public var isDead: Bool { state.withLock { $0.dead } }
 
   /// The index changed: push what the peer lacks.
@@ -88,9 +89,13 @@ public final class HandoffLink: Sendable {
     if send { wakeContinuation.yield() }
   }
 
-  /// Ends the link (its channel closes; `runLink` returns).
-  public func close(_ reason: String = "closed locally") async {
-    state.withLock { if $0.closed == nil { $0.closed = reason } }
+  /// Ends the link (its channel closes; `runLink` returns); `peerGone`: the
+  /// peer is not coming back on this connection (`isDead`).
+  public func close(_ reason: String = "closed locally", peerGone: Bool = false) async {
+    state.withLock {
+      if $0.closed == nil { $0.closed = reason }
+      if peerGone { $0.dead = true }
+    }
     wakeContinuation.finish()
     await channel.close()
   }

@@ -30,6 +30,10 @@ import Testing
       "060011006f72672e6578616d706c652e6e6f746573020048690400612e6d640200080706050403020102000000000000001817161514131211010000000000000008070605040302010500616c696365d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e805000000232048690a",
     "frame":
       "100500000000000000c9d89a8d8ee648880ec345f38504f53d3295b3eb860addb0c27e6c5ca646244cd9da90116945a8f1bb559d9749d20855034d6472d8e9366b3224adfcc1f49ec8db41edb307f92a9a141a228a14b06148678128e3311a860dbbb5c02be5e1e02ce162b2ed331ba62b1f297c388685f3362ce168c115b24ca444e70dc39c7dd57c82fb23b0f4f0311fa5",
+    "link_plaintext": "0b0000001000",
+    "link_frame": "1000000000000000007c04b05fc2428b6bf94ff320488fa14d461a596bd738",
+    "ping_frame": "1000000000000000003745aaf5d488265a2b0130b0e7a5a19cbb7c",
+    "pong_frame": "10010000000000000064db77037089bf2ab0b128d96f20c7983b36",
     "activity_hash": "7793e1",
     "index_digest": "c541adc8",
     "k_address": "8e2794e1d8d203e165def941bc2951c00477eb1d3fdaf86a771f3abac77ea59e",
@@ -89,6 +93,14 @@ import Testing
     let plain = [message.kind.rawValue, 0] + message.body
     out["frame_plaintext"] = plain.hexString
     out["frame"] = SecureChannel.sealFrame(plain, counter: 5, key: ir).hexString
+    // Links: LINK as the initiator's frame 0, PING as the responder's frame 0,
+    // PONG as the initiator's frame 1.
+    func plaintext(_ message: HandoffMessage) -> [UInt8] { [message.kind.rawValue, 0] + message.body }
+    let link = plaintext(.link(maxNoteSize: 1 << 20))
+    out["link_plaintext"] = link.hexString
+    out["link_frame"] = SecureChannel.sealFrame(link, counter: 0, key: ir).hexString
+    out["ping_frame"] = SecureChannel.sealFrame(plaintext(.ping), counter: 0, key: ri).hexString
+    out["pong_frame"] = SecureChannel.sealFrame(plaintext(.pong), counter: 1, key: ir).hexString
     let entry = HandoffIndexEntry(
       activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
       version: version, origin: alice.device)
