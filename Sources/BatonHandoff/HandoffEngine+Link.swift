@@ -131,6 +131,10 @@ extension HandoffEngine {
         await linkApply(payload, link)
       case .index(let entries):
         link.setPeerIndex(entries)
+      case .have(let entries):
+        for e in entries {
+          link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
+        }
       case .ping:
         link.requestPong()
       case .pong, .noteUnavailable:
@@ -160,7 +164,19 @@ extension HandoffEngine {
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
     apply(payload, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
+    // Received: the other links' peers may be getting it from its sender
+    // too. Tell them we hold it (HAVE), and relay it to them only if they
+    // still lack it after `relayHold`.
+    guard let note = index[key], !note.deleted, note.entry.hash == payload.hash else { return }
+    let now = ContinuousClock.now
+    if relayHolds.count > 1024 { relayHolds = relayHolds.filter { $0.value.until > now } }
+    relayHolds[key] = (now + Self.relayHold, payload.hash, ObjectIdentifier(link))
+    for other in links.values where other !== link { other.queueHave(note.entry) }
   }
+
+  /// How long a note received over a link waits before it is relayed to
+  /// the other links' peers (which announce with HAVE that they got it).
+  static var relayHold: Duration { .seconds(2) }
 
   // MARK: Sender
 
@@ -199,6 +215,8 @@ extension HandoffEngine {
     if due.pong { try await tx.send(.pong) }
     if due.ping { try await tx.send(.ping) }
     if due.index { try await linkCatchUp(&tx) }
+    let haves = link.takeHaves()
+    if !haves.isEmpty { try await tx.send(.have(haves)) }
   }
 
   /// The catch-up step of a link: our INDEX, from which the peer pushes what
@@ -210,6 +228,18 @@ extension HandoffEngine {
   /// What the peer lacks, in push order; nil before its INDEX arrived.
   private func linkPending(_ link: HandoffLink) -> [HandoffIndexEntry]? {
     guard var lacking = link.lacking(offered) else { return nil }
+    // Relays held back (section 6.1, "Relays"): wake again when they are due.
+    let now = ContinuousClock.now
+    var due: ContinuousClock.Instant?
+    let id = ObjectIdentifier(link)
+    lacking.removeAll { e in
+      guard let hold = relayHolds[Self.key(e.activityType, e.path)], hold.from != id,
+        hold.hash == e.hash, hold.until > now
+      else { return false }
+      due = min(due ?? hold.until, hold.until)
+      return true
+    }
+    if let due { link.wake(at: due) }
     if let current = currentEntry, let i = lacking.firstIndex(of: current), i != 0 {
       lacking.remove(at: i)
       lacking.insert(current, at: 0)

@@ -58,6 +58,11 @@ public actor HandoffEngine {
   /// Links running (HandoffEngine+Link.swift): each is woken after every
   /// change of the index, to push what its peer lacks.
   var links: [ObjectIdentifier: HandoffLink] = [:]
+  /// Notes received over a link, not relayed to the other links before
+  /// `until` (unless still lacking then): by index key, with the content
+  /// received and the link it came from.
+  var relayHolds: [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] =
+    [:]
 
   struct DigestPair: Hashable {
     var peer: UInt32

@@ -52,6 +52,11 @@ public final class HandoffLink: Sendable {
     var resyncAt: ContinuousClock.Instant?
     var closed: String?
     var dead = false
+    /// Entries to announce with HAVE.
+    var haves: [HandoffIndexEntry] = []
+    /// A wake-up scheduled for held relays, and when.
+    var wakeAt: ContinuousClock.Instant?
+    var wakeTask: Task<Void, Never>?
   }
   private let state = Mutex(State())
 
@@ -92,10 +97,13 @@ public final class HandoffLink: Sendable {
   /// Ends the link (its channel closes; `runLink` returns); `peerGone`: the
   /// peer is not coming back on this connection (`isDead`).
   public func close(_ reason: String = "closed locally", peerGone: Bool = false) async {
-    state.withLock {
-      if $0.closed == nil { $0.closed = reason }
-      if peerGone { $0.dead = true }
+    let timer = state.withLock { s -> Task<Void, Never>? in
+      if s.closed == nil { s.closed = reason }
+      if peerGone { s.dead = true }
+      defer { s.wakeTask = nil }
+      return s.wakeTask
     }
+    timer?.cancel()
     wakeContinuation.finish()
     await channel.close()
   }
@@ -112,6 +120,41 @@ public final class HandoffLink: Sendable {
       }
       return (s.pingDue, s.pongDue, s.indexDue)
     }
+  }
+
+  /// Announce `entry` (received from another peer) with HAVE.
+  func queueHave(_ entry: HandoffIndexEntry) {
+    state.withLock { if $0.closed == nil { $0.haves.append(entry) } }
+    wakeContinuation.yield()
+  }
+
+  func takeHaves() -> [HandoffIndexEntry] {
+    state.withLock { s in
+      defer { s.haves = [] }
+      return s.haves
+    }
+  }
+
+  /// Wakes the sender at `instant` (for relays held until then).
+  func wake(at instant: ContinuousClock.Instant) {
+    let task = state.withLock { s -> Task<Void, Never>? in
+      guard s.closed == nil else { return nil }
+      if let at = s.wakeAt, at <= instant, s.wakeTask != nil { return nil }
+      s.wakeTask?.cancel()
+      s.wakeAt = instant
+      let task = Task { [weak self] in
+        try? await Timers.shared.sleep(until: instant)
+        guard !Task.isCancelled, let self else { return }
+        self.state.withLock { s in
+          s.wakeAt = nil
+          s.wakeTask = nil
+        }
+        self.wakeContinuation.yield()
+      }
+      s.wakeTask = task
+      return task
+    }
+    _ = task
   }
 
   func requestPong() {

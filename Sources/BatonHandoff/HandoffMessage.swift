@@ -226,6 +226,9 @@ package enum HandoffMessage: Equatable {
   /// Link keep-alive: PING asks for a PONG.
   case ping
   case pong
+  /// Links only: notes the sender now holds (received from another peer), so
+  /// that the receiver does not relay them to it.
+  case have([HandoffIndexEntry])
 
   package enum UnavailableReason: UInt8 {
     case unknown = 1
@@ -247,6 +250,7 @@ package enum HandoffMessage: Equatable {
     case link = 11
     case ping = 12
     case pong = 13
+    case have = 14
   }
 
   package var kind: Kind {
@@ -264,13 +268,14 @@ package enum HandoffMessage: Equatable {
     case .link: .link
     case .ping: .ping
     case .pong: .pong
+    case .have: .have
     }
   }
 
   /// The largest body a receiver accepts for `kind`.
   static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
     switch kind {
-    case .index, .turn: HandoffLimits.maxIndexBytes
+    case .index, .turn, .have: HandoffLimits.maxIndexBytes
     case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
     default: HandoffLimits.maxControlBytes
     }
@@ -291,7 +296,7 @@ package enum HandoffMessage: Equatable {
       } else {
         w.u8(0)
       }
-    case .index(let entries), .turn(let entries):
+    case .index(let entries), .turn(let entries), .have(let entries):
       w.u32(UInt32(clamping: entries.count))
       for e in entries { e.encode(into: &w) }
     case .getNote(let type, let path):
@@ -337,13 +342,13 @@ package enum HandoffMessage: Equatable {
           entry, title: try r.string(max: HandoffLimits.maxTitleBytes), indexDigest: digest)
       default: throw WireError("activity presence flag")
       }
-    case .index, .turn:
+    case .index, .turn, .have:
       let count = Int(try r.u32())
       guard count <= r.remaining / 60 + 1 else { throw WireError("index count \(count)") }
       var entries: [HandoffIndexEntry] = []
       entries.reserveCapacity(count)
       for _ in 0..<count { entries.append(try HandoffIndexEntry.decode(from: &r)) }
-      message = kind == .index ? .index(entries) : .turn(entries)
+      message = kind == .index ? .index(entries) : kind == .turn ? .turn(entries) : .have(entries)
     case .getNote:
       let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
       message = .getNote(activityType: type, path: try r.string(max: HandoffLimits.maxPathBytes))

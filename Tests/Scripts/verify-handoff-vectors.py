@@ -148,6 +148,11 @@ def main():
     got["link_frame"] = seal_frame(okm[:32], 0, got["link_plaintext"])
     got["ping_frame"] = seal_frame(okm[32:], 0, bytes([12, 0]))
     got["pong_frame"] = seal_frame(okm[:32], 1, bytes([13, 0]))
+    # HAVE with the NOTE's index entry (size 5, origin alice), the initiator's frame 2
+    entry = (string("org.example.notes") + string("a.md") + chash + struct.pack("<Q", len(content))
+             + version + struct.pack("<Q", alice))
+    got["have_plaintext"] = bytes([14, 0]) + struct.pack("<I", 1) + entry
+    got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
 
     # Beacon hashes
     ah = hashlib.blake2b(string("org.example.notes") + string("a.md") + version, digest_size=32).digest()

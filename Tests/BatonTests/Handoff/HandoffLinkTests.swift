@@ -81,6 +81,24 @@ import Testing
     _ = await rb.value
   }
 
+  @Test func aNoteReachesAPeerLinkedOnlyThroughAnother() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let c = try HandoffTestAgent("carol", key: key)
+    // alice - bob - carol: carol hears only bob.
+    let (ab, _, rab, rba) = try await link(a, b)
+    let (bc, _, rbc, rcb) = try await link(b, c)
+    await a.save("chain.md", "Chain\n")
+    // bob relays it once its relay hold has passed (carol never said HAVE).
+    #expect(await until(60) { c.folder.text("chain.md") == "Chain\n" })
+    // And back the other way.
+    await c.save("back.md", "Back\n")
+    #expect(await until(60) { a.folder.text("back.md") == "Back\n" })
+    await ab.close()
+    await bc.close()
+    for task in [rab, rba, rbc, rcb] { _ = await task.value }
+  }
+
   @Test func aResponderStillServesAOneShotSession() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)

@@ -34,6 +34,10 @@ import Testing
     "link_frame": "1000000000000000007c04b05fc2428b6bf94ff320488fa14d461a596bd738",
     "ping_frame": "1000000000000000003745aaf5d488265a2b0130b0e7a5a19cbb7c",
     "pong_frame": "10010000000000000064db77037089bf2ab0b128d96f20c7983b36",
+    "have_plaintext":
+      "0e000100000011006f72672e6578616d706c652e6e6f7465730400612e6d64d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e80500000000000000020008070605040302010200000000000000181716151413121101000000000000000807060504030201",
+    "have_frame":
+      "1002000000000000008f9f62eb9a7aa66155114c99f30d1a5187abec735a5dd6419b1b7f7ca13a8916fe8f23cd34d5c4c2f7dd362cb7b6aabd3afe23ae8e722de81f873fcacb852fd14d8195d0a2013894e257d1adba486c234a2a810f356cec319952c40af30697ea09b849ef1a9242a7e73468e3c5f3800416242b68445e9c0bd237da862aa5090a56",
     "activity_hash": "7793e1",
     "index_digest": "c541adc8",
     "k_address": "8e2794e1d8d203e165def941bc2951c00477eb1d3fdaf86a771f3abac77ea59e",
@@ -101,6 +105,14 @@ import Testing
     out["link_frame"] = SecureChannel.sealFrame(link, counter: 0, key: ir).hexString
     out["ping_frame"] = SecureChannel.sealFrame(plaintext(.ping), counter: 0, key: ri).hexString
     out["pong_frame"] = SecureChannel.sealFrame(plaintext(.pong), counter: 1, key: ir).hexString
+    let have = plaintext(
+      .have([
+        HandoffIndexEntry(
+          activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
+          version: version, origin: alice.device)
+      ]))
+    out["have_plaintext"] = have.hexString
+    out["have_frame"] = SecureChannel.sealFrame(have, counter: 2, key: ir).hexString
     let entry = HandoffIndexEntry(
       activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
       version: version, origin: alice.device)
