@@ -105,6 +105,9 @@ final class AgentRadio: Sendable {
     var nextToken: UInt64 = 0
     /// Connection attempts refused in a row for an abandoned one.
     var stuckAttempts = 0
+    /// Links this controller holds: `maxLinks`, or fewer once it refused a
+    /// connection for lack of room.
+    var linkLimit = AgentRadio.maxLinks
   }
 
   let configuration: AgentConfiguration
@@ -211,6 +214,7 @@ final class AgentRadio: Sendable {
       $0.waiting = [:]
       $0.awaitingChannel = [:]
       $0.stuckAttempts = 0
+      $0.linkLimit = Self.maxLinks
     }
     defer {
       state.withLock {
@@ -404,8 +408,9 @@ final class AgentRadio: Sendable {
       if let until = s.linkFailures[address]?.pausedUntil {
         if now < until { paused = true } else { s.linkFailures[address] = nil }
       }
-      return .free(
-        device: device, links: s.links.count, since: s.waiting[address], paused: paused)
+      // At the limit, the peer gets per-change sessions (as if links were full).
+      let links = s.links.count + Self.maxLinks - s.linkLimit
+      return .free(device: device, links: links, since: s.waiting[address], paused: paused)
     }
     switch seen {
     case .linked(let probe):
@@ -456,6 +461,7 @@ final class AgentRadio: Sendable {
       log.info("cannot link with \(address): \(error)")
       linkFailed(address)
       noteConnectFailure(error)
+      noteNoRoom(error)
       return
     }
     let guarded = DeadlineChannel(channel, deadline: Self.sessionDeadline)
@@ -554,6 +560,23 @@ final class AgentRadio: Sendable {
         count, count >= Self.linkAttempts ? ContinuousClock.now + Self.linkRetryPause : nil
       )
       if s.linkFailures.count > 1024 { s.linkFailures.removeAll() }
+    }
+  }
+
+  /// A controller that refuses a connection for lack of room (Memory
+  /// Capacity Exceeded, Connection Limit Exceeded) holds no more links than
+  /// it has now (at least one); further peers get per-change sessions.
+  private func noteNoRoom(_ error: any Error) {
+    let status: HCIStatus
+    switch error {
+    case HCIError.connectionFailed(_, let s), HCIError.commandFailed(_, let s): status = s
+    default: return
+    }
+    guard status.rawValue == 0x07 || status.rawValue == 0x09 else { return }
+    state.withLock { s in
+      let up = s.links.values.filter { $0.link != nil }.count
+      s.linkLimit = max(1, min(s.linkLimit, up))
+      log.notice("the controller has no room for another connection: links kept at \(s.linkLimit)")
     }
   }
 

@@ -18,9 +18,14 @@ import FoundationEssentials
 /// - advertise `currentBeacon()`; set it again after every `localSave`, every
 ///   session, and at every address rotation (it is re-sealed on each call);
 ///   `beaconContent()` tells whether the content changed;
-/// - for each advertisement heard: if `shouldConnect(beacon:from:)`, connect,
-///   open an L2CAP channel and `runSession(over:initiator: true, peerAddress:)`;
-/// - for each incoming L2CAP channel: `runSession(over:initiator: false, ...)`;
+/// - for each keyed peer in range, one link (PROTOCOL.md 6.1): the side that
+///   connects calls `openLink(over:peerAddress:)`, then `runLink(_:)` until it
+///   ends; saves are pushed over every running link by the engine itself;
+/// - for a peer without a link, for each advertisement heard: if
+///   `shouldConnect(beacon:from:)`, connect, open an L2CAP channel and
+///   `runSession(over:initiator: true, peerAddress:)`;
+/// - for each incoming L2CAP channel: `respond(over:peerAddress:)`, which
+///   gives a link to run or runs a one-shot session;
 /// - `baton status`: `status()`.
 public actor HandoffEngine {
   let keys: HandoffKeys
