@@ -308,7 +308,8 @@ final class AgentRadio: Sendable {
           }
           if expired {
             log.warning(
-              "\(address) connected but opened no channel within \(Self.channelWait); disconnecting")
+              "\(address) connected but opened no channel within \(Self.channelWait);"
+                + " disconnecting")
             group.addTask { await host.disconnect(peer: peer) }
           }
         case .sessionEnded(let address):

@@ -89,7 +89,8 @@ enum HandoffBenchmark {
     func linksUp(_ home: String) -> Int {
       let log = (try? String(contentsOfFile: home + "/agent.log", encoding: .utf8)) ?? ""
       let lines = log.split(separator: "\n").filter { $0.contains("handoff: link with") }
-      return lines.filter { $0.contains(") up (") }.count - lines.filter { $0.contains(" down: ") }.count
+      let ups = lines.filter { $0.contains(") up (") }.count
+      return ups - lines.filter { $0.contains(" down: ") }.count
     }
     let linking = ContinuousClock.now
     while ContinuousClock.now - linking < .seconds(30),

@@ -66,8 +66,8 @@ public actor HandoffEngine {
   /// Notes received over a link, not relayed to the other links before
   /// `until` (unless still lacking then): by index key, with the content
   /// received and the link it came from.
-  var relayHolds: [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] =
-    [:]
+  var relayHolds:
+    [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] = [:]
 
   struct DigestPair: Hashable {
     var peer: UInt32

@@ -68,7 +68,8 @@ public final class HandoffLink: Sendable {
     peerName = secure.peer.name
     peerDevice = secure.peer.device
     peerLabel = secure.peerLabel
-    (wakes, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    (wakes, wakeContinuation) = AsyncStream.makeStream(
+      of: Void.self, bufferingPolicy: .bufferingNewest(1))
     wakeContinuation.yield()
   }
 

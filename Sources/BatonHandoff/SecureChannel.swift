@@ -309,7 +309,8 @@ package struct SecureChannel: Sendable {
     while true {
       let next =
         timeout == .zero
-        ? try await channel.receive() : try await receiveWithTimeout(channel, timeout, peer: peerLabel)
+        ? try await channel.receive()
+        : try await receiveWithTimeout(channel, timeout, peer: peerLabel)
       guard let frame = next else {
         throw HandoffError.channelClosed(peer: peerLabel)
       }

@@ -82,7 +82,8 @@ import Testing
       }, "\(group.logs)")
     // And it carries saves made from now on.
     try b.save("later.md", "Later\nfrom B\n")
-    #expect(await eventually(30, "a later note in A") { a.read("later.md") != nil }, "\(group.logs)")
+    #expect(
+      await eventually(30, "a later note in A") { a.read("later.md") != nil }, "\(group.logs)")
   }
 
   @Test func threeAgentsAreAllLinkedAndStatusNamesEveryPeer() async throws {

@@ -43,7 +43,10 @@ import Testing
     let (la, lb, ra, rb) = try await link(a, b)
     #expect(la.peerName == "bob" && lb.peerName == "alice")
     #expect(la.initiator && !lb.initiator)
-    #expect(await until { a.folder.text("old-b.md") == "Old B\n" && b.folder.text("old-a.md") == "Old A\n" })
+    #expect(
+      await until {
+        a.folder.text("old-b.md") == "Old B\n" && b.folder.text("old-a.md") == "Old A\n"
+      })
     // Saves after the catch-up travel over the same link, both ways.
     for i in 1...10 {
       await a.save("a\(i).md", "A\(i)\n")
@@ -51,7 +54,9 @@ import Testing
     }
     #expect(
       await until {
-        (1...10).allSatisfy { a.folder.text("b\($0).md") == "B\($0)\n" && b.folder.text("a\($0).md") == "A\($0)\n" }
+        (1...10).allSatisfy {
+          a.folder.text("b\($0).md") == "B\($0)\n" && b.folder.text("a\($0).md") == "A\($0)\n"
+        }
       })
     #expect(a.folder.paths == b.folder.paths)
     await la.close()

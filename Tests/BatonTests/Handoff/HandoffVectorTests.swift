@@ -99,7 +99,9 @@ import Testing
     out["frame"] = SecureChannel.sealFrame(plain, counter: 5, key: ir).hexString
     // Links: LINK as the initiator's frame 0, PING as the responder's frame 0,
     // PONG as the initiator's frame 1.
-    func plaintext(_ message: HandoffMessage) -> [UInt8] { [message.kind.rawValue, 0] + message.body }
+    func plaintext(_ message: HandoffMessage) -> [UInt8] {
+      [message.kind.rawValue, 0] + message.body
+    }
     let link = plaintext(.link(maxNoteSize: 1 << 20))
     out["link_plaintext"] = link.hexString
     out["link_frame"] = SecureChannel.sealFrame(link, counter: 0, key: ir).hexString
