@@ -16,6 +16,10 @@ import Foundation
 /// fast as the file system takes them, and prints how many reached every
 /// other agent and the slowest save-to-peer time.
 ///
+/// With --arrivals N, N times over: a fresh agent comes into range (starts
+/// on a spare controller) while A holds notes, and the time to its first
+/// note is printed (median and slowest), then it stops.
+///
 /// Options: --saves N (default 50), --interval MS (advertising interval,
 /// default the agent's), --agents K (2 or 3; sizes are timed to B, a burst
 /// to every peer), --burst N (default 0: none), --keep (leave the folders).
@@ -26,6 +30,7 @@ enum HandoffBenchmark {
     var keep = false
     var agentCount = 2
     var burst = 0
+    var arrivals = 0
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
@@ -34,6 +39,7 @@ enum HandoffBenchmark {
       case "--keep": keep = true
       case "--agents": agentCount = min(3, max(2, Int(rest.popFirst() ?? "") ?? 2))
       case "--burst": burst = max(0, Int(rest.popFirst() ?? "") ?? 0)
+      case "--arrivals": arrivals = max(0, Int(rest.popFirst() ?? "") ?? 0)
       default: throw BenchError.usage("unknown option \(argument)")
       }
     }
@@ -45,7 +51,8 @@ enum HandoffBenchmark {
     let base = try Bench.temporaryDirectory("baton-bench-handoff")
     defer { if !keep { try? FileManager.default.removeItem(atPath: base) } }
 
-    let radio = try Bench.startRadio(controllers: agentCount, in: base)
+    let radio = try Bench.startRadio(
+      controllers: agentCount + (arrivals > 0 ? 1 : 0), in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
     _ = FileManager.default.createFile(
@@ -144,6 +151,41 @@ enum HandoffBenchmark {
     }
     if burst > 0 {
       try await runBurst(burst, from: agents[0].notes, to: agents.dropFirst().map(\.notes))
+    }
+    if arrivals > 0 {
+      var firsts: [Double] = []
+      for round in 0..<arrivals {
+        let home = base + "/arrival\(round)"
+        for sub in ["notes", "state", "run"] {
+          try FileManager.default.createDirectory(
+            atPath: home + "/" + sub, withIntermediateDirectories: true)
+        }
+        chmod(home + "/run", 0o700)
+        let start = ContinuousClock.now
+        let process = try Bench.spawn(
+          baton,
+          [
+            "agent", "--name", "N\(round)", "--notes", home + "/notes", "--controller",
+            "tcp:127.0.0.1:\(radio.ports[agentCount])", "--key-file", keyPath, "--state-dir",
+            home + "/state",
+          ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
+        var first: Duration?
+        while first == nil && ContinuousClock.now - start < .seconds(30) {
+          let names = (try? FileManager.default.contentsOfDirectory(atPath: home + "/notes")) ?? []
+          if names.contains(where: { $0.hasSuffix(".md") }) { first = ContinuousClock.now - start }
+          usleep(1000)
+        }
+        process.terminate()
+        process.waitUntilExit()
+        guard let first else { throw BenchError.failed("no note reached arrival \(round) in 30 s") }
+        firsts.append(first.secondsValue * 1000)
+      }
+      firsts.sort()
+      print(
+        String(
+          format:
+            "a peer coming into range (agent started) with notes to get: first note after median %.0f ms, slowest %.0f ms (%d arrivals)",
+          firsts[firsts.count / 2], firsts.last!, firsts.count))
     }
     // Stop the agents so that their btsnoop logs are complete.
     for agent in agents {
