@@ -19,6 +19,7 @@ import Testing
       .index([entry, entry]), .getNote(activityType: "t", path: "p"), .note(payload),
       .noteUnavailable(activityType: "t", path: "p", reason: .tooLarge), .turn([]),
       .done(activityHash: 7, indexDigest: 8), .error(code: 1, text: "no"),
+      .link(maxNoteSize: 1_048_576), .ping, .pong, .have([entry]), .have([]),
     ]
     for m in messages {
       #expect(
