@@ -161,6 +161,16 @@ extension HandoffEngine {
       logger.debug("\(payload.path): concurrent versions; \(link.peerLabel) resolves the conflict")
       return
     }
+    // A name the folder refuses is declined as a session would (counted once
+    // per version), not written and failed at every push.
+    if let reason = folders[payload.activityType]?.refusal(of: payload.path) {
+      decline(
+        HandoffIndexEntry(
+          activityType: payload.activityType, path: payload.path, hash: payload.hash,
+          size: payload.content.count, version: payload.version, origin: payload.origin),
+        from: link.peerLabel, reason: "the folder refuses the name: \(reason)")
+      return
+    }
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
     apply(payload, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
