@@ -45,11 +45,15 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var lastSeen: Date
     /// dBm; nil when unknown.
     public var rssi: Int?
-    public init(name: String, address: String, lastSeen: Date, rssi: Int?) {
+    /// The link with the peer (PROTOCOL.md 6.2): "up", "connecting", or nil
+    /// (none: changes reach it by per-change sessions).
+    public var link: String?
+    public init(name: String, address: String, lastSeen: Date, rssi: Int?, link: String? = nil) {
       self.name = name
       self.address = address
       self.lastSeen = lastSeen
       self.rssi = rssi
+      self.link = link
     }
   }
 

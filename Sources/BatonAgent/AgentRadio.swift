@@ -8,8 +8,12 @@ import Synchronization
 
 /// The agent's side of the radio: opens the controller (and reopens it with
 /// back-off when it is lost), advertises the engine's beacon, scans for
-/// peers' beacons, and runs a handoff session over an L2CAP channel with
-/// every keyed peer that has something we lack, or that connects to us.
+/// peers' beacons, and keeps one link (PROTOCOL.md 6.2) with every keyed peer
+/// in range, up to `maxLinks`: of the two, the one whose device id is lower
+/// (the lower address while either is unknown) connects, the other accepts,
+/// and connects itself only if no link has come `linkFallback` after it
+/// first heard the peer. Peers beyond the limit, or that refuse links, get
+/// the per-change sessions of PROTOCOL.md 6 when their beacon differs.
 ///
 /// Everything that happens on one open controller is handled by one loop over
 /// one stream of events, so the decisions (connect or not, re-seal the
@@ -25,6 +29,21 @@ final class AgentRadio: Sendable {
   static let yieldDelay: Duration = .milliseconds(1500)
   /// The longest we wait for a connection to a peer to complete.
   static let connectTimeout: Duration = .seconds(5)
+  /// How many links are kept at once (baton(1)); most controllers hold 4 to
+  /// 8 connections, and one must stay free for per-change sessions.
+  static let maxLinks = 4
+  /// How long the side that only accepts waits for the peer's link before
+  /// connecting itself (the peer may be at its limit, or not know us yet).
+  static let linkFallback: Duration = .seconds(4)
+  /// How long a peer that connected to us has to open its channel.
+  static let channelWait: Duration = .seconds(10)
+  /// Link attempts that fail in a row before the peer gets per-change
+  /// sessions instead, for `linkRetryPause`.
+  static let linkAttempts = 3
+  static let linkRetryPause: Duration = .seconds(60)
+  /// Connection attempts the controller refuses because it still holds an
+  /// abandoned one (it did not carry out the cancel) before it is reopened.
+  static let stuckAttemptsBeforeReopen = 3
   /// Back-off between attempts to reopen a lost controller.
   static let reopenDelays: [Duration] = [
     .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
@@ -35,9 +54,23 @@ final class AgentRadio: Sendable {
     case channel(any PeerChannel)
     case beaconChanged
     case rotate
-    case connected(address: String)
+    case connected(BluetoothAddress)
+    /// A peer that connected to us opened no channel in `channelWait`.
+    case noChannel(BluetoothAddress, token: UInt64)
     case sessionEnded(address: String)
+    /// Give the controller up and reopen it.
+    case reopen(reason: String)
     case closed(reason: String)
+  }
+
+  /// A link, from the moment we decide to make it (or a peer opens one).
+  private struct LinkEntry {
+    var device: DeviceID?
+    var name: String?
+    /// nil while connecting and during the handshake.
+    var link: HandoffLink?
+    /// The last other address of this peer we probed the link for.
+    var probed: String?
   }
 
   private struct Peer {
@@ -57,11 +90,27 @@ final class AgentRadio: Sendable {
     /// Addresses heard that resolve to no peer we know (cleared when a session
     /// teaches us a new peer).
     var unresolved: Set<String> = []
-    /// Addresses with a session under way (either direction).
+    /// Addresses with a session or link under way (either direction).
     var busy: Set<String> = []
     /// A `.beaconChanged` is queued and not yet handled: a burst of saves
     /// makes one re-seal, not one per save (issue 14's livelock).
     var beaconPending = false
+    /// Links, by the address of their connection.
+    var links: [String: LinkEntry] = [:]
+    /// Device ids of heard addresses, resolved (PROTOCOL.md 3.1).
+    var devices: [String: DeviceID] = [:]
+    /// Peers heard with no link, when we accept rather than connect: since when.
+    var waiting: [String: ContinuousClock.Instant] = [:]
+    /// Failed link attempts in a row, and until when the peer gets sessions.
+    var linkFailures: [String: (count: Int, pausedUntil: ContinuousClock.Instant?)] = [:]
+    /// Incoming connections still without a channel: their token.
+    var awaitingChannel: [String: UInt64] = [:]
+    var nextToken: UInt64 = 0
+    /// Connection attempts refused in a row for an abandoned one.
+    var stuckAttempts = 0
+    /// Links this controller holds: `maxLinks`, or fewer once it refused a
+    /// connection for lack of room.
+    var linkLimit = AgentRadio.maxLinks
   }
 
   let configuration: AgentConfiguration
@@ -86,17 +135,41 @@ final class AgentRadio: Sendable {
     }
   }
 
-  /// Keyed peers heard within the last minute, most recent first.
+  /// Keyed peers heard within the last minute, and linked peers, most
+  /// recent first, each with its link state.
   func peersInRange() -> [AgentStatus.Peer] {
     let cutoff = Date().addingTimeInterval(-Self.inRangeWindow)
     return state.withLock { s in
-      s.heard.filter { $0.value.lastSeen >= cutoff }
+      func linkState(_ address: String) -> (String, LinkEntry)? {
+        let device = s.devices[address]
+        let entry =
+          s.links[address].map { (address, $0) }
+          ?? s.links.first { device != nil && $0.value.device == device }.map { ($0.key, $0.value) }
+        return entry.map { ($0.1.link == nil ? "connecting" : "up", $0.1) }
+      }
+      var shown: Set<String> = []
+      var peers: [AgentStatus.Peer] = s.heard.filter { $0.value.lastSeen >= cutoff }
         .map {
-          AgentStatus.Peer(
-            name: s.names[$0.key] ?? "?", address: $0.key, lastSeen: $0.value.lastSeen,
-            rssi: $0.value.rssi)
+          let link = linkState($0.key)
+          shown.insert($0.key)
+          return AgentStatus.Peer(
+            name: s.names[$0.key] ?? link?.1.name ?? "?", address: $0.key,
+            lastSeen: $0.value.lastSeen, rssi: $0.value.rssi, link: link?.0)
         }
-        .sorted { $0.lastSeen > $1.lastSeen }
+      // A linked peer whose beacon is not heard (or heard under another
+      // address only) is still in range: show its link's address.
+      for (address, entry) in s.links where entry.link != nil && !shown.contains(address) {
+        let heardElsewhere = peers.contains {
+          $0.link == "up" && s.devices[$0.address] != nil && s.devices[$0.address] == entry.device
+        }
+        if heardElsewhere { continue }
+        peers.append(
+          AgentStatus.Peer(
+            name: entry.name ?? s.names[address] ?? "?", address: address,
+            lastSeen: s.heard[address]?.lastSeen ?? Date(), rssi: s.heard[address]?.rssi,
+            link: "up"))
+      }
+      return peers.sorted { $0.lastSeen > $1.lastSeen }
     }
   }
 
@@ -153,6 +226,11 @@ final class AgentRadio: Sendable {
       $0.events = continuation
       $0.busy = []
       $0.beaconPending = false
+      $0.links = [:]
+      $0.waiting = [:]
+      $0.awaitingChannel = [:]
+      $0.stuckAttempts = 0
+      $0.linkLimit = Self.maxLinks
     }
     defer {
       state.withLock {
@@ -178,9 +256,7 @@ final class AgentRadio: Sendable {
       group.addTask { for await report in reports { continuation.yield(.report(report)) } }
       group.addTask { for await channel in channels { continuation.yield(.channel(channel)) } }
       group.addTask {
-        for await peer in host.incomingPeers() {
-          continuation.yield(.connected(address: peer.description))
-        }
+        for await peer in host.incomingPeers() { continuation.yield(.connected(peer)) }
       }
       let rotation = configuration.addressRotation
       group.addTask {
@@ -200,7 +276,16 @@ final class AgentRadio: Sendable {
         if Task.isCancelled { break loop }
         switch event {
         case .report(let report):
-          if let address = await shouldInitiate(report) {
+          let address = report.address.description
+          switch await decide(report, on: host) {
+          case .none:
+            break
+          case .link:
+            group.addTask {
+              await self.link(to: report.address, type: report.addressType, on: host)
+              continuation.yield(.sessionEnded(address: address))
+            }
+          case .session:
             group.addTask {
               await self.initiate(to: report.address, type: report.addressType, on: host)
               continuation.yield(.sessionEnded(address: address))
@@ -208,17 +293,49 @@ final class AgentRadio: Sendable {
           }
         case .channel(let channel):
           let address = channel.peerAddress.description
-          state.withLock { _ = $0.busy.insert(address) }
+          state.withLock {
+            _ = $0.busy.insert(address)
+            $0.awaitingChannel[address] = nil
+          }
           group.addTask {
-            await self.runSession(on: channel, with: address, initiator: false)
+            await self.respond(on: channel, with: address, host: host)
             continuation.yield(.sessionEnded(address: address))
           }
-        case .connected(let address):
-          // A peer connected to us: it will open a channel; don't connect back.
-          state.withLock { _ = $0.busy.insert(address) }
+        case .connected(let peer):
+          // A peer connected to us: it will open a channel; don't connect
+          // back. If it never does (its Connection Complete was lost, or it
+          // died), the connection is dropped after `channelWait`.
+          let address = peer.description
+          let token = state.withLock { s -> UInt64 in
+            s.busy.insert(address)
+            s.nextToken &+= 1
+            s.awaitingChannel[address] = s.nextToken
+            return s.nextToken
+          }
+          group.addTask {
+            try? await Timers.shared.sleep(for: Self.channelWait)
+            continuation.yield(.noChannel(peer, token: token))
+          }
+        case .noChannel(let peer, let token):
+          let address = peer.description
+          let expired = state.withLock { s -> Bool in
+            guard s.awaitingChannel[address] == token else { return false }
+            s.awaitingChannel[address] = nil
+            s.busy.remove(address)
+            return true
+          }
+          if expired {
+            log.warning(
+              "\(address) connected but opened no channel within \(Self.channelWait);"
+                + " disconnecting")
+            group.addTask { await host.disconnect(peer: peer) }
+          }
         case .sessionEnded(let address):
           state.withLock { _ = $0.busy.remove(address) }
           await refreshBeacon(host)
+        case .reopen(let why):
+          reason = why
+          break loop
         case .beaconChanged:
           state.withLock { $0.beaconPending = false }
           await refreshBeacon(host)
@@ -256,26 +373,248 @@ final class AgentRadio: Sendable {
 
   // MARK: Decisions and sessions
 
-  /// Records a keyed peer's beacon; returns its address when we should
-  /// connect to it now.
-  private func shouldInitiate(_ report: AdvertisingReport) async -> String? {
-    guard await engine.isGroupBeacon(report.data) else { return nil }
+  private enum Action {
+    case none
+    /// Connect and make a link.
+    case link
+    /// Connect for one per-change session.
+    case session
+  }
+
+  /// Records a keyed peer's beacon and decides what to do about it.
+  private func decide(_ report: AdvertisingReport, on host: any RadioHost) async -> Action {
+    guard await engine.isGroupBeacon(report.data) else { return .none }
     let address = report.address.description
-    let (busy, unknown) = state.withLock { s -> (Bool, Bool) in
+    let unknown = state.withLock { s -> Bool in
       s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi, beacon: report.data)
-      return (s.busy.contains(address), s.names[address] == nil && !s.unresolved.contains(address))
+      return s.names[address] == nil && !s.unresolved.contains(address)
     }
     if unknown {
       // A peer we know under a new address (it rotated): its name carries over.
-      let name = await engine.peerName(resolving: report.address.bytes)
+      let peer = await engine.peer(resolving: report.address.bytes)
       state.withLock {
-        if let name { $0.names[address] = name } else { _ = $0.unresolved.insert(address) }
+        if let peer {
+          $0.names[address] = peer.name
+          $0.devices[address] = peer.device
+        } else {
+          _ = $0.unresolved.insert(address)
+        }
         if $0.unresolved.count > 1024 { $0.unresolved.removeAll() }
+        if $0.devices.count > 1024 { $0.devices.removeAll() }
+        if $0.waiting.count > 1024 { $0.waiting.removeAll() }
       }
     }
-    guard !busy, await engine.shouldConnect(beacon: report.data, from: address) else { return nil }
-    let claimed = state.withLock { $0.busy.insert(address).inserted }
-    return claimed ? address : nil
+    let now = ContinuousClock.now
+    enum Seen {
+      case linked(probe: HandoffLink?)
+      case busy
+      case free(device: DeviceID?, links: Int, since: ContinuousClock.Instant?, paused: Bool)
+    }
+    let seen = state.withLock { s -> Seen in
+      let device = s.devices[address]
+      if let (linkAddress, entry) = s.links.first(where: {
+        $0.key == address || (device != nil && $0.value.device == device)
+      }) {
+        // The peer under another address: it rotated, or it restarted and
+        // this link is half-open. A PING tells which.
+        guard linkAddress != address, entry.probed != address, let link = entry.link else {
+          return .linked(probe: nil)
+        }
+        s.links[linkAddress]?.probed = address
+        return .linked(probe: link)
+      }
+      if s.busy.contains(address) { return .busy }
+      var paused = false
+      if let until = s.linkFailures[address]?.pausedUntil {
+        if now < until { paused = true } else { s.linkFailures[address] = nil }
+      }
+      // At the limit, the peer gets per-change sessions (as if links were full).
+      let links = s.links.count + Self.maxLinks - s.linkLimit
+      return .free(device: device, links: links, since: s.waiting[address], paused: paused)
+    }
+    switch seen {
+    case .linked(let probe):
+      probe?.probe()
+      return .none
+    case .busy:
+      return .none
+    case .free(let device, let links, let since, let paused):
+      if links < Self.maxLinks && !paused && !host.connectsFromAnotherAddress {
+        let ours =
+          device.map { engine.deviceID.rawValue < $0.rawValue }
+          ?? (host.address.description < address)
+        let fallback = since.map { now - $0 >= Self.linkFallback } ?? false
+        guard ours || fallback else {
+          if since == nil { state.withLock { $0.waiting[address] = now } }
+          return .none
+        }
+        let claimed = state.withLock { s -> Bool in
+          guard s.busy.insert(address).inserted else { return false }
+          s.waiting[address] = nil
+          s.links[address] = LinkEntry(device: device)
+          return true
+        }
+        return claimed ? .link : .none
+      }
+      // Per-change sessions: beyond the link limit, for a peer that refuses
+      // links, and on a backend whose connections peers cannot recognise.
+      guard await engine.shouldConnect(beacon: report.data, from: address) else { return .none }
+      let claimed = state.withLock { $0.busy.insert(address).inserted }
+      return claimed ? .session : .none
+    }
+  }
+
+  /// Connects to `peer` and runs a link with it until it ends.
+  private func link(to peer: BluetoothAddress, type: AddressType, on host: any RadioHost) async {
+    let address = peer.description
+    // The placeholder made by `decide`, unless a link took its place.
+    defer { state.withLock { s in if s.links[address]?.link == nil { s.links[address] = nil } } }
+    // Connected already (it connected to us meanwhile): its link will do.
+    // Connecting again to a peer we are linked with can wedge a controller.
+    if host.isConnected(to: peer) { return }
+    let channel: any PeerChannel
+    do {
+      channel = try await host.openChannel(
+        to: peer, addressType: type, psm: HandoffAgent.psm, timeout: Self.connectTimeout)
+      state.withLock { $0.stuckAttempts = 0 }
+    } catch {
+      log.info("cannot link with \(address): \(error)")
+      linkFailed(address)
+      noteConnectFailure(error)
+      noteNoRoom(error)
+      return
+    }
+    let guarded = DeadlineChannel(channel, deadline: Self.sessionDeadline)
+    do {
+      let link = try await engine.openLink(
+        over: guarded, peerAddress: address,
+        authenticated: { name, device in self.learnt(name, device, at: address) })
+      state.withLock { _ = $0.linkFailures.removeValue(forKey: address) }
+      await run(link, at: address)
+    } catch {
+      log.info("cannot link with \(address): \(error)")
+      linkFailed(address)
+    }
+    await channel.close()
+  }
+
+  /// Serves a channel a peer opened: a link, or a one-shot session.
+  private func respond(on channel: any PeerChannel, with address: String, host: any RadioHost)
+    async
+  {
+    let guarded = DeadlineChannel(channel, deadline: Self.sessionDeadline)
+    do {
+      let outcome = try await engine.respond(
+        over: guarded, peerAddress: address,
+        authenticated: { name, device in self.learnt(name, device, at: address) })
+      if case .link(let link) = outcome {
+        await run(link, at: address)
+        // A dead peer's controller may hold the connection: drop it.
+        // (Not if another link took its place on the same connection address.)
+        let replacedHere = state.withLock { $0.links[address]?.link != nil }
+        if link.isDead && !replacedHere { await host.disconnect(peer: channel.peerAddress) }
+      }
+    } catch {
+      log.info("session with \(address) ended early: \(error)")
+    }
+    await channel.close()
+  }
+
+  /// Runs a link, unless one with the same peer is up already: then the
+  /// one the rule would have made is kept (initiated by the lower device
+  /// id); of two made the same way, the newer (the peer restarted).
+  private func run(_ link: HandoffLink, at address: String) async {
+    let ruleSaysWeConnect = engine.deviceID.rawValue < link.peerDevice.rawValue
+    let (keep, losers) = state.withLock { s -> (Bool, [HandoffLink]) in
+      var losers: [HandoffLink] = []
+      for (other, entry) in s.links where other == address || entry.device == link.peerDevice {
+        guard let old = entry.link, old !== link else { continue }
+        if old.initiator == link.initiator || link.initiator == ruleSaysWeConnect {
+          losers.append(old)
+        } else {
+          return (false, [])
+        }
+      }
+      var entry = s.links[address] ?? LinkEntry()
+      entry.link = link
+      entry.device = link.peerDevice
+      entry.name = link.peerName
+      s.links[address] = entry
+      s.waiting[address] = nil
+      return (true, losers)
+    }
+    for old in losers {
+      await old.close("a newer link with \(link.peerName) replaced it", peerGone: true)
+    }
+    guard keep else {
+      await link.close("a link with \(link.peerName) is up already")
+      return
+    }
+    await engine.runLink(link)
+    state.withLock { s in
+      if s.links[address]?.link === link { s.links[address] = nil }
+    }
+  }
+
+  /// The handshake proved who is at `address`.
+  private func learnt(_ name: String, _ device: DeviceID, at address: String) {
+    state.withLock {
+      $0.names[address] = name
+      $0.devices[address] = device
+      if $0.links[address] != nil {
+        $0.links[address]?.name = name
+        $0.links[address]?.device = device
+      }
+      $0.unresolved.removeAll()
+    }
+  }
+
+  /// A link attempt failed: after `linkAttempts` in a row, the peer gets
+  /// per-change sessions for `linkRetryPause`.
+  private func linkFailed(_ address: String) {
+    state.withLock { s in
+      let count = (s.linkFailures[address]?.count ?? 0) + 1
+      s.linkFailures[address] = (
+        count, count >= Self.linkAttempts ? ContinuousClock.now + Self.linkRetryPause : nil
+      )
+      if s.linkFailures.count > 1024 { s.linkFailures.removeAll() }
+    }
+  }
+
+  /// A controller that refuses a connection for lack of room (Memory
+  /// Capacity Exceeded, Connection Limit Exceeded) holds no more links than
+  /// it has now (at least one); further peers get per-change sessions.
+  private func noteNoRoom(_ error: any Error) {
+    let status: HCIStatus
+    switch error {
+    case HCIError.connectionFailed(_, let s), HCIError.commandFailed(_, let s): status = s
+    default: return
+    }
+    guard status.rawValue == 0x07 || status.rawValue == 0x09 else { return }
+    state.withLock { s in
+      let up = s.links.values.filter { $0.link != nil }.count
+      s.linkLimit = max(1, min(s.linkLimit, up))
+      log.notice("the controller has no room for another connection: links kept at \(s.linkLimit)")
+    }
+  }
+
+  /// A controller that keeps refusing connections because it still holds an
+  /// abandoned attempt (it did not carry out the cancel) is reopened.
+  private func noteConnectFailure(_ error: any Error) {
+    guard case HCIError.connectionAttemptPending = error else { return }
+    let reopen = state.withLock { s -> Bool in
+      s.stuckAttempts += 1
+      return s.stuckAttempts >= Self.stuckAttemptsBeforeReopen
+    }
+    if reopen {
+      state.withLock { s in
+        s.stuckAttempts = 0
+        s.events?.yield(
+          .reopen(
+            reason: "it refused \(Self.stuckAttemptsBeforeReopen) connection attempts in a row"
+              + " for an abandoned one it did not cancel"))
+      }
+    }
   }
 
   private func initiate(to peer: BluetoothAddress, type: AddressType, on host: any RadioHost)
@@ -301,10 +640,12 @@ final class AgentRadio: Sendable {
     do {
       let channel = try await host.openChannel(
         to: peer, addressType: type, psm: HandoffAgent.psm, timeout: Self.connectTimeout)
+      state.withLock { $0.stuckAttempts = 0 }
       await runSession(on: channel, with: address, initiator: true)
       await channel.close()
     } catch {
       log.info("cannot connect to \(address): \(error)")
+      noteConnectFailure(error)
     }
   }
 

@@ -30,6 +30,12 @@ extension BLEHost: RadioHost {
     }
   }
 
+  func disconnect(peer: BluetoothAddress) async {
+    for connection in connections where connection.peerAddress == peer {
+      await disconnect(connection)
+    }
+  }
+
   func isConnected(to peer: BluetoothAddress) -> Bool {
     connections.contains { $0.peerAddress == peer }
   }

@@ -14,9 +14,10 @@ import Synchronization
 ///
 /// - Each folder's saves go to the engine (becomeCurrent /
 ///   updateUserActivityState), and the advertised beacon is re-sealed.
-/// - Beacons heard from keyed peers that have something we lack lead to a
-///   connection, an L2CAP channel and a session (continueUserActivity);
-///   peers do the same to us.
+/// - Each keyed peer in range gets one link (PROTOCOL.md 6.2), kept up while
+///   it is in range: every save is pushed over it at once
+///   (continueUserActivity on the peer). Peers beyond the link limit get a
+///   connection and a session when their beacon shows something we lack.
 /// - A lost controller is reopened with back-off; a reload restarts all of
 ///   this with the new configuration (the state database keeps what we knew).
 public final class HandoffAgent: AgentCore {

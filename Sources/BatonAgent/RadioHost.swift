@@ -30,6 +30,10 @@ protocol RadioHost: AnyObject, Sendable {
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel>
   /// Peers that connected to us (they are about to open a channel).
   func incomingPeers() -> AsyncStream<BluetoothAddress>
+  /// Ends the connection with `peer`, if any (a peer that connected and
+  /// opened no channel, or a link found dead); where the backend owns its
+  /// connections (BlueZ: the kernel), closing the channel is all there is.
+  func disconnect(peer: BluetoothAddress) async
   /// Whether a link to `peer` is up already.
   func isConnected(to peer: BluetoothAddress) -> Bool
   /// Connects to `peer` and opens a channel to `psm`; closing the channel

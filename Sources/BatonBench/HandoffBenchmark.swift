@@ -12,19 +12,34 @@ import Foundation
 /// 95th percentile per size, the advertising interval, and how many bytes
 /// crossed HCI (both agents, from their btsnoop logs) per note byte.
 ///
+/// Then, with --burst N, saves N notes of 200 B in A one after another, as
+/// fast as the file system takes them, and prints how many reached every
+/// other agent and the slowest save-to-peer time.
+///
+/// With --arrivals N, N times over: a fresh agent comes into range (starts
+/// on a spare controller) while A holds notes, and the time to its first
+/// note is printed (median and slowest), then it stops.
+///
 /// Options: --saves N (default 50), --interval MS (advertising interval,
-/// default the agent's), --keep (leave the folders).
+/// default the agent's), --agents K (2 or 3; sizes are timed to B, a burst
+/// to every peer), --burst N (default 0: none), --keep (leave the folders).
 enum HandoffBenchmark {
   static func run(_ arguments: [String]) async throws {
     var saves = 50
     var interval: Int?
     var keep = false
+    var agentCount = 2
+    var burst = 0
+    var arrivals = 0
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
       case "--saves": saves = Int(rest.popFirst() ?? "") ?? saves
       case "--interval": interval = Int(rest.popFirst() ?? "")
       case "--keep": keep = true
+      case "--agents": agentCount = min(3, max(2, Int(rest.popFirst() ?? "") ?? 2))
+      case "--burst": burst = max(0, Int(rest.popFirst() ?? "") ?? 0)
+      case "--arrivals": arrivals = max(0, Int(rest.popFirst() ?? "") ?? 0)
       default: throw BenchError.usage("unknown option \(argument)")
       }
     }
@@ -36,7 +51,8 @@ enum HandoffBenchmark {
     let base = try Bench.temporaryDirectory("baton-bench-handoff")
     defer { if !keep { try? FileManager.default.removeItem(atPath: base) } }
 
-    let radio = try Bench.startRadio(controllers: 2, in: base)
+    let radio = try Bench.startRadio(
+      controllers: agentCount + (arrivals > 0 ? 1 : 0), in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
     _ = FileManager.default.createFile(
@@ -44,7 +60,7 @@ enum HandoffBenchmark {
     chmod(keyPath, 0o600)
 
     var agents: [(notes: String, hciLog: String, process: Process)] = []
-    for (index, name) in ["A", "B"].enumerated() {
+    for (index, name) in ["A", "B", "C"].prefix(agentCount).enumerated() {
       let home = base + "/" + name
       for sub in ["notes", "state", "run"] {
         try FileManager.default.createDirectory(
@@ -73,10 +89,28 @@ enum HandoffBenchmark {
         agent.process.waitUntilExit()
       }
     }
-    // Let both come up and hear each other once.
+    // Let them come up and hear each other once, and link (PROTOCOL.md 6.1):
+    // at most 30 s for every agent to show a link up with every other.
     try await Task.sleep(for: .seconds(2))
+    let homes = ["A", "B", "C"].prefix(agentCount).map { base + "/" + $0 }
+    func linksUp(_ home: String) -> Int {
+      let log = (try? String(contentsOfFile: home + "/agent.log", encoding: .utf8)) ?? ""
+      let lines = log.split(separator: "\n").filter { $0.contains("handoff: link with") }
+      let ups = lines.filter { $0.contains(") up (") }.count
+      return ups - lines.filter { $0.contains(" down: ") }.count
+    }
+    let linking = ContinuousClock.now
+    while ContinuousClock.now - linking < .seconds(30),
+      !homes.allSatisfy({ linksUp($0) >= agentCount - 1 })
+    {
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    let waited = String(format: "%.1f", (ContinuousClock.now - linking).secondsValue)
+    let counts = homes.map { "\($0.split(separator: "/").last ?? "") \(linksUp($0))" }
+    print("links up: \(counts.joined(separator: ", ")) (after \(waited) s more)")
 
-    print("handoff benchmark: \(saves) saves per size, two agents on the simulated radio")
+    print(
+      "handoff benchmark: \(saves) saves per size, \(agentCount) agents on the simulated radio")
     let asked = interval ?? Int(AgentConfiguration.defaultAdvertisingInterval.wholeMilliseconds)
     let units = asked * 8 / 5
     print(
@@ -115,6 +149,44 @@ enum HandoffBenchmark {
           format: "%6d B notes: save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
           size, median, p95))
     }
+    if burst > 0 {
+      try await runBurst(burst, from: agents[0].notes, to: agents.dropFirst().map(\.notes))
+    }
+    if arrivals > 0 {
+      var firsts: [Double] = []
+      for round in 0..<arrivals {
+        let home = base + "/arrival\(round)"
+        for sub in ["notes", "state", "run"] {
+          try FileManager.default.createDirectory(
+            atPath: home + "/" + sub, withIntermediateDirectories: true)
+        }
+        chmod(home + "/run", 0o700)
+        let start = ContinuousClock.now
+        let process = try Bench.spawn(
+          baton,
+          [
+            "agent", "--name", "N\(round)", "--notes", home + "/notes", "--controller",
+            "tcp:127.0.0.1:\(radio.ports[agentCount])", "--key-file", keyPath, "--state-dir",
+            home + "/state",
+          ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
+        var first: Duration?
+        while first == nil && ContinuousClock.now - start < .seconds(30) {
+          let names = (try? FileManager.default.contentsOfDirectory(atPath: home + "/notes")) ?? []
+          if names.contains(where: { $0.hasSuffix(".md") }) { first = ContinuousClock.now - start }
+          usleep(1000)
+        }
+        process.terminate()
+        process.waitUntilExit()
+        guard let first else { throw BenchError.failed("no note reached arrival \(round) in 30 s") }
+        firsts.append(first.secondsValue * 1000)
+      }
+      firsts.sort()
+      print(
+        String(
+          format:
+            "a peer coming into range (agent started) with notes to get: first note after median %.0f ms, slowest %.0f ms (%d arrivals)",
+          firsts[firsts.count / 2], firsts.last!, firsts.count))
+    }
     // Stop the agents so that their btsnoop logs are complete.
     for agent in agents {
       agent.process.terminate()
@@ -126,5 +198,58 @@ enum HandoffBenchmark {
         format:
           "HCI bytes per note byte: %.2f (A %d B + B %d B over %d note bytes; includes advertising, scanning and handshakes)",
         Double(hciBytes.reduce(0, +)) / Double(noteBytes), hciBytes[0], hciBytes[1], noteBytes))
+  }
+
+  /// Saves `count` notes of 200 B in `source`, one after another, then waits
+  /// (at most 120 s) until each is identical in every folder of `peers`;
+  /// prints how many arrived and the slowest save-to-arrival time.
+  static func runBurst(_ count: Int, from source: String, to peers: [String]) async throws {
+    var saved: [String: (bytes: [UInt8], at: ContinuousClock.Instant)] = [:]
+    var pending: [(String, String)] = []  // (peer folder, name)
+    let start = ContinuousClock.now
+    for i in 0..<count {
+      var bytes = Array("Burst \(i)\n".utf8)
+      while bytes.count < 200 { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
+      let name = "burst-\(i).md"
+      let temporary = source + "/.tmp-" + name
+      _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+      rename(temporary, source + "/" + name)
+      saved[name] = (bytes, ContinuousClock.now)
+      for peer in peers { pending.append((peer, name)) }
+    }
+    let wrote = ContinuousClock.now - start
+    var slowest: Duration = .zero
+    let deadline = ContinuousClock.now + .seconds(120)
+    while !pending.isEmpty && ContinuousClock.now < deadline {
+      var still: [(String, String)] = []
+      // One directory listing per peer per round; contents checked once listed.
+      var listed: [String: Set<String>] = [:]
+      for peer in peers {
+        listed[peer] = Set((try? FileManager.default.contentsOfDirectory(atPath: peer)) ?? [])
+      }
+      let now = ContinuousClock.now
+      for (peer, name) in pending {
+        guard listed[peer]?.contains(name) == true,
+          let data = FileManager.default.contents(atPath: peer + "/" + name),
+          Array(data) == saved[name]!.bytes
+        else {
+          still.append((peer, name))
+          continue
+        }
+        slowest = max(slowest, now - saved[name]!.at)
+      }
+      pending = still
+      if !pending.isEmpty { usleep(2000) }
+    }
+    let arrived = count * peers.count - pending.count
+    print(
+      String(
+        format:
+          "burst of %d saves in a row (written in %.0f ms) to %d peer(s): %d of %d arrived; slowest save -> identical file on a peer: %.0f ms",
+        count, wrote.secondsValue * 1000, peers.count, arrived, count * peers.count,
+        slowest.secondsValue * 1000))
+    if !pending.isEmpty {
+      throw BenchError.failed("\(pending.count) notes did not arrive within 120 s")
+    }
   }
 }

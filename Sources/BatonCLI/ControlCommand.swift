@@ -113,7 +113,7 @@ public struct StatusFormatter: Sendable {
       let rssi = peer.rssi.map { "  RSSI \($0) dBm" } ?? ""
       lines.append(
         "  \(peer.name.escapedForDisplay)  \(peer.address.escapedForDisplay)"
-          + "  last seen \(ago(peer.lastSeen))\(rssi)")
+          + "  link \(peer.link ?? "none")  last seen \(ago(peer.lastSeen))\(rssi)")
     }
     if status.peers.isEmpty { lines.append("  (none)") }
     if let activity = status.currentActivity {

@@ -186,6 +186,7 @@ enum FuzzTargets {
       .getNote(activityType: "org.baton.note", path: "dir/a.md"), .note(payload),
       .noteUnavailable(activityType: "org.baton.note", path: "a.md", reason: .unknown),
       .done(activityHash: 1, indexDigest: 2), .error(code: 1, text: "no"),
+      .link(maxNoteSize: 1 << 20), .ping, .pong, .have([sampleEntry]),
     ]
     return messages.map { [$0.kind.rawValue] + $0.body }
   }()

@@ -11,4 +11,12 @@ extension HandoffEngine {
     guard let peers = try? store.peers() else { return nil }
     return peers.first { ResolvableAddress.resolves(address, to: $0.device, keys: keys) }?.name
   }
+
+  /// The peer (name and device id) that made `address`, if it is an agent we
+  /// have had a session or link with; nil otherwise.
+  public func peer(resolving address: [UInt8]) -> (name: String, device: DeviceID)? {
+    guard let peers = try? store.peers() else { return nil }
+    return peers.first { ResolvableAddress.resolves(address, to: $0.device, keys: keys) }
+      .map { ($0.name, $0.device) }
+  }
 }

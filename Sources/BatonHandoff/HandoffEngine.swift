@@ -18,9 +18,14 @@ import FoundationEssentials
 /// - advertise `currentBeacon()`; set it again after every `localSave`, every
 ///   session, and at every address rotation (it is re-sealed on each call);
 ///   `beaconContent()` tells whether the content changed;
-/// - for each advertisement heard: if `shouldConnect(beacon:from:)`, connect,
-///   open an L2CAP channel and `runSession(over:initiator: true, peerAddress:)`;
-/// - for each incoming L2CAP channel: `runSession(over:initiator: false, ...)`;
+/// - for each keyed peer in range, one link (PROTOCOL.md 6.2): the side that
+///   connects calls `openLink(over:peerAddress:)`, then `runLink(_:)` until it
+///   ends; saves are pushed over every running link by the engine itself;
+/// - for a peer without a link, for each advertisement heard: if
+///   `shouldConnect(beacon:from:)`, connect, open an L2CAP channel and
+///   `runSession(over:initiator: true, peerAddress:)`;
+/// - for each incoming L2CAP channel: `respond(over:peerAddress:)`, which
+///   gives a link to run or runs a one-shot session;
 /// - `baton status`: `status()`.
 public actor HandoffEngine {
   let keys: HandoffKeys
@@ -69,6 +74,14 @@ public actor HandoffEngine {
   var unencodableLogged: Set<String> = []
   /// Store updates being gathered for one transaction (`batched`).
   var storeBatch: HandoffStoreBatch?
+  /// Links running (HandoffEngine+Link.swift): each is woken after every
+  /// change of the index, to push what its peer lacks.
+  var links: [ObjectIdentifier: HandoffLink] = [:]
+  /// Notes received over a link, not relayed to the other links before
+  /// `until` (unless still lacking then): by index key, with the content
+  /// received and the link it came from.
+  var relayHolds:
+    [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] = [:]
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -226,6 +239,7 @@ public actor HandoffEngine {
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
     persistSave(note)
+    wakeLinks()
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true
   }

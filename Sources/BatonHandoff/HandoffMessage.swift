@@ -205,6 +205,16 @@ package enum HandoffMessage: Equatable {
   case getNodes([IndexReconciliation.Request])
   /// Their answers, in the order asked.
   case nodes([IndexReconciliation.Answer])
+  /// Link mode (PROTOCOL.md section 6.2): sent by the initiator as its first
+  /// message after the handshake, and by the responder in answer; carries the
+  /// sender's note size limit, so that a peer never pushes a note it refuses.
+  case link(maxNoteSize: UInt32)
+  /// Link keep-alive: PING asks for a PONG.
+  case ping
+  case pong
+  /// Links only: notes the sender now holds (received from another peer), so
+  /// that the receiver does not relay them to it.
+  case have([HandoffIndexEntry])
 
   package enum UnavailableReason: UInt8 {
     case unknown = 1
@@ -225,6 +235,10 @@ package enum HandoffMessage: Equatable {
     case error = 10
     case getNodes = 11
     case nodes = 12
+    case link = 13
+    case ping = 14
+    case pong = 15
+    case have = 16
   }
 
   package var kind: Kind {
@@ -241,13 +255,17 @@ package enum HandoffMessage: Equatable {
     case .error: .error
     case .getNodes: .getNodes
     case .nodes: .nodes
+    case .link: .link
+    case .ping: .ping
+    case .pong: .pong
+    case .have: .have
     }
   }
 
   /// The largest body a receiver accepts for `kind`.
   static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
     switch kind {
-    case .index, .turn, .nodes: HandoffLimits.maxIndexBytes
+    case .index, .turn, .nodes, .have: HandoffLimits.maxIndexBytes
     case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
     default: HandoffLimits.maxControlBytes
     }
@@ -256,7 +274,9 @@ package enum HandoffMessage: Equatable {
   package var body: [UInt8] {
     var w = ByteWriter()
     switch self {
-    case .getActivity, .getIndex: break
+    case .getActivity, .getIndex, .ping, .pong: break
+    case .link(let maxNoteSize):
+      w.u32(maxNoteSize)
     case .activity(let entry, let title, let digest):
       w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
       if let entry {
@@ -266,7 +286,7 @@ package enum HandoffMessage: Equatable {
       } else {
         w.u8(0)
       }
-    case .index(let entries):
+    case .index(let entries), .have(let entries):
       Self.encode(entries, into: &w)
     case .turn(let digest, let entries):
       w.u32(digest)
@@ -322,6 +342,9 @@ package enum HandoffMessage: Equatable {
     switch kind {
     case .getActivity: message = .getActivity
     case .getIndex: message = .getIndex
+    case .link: message = .link(maxNoteSize: try r.u32())
+    case .ping: message = .ping
+    case .pong: message = .pong
     case .activity:
       let digest = try r.raw(32)
       switch try r.u8() {
@@ -334,6 +357,8 @@ package enum HandoffMessage: Equatable {
       }
     case .index:
       message = .index(try decodeEntries(&r))
+    case .have:
+      message = .have(try decodeEntries(&r))
     case .turn:
       let digest = try r.u32()
       message = .turn(indexDigest: digest, try decodeEntries(&r))

@@ -19,8 +19,56 @@ extension HandoffEngine {
     over channel: any MessageChannel, initiator: Bool, peerAddress: String,
     authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
   ) async throws -> SessionSummary {
+    let secure = try await admit(
+      over: channel, initiator: initiator, peerAddress: peerAddress, authenticated: authenticated)
+    return try await runAdmitted(secure, initiator: initiator, peerAddress: peerAddress, first: nil)
+  }
+
+  /// The session after `admit`: the initiator's or the responder's part
+  /// (`first`: the responder's first message, when already read).
+  func runAdmitted(
+    _ admitted: SecureChannel, initiator: Bool, peerAddress: String, first: HandoffMessage?
+  ) async throws -> SessionSummary {
+    var secure = admitted
+    let channel = secure.channel
+    let peer = secure.peer
+    logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
+    var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
+    do {
+      if initiator {
+        try await runInitiator(&secure, &summary)
+      } else {
+        try await runResponder(&secure, &summary, first: first)
+      }
+    } catch {
+      await channel.close()
+      if let (type, path) = secure.transferring {
+        fail(activityType: type, peer: secure.peerLabel, reason: "transfer of \(path): \(error)")
+      } else {
+        fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
+      }
+      throw error
+    }
+    await channel.close()
+    attempts[peerAddress] = nil
+    count(HandoffCounter.sessions)
+    logger.info(
+      "session with \(secure.peerLabel): received \(summary.received.count), sent \(summary.sent.count)"
+        + (summary.conflictCopies.isEmpty
+          ? "" : ", \(summary.conflictCopies.count) conflict copies"))
+    return summary
+  }
+
+  /// The handshake (both sides prove the group key and who they are), then
+  /// the allow-list; records the peer and calls `authenticated`. Closes the
+  /// channel and throws when the peer is not admitted. Shared by one-shot
+  /// sessions and links (HandoffEngine+Link.swift).
+  func admit(
+    over channel: any MessageChannel, initiator: Bool, peerAddress: String,
+    authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)?
+  ) async throws -> SecureChannel {
     ensureScanned()
-    var secure: SecureChannel
+    let secure: SecureChannel
     do {
       secure = try await SecureChannel.handshake(
         over: channel, initiator: initiator, keys: keys, me: me, peerLabel: peerAddress,
@@ -47,7 +95,8 @@ extension HandoffEngine {
     }
     let peer = secure.peer
     if let allowed = policy.allowedPeers, !allowed.contains(peer.name) {
-      try? await secure.send(.error(code: 1, text: "peer name not allowed"))
+      var refusing = secure
+      try? await refusing.send(.error(code: 1, text: "peer name not allowed"))
       await channel.close()
       let error = HandoffError.peerNotAllowed(name: peer.name)
       fail(activityType: "-", peer: secure.peerLabel, reason: error.description)
@@ -57,31 +106,7 @@ extension HandoffEngine {
       try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date()))
     }
     authenticated?(peer.name, peer.device)
-    logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
-    var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
-    do {
-      if initiator {
-        try await runInitiator(&secure, &summary)
-      } else {
-        try await runResponder(&secure, &summary)
-      }
-    } catch {
-      await channel.close()
-      if let (type, path) = secure.transferring {
-        fail(activityType: type, peer: secure.peerLabel, reason: "transfer of \(path): \(error)")
-      } else {
-        fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
-      }
-      throw error
-    }
-    await channel.close()
-    attempts[peerAddress] = nil
-    count(HandoffCounter.sessions)
-    logger.info(
-      "session with \(secure.peerLabel): received \(summary.received.count), sent \(summary.sent.count)"
-        + (summary.conflictCopies.isEmpty
-          ? "" : ", \(summary.conflictCopies.count) conflict copies"))
-    return summary
+    return secure
   }
 
   private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
@@ -123,15 +148,26 @@ extension HandoffEngine {
     }
   }
 
-  private func runResponder(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
-  {
+  /// `first`: a message already received (the responder of a link-capable
+  /// agent reads the first message to tell a link from a session).
+  func runResponder(
+    _ ch: inout SecureChannel, _ summary: inout SessionSummary, first: HandoffMessage?
+  ) async throws {
     // A note saved here while the session runs was never offered to the peer:
     // then DONE carries the digest of the index the peer did see (so that it
     // comes back for the rest) and nothing is settled (PROTOCOL.md, section 6).
     let revision = localRevision
     var shownDigest = indexDigest
+    var pending = first
     while true {
-      switch try await ch.receive() {
+      let message: HandoffMessage
+      if let first = pending {
+        message = first
+        pending = nil
+      } else {
+        message = try await ch.receive()
+      }
+      switch message {
       case .getActivity:
         shownDigest = indexDigest
         var title = ""
@@ -500,6 +536,7 @@ extension HandoffEngine {
       persistCompleteWrite(type, p.path, saving: note)
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
+      wakeLinks()
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
       // The incoming bytes went to `path`; the local file stays. Its version
@@ -520,6 +557,7 @@ extension HandoffEngine {
       summary.conflictCopies.append("\(type):\(path)")
       count(HandoffCounter.received)
       count(HandoffCounter.conflicts)
+      wakeLinks()
       fail(
         activityType: type, peer: peer,
         reason: "concurrent edit of \(p.path): the incoming version was written to \(path)")
@@ -542,7 +580,7 @@ extension HandoffEngine {
     ch.transferring = nil
   }
 
-  private func serveNote(
+  func serveNote(
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
   ) async throws {
     let key = Self.key(type, path)

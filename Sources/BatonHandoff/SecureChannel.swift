@@ -15,7 +15,7 @@ package struct PeerIdentity: Sendable, Equatable {
 /// A `MessageChannel` after the mutual handshake: every message sealed with a
 /// per-direction session key, with strictly increasing frame counters
 /// (PROTOCOL.md, "Handshake" and "Frames").
-package struct SecureChannel {
+package struct SecureChannel: Sendable {
   static let frameMarker: UInt8 = 0x10
   static let frameHeaderBytes = 9
   static let frameOverhead = frameHeaderBytes + HandoffCrypto.aeadTagBytes + 2
@@ -27,7 +27,9 @@ package struct SecureChannel {
   private let receiveKey: [UInt8]
   private var sendCounter: UInt64 = 0
   private var receiveCounter: UInt64 = 0
-  let timeout: Duration
+  /// How long a receive waits for each frame; zero waits as long as the
+  /// channel is open (a link's reader, whose liveness `HandoffLink` watches).
+  var timeout: Duration
   let maxNoteSize: Int
   /// The note being transferred, so that a failure mid-transfer names it.
   var transferring: (activityType: String, path: String)?
@@ -306,7 +308,11 @@ package struct SecureChannel {
     var kind: UInt8?
     var body: [UInt8] = []
     while true {
-      guard let frame = try await receiveWithTimeout(channel, timeout, peer: peerLabel) else {
+      let next =
+        timeout == .zero
+        ? try await channel.receive()
+        : try await receiveWithTimeout(channel, timeout, peer: peerLabel)
+      guard let frame = next else {
         throw HandoffError.channelClosed(peer: peerLabel)
       }
       guard let plain = SecureChannel.openFrame(frame, counter: receiveCounter, key: receiveKey),

@@ -14,6 +14,10 @@ Subcommands (all print one line per event on stdout, flushed):
         prints "RECEIVED <n> <blake2b-256 hex>", then sends N bytes of the
         pattern with seed 1 and prints "SENT <n>", then waits for the channel
         to close and prints "CLOSED".
+    connect-only --port P --peer ADDRESS [--seconds S]
+        connects to ADDRESS (random) and opens nothing ("CONNECTED"), then
+        waits for the peer to end the connection ("DISCONNECTED <reason>") or
+        S seconds ("STILL-CONNECTED").
     l2cap-client --port P --peer ADDRESS --psm N --bytes N
         connects to ADDRESS (random), opens a channel to PSM N, sends N bytes of
         the pattern with seed 2 ("SENT <n>"), receives N bytes and prints
@@ -81,7 +85,7 @@ signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["scan", "l2cap-server", "l2cap-client"])
+    parser.add_argument("command", choices=["scan", "l2cap-server", "l2cap-client", "connect-only"])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--psm", type=lambda s: int(s, 0), default=0x0081)
     parser.add_argument("--bytes", type=int, default=100_000)
@@ -146,12 +150,23 @@ async def main() -> None:
             say("CLOSED")
             return
 
-        # l2cap-client
+        # l2cap-client, connect-only
         peer = hci.Address(args.peer, hci.Address.RANDOM_DEVICE_ADDRESS)
         connection = await device.connect(
             peer, own_address_type=hci.OwnAddressType.RANDOM, timeout=args.seconds
         )
         say("CONNECTED")
+        if args.command == "connect-only":
+            ended = asyncio.get_running_loop().create_future()
+            connection.on(
+                "disconnection", lambda reason: ended.done() or ended.set_result(reason)
+            )
+            try:
+                reason = await asyncio.wait_for(ended, args.seconds)
+                say("DISCONNECTED", reason)
+            except asyncio.TimeoutError:
+                say("STILL-CONNECTED")
+            return
         channel = await connection.create_l2cap_channel(
             spec=LeCreditBasedChannelSpec(psm=args.psm, mtu=65535, mps=2048, max_credits=256)
         )

@@ -139,6 +139,21 @@ def main():
     got["frame_plaintext"] = frame_plain
     got["frame"] = frame
 
+    # Links (section 6.1): LINK (max note size 1 MiB) as the initiator's frame 0,
+    # PING as the responder's frame 0, PONG as the initiator's frame 1
+    def seal_frame(key, counter, plain):
+        h = bytes([0x10]) + struct.pack("<Q", counter)
+        return h + xchacha20poly1305_seal(key, h[1:] + bytes(16), plain, h)
+    got["link_plaintext"] = bytes([13, 0]) + struct.pack("<I", 1 << 20)
+    got["link_frame"] = seal_frame(okm[:32], 0, got["link_plaintext"])
+    got["ping_frame"] = seal_frame(okm[32:], 0, bytes([14, 0]))
+    got["pong_frame"] = seal_frame(okm[:32], 1, bytes([15, 0]))
+    # HAVE with the NOTE's index entry (size 5, origin alice), the initiator's frame 2
+    entry = (string("org.example.notes") + string("a.md") + chash + struct.pack("<Q", len(content))
+             + version + struct.pack("<Q", alice))
+    got["have_plaintext"] = bytes([16, 0]) + struct.pack("<I", 1) + entry
+    got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
+
     # Beacon hashes
     ah = hashlib.blake2b(string("org.example.notes") + string("a.md") + version, digest_size=32).digest()
     got["activity_hash"] = ah[:3]

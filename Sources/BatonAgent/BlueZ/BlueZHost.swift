@@ -296,6 +296,11 @@ public final class BlueZHost: RadioHost {
     return stream
   }
 
+  func disconnect(peer: BluetoothAddress) async {
+    // The kernel owns the LE connection: it ends when the last channel on it
+    // closes (and the supervision timeout ends a dead one).
+  }
+
   func isConnected(to peer: BluetoothAddress) -> Bool {
     state.withLock { $0.devices.values.contains { $0.address == peer && $0.connected } }
   }

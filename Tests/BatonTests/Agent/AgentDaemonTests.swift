@@ -294,7 +294,7 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let lines = text.split(separator: "\n").map(String.init)
     #expect(lines[0] == "agent: desk (address C0:11:22:33:44:55)")
     #expect(lines[2] == "  notes  /n  org.baton.note")
-    #expect(lines[4] == "  laptop  D1:22:33:44:55:66  last seen 12 s ago  RSSI -50 dBm")
+    #expect(lines[4] == "  laptop  D1:22:33:44:55:66  link none  last seen 12 s ago  RSSI -50 dBm")
     #expect(
       lines[5] == "current activity: org.baton.note \"Groceries\" (groceries.md, version 3f2a9c1b)")
     #expect(

@@ -30,6 +30,14 @@ import Testing
       "060011006f72672e6578616d706c652e6e6f746573020048690400612e6d640200080706050403020102000000000000001817161514131211010000000000000008070605040302010500616c696365d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e805000000232048690a",
     "frame":
       "1005000000000000003e83b6b007ef063f6f7da0600529fd254371e46626727922f7bf46cb5ab6abc2281c69b604b83af5d6d930fe0f2816c419889300a48f2abf02131d7f5a2bd931d727512c46c75a876101def9943eaf377f6ffb8119001191db01cf7c5227459e5b8e719808baf72bcce7f5b74fb73bdd2d95ed10370a33b21a8156bc75af3362daf1a5c9992f2c1257",
+    "link_plaintext": "0d0000001000",
+    "link_frame": "1000000000000000006087a7c03afe8756e0a0bdeab2fcc033ae3ffdd05284",
+    "ping_frame": "100000000000000000c49e0ab9cd551dc409e0db2bf7fd036a1097",
+    "pong_frame": "100100000000000000f91af77363bc640ae603bbdb5d23bdec228e",
+    "have_plaintext":
+      "10000100000011006f72672e6578616d706c652e6e6f7465730400612e6d64d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e80500000000000000020008070605040302010200000000000000181716151413121101000000000000000807060504030201",
+    "have_frame":
+      "1002000000000000009cca67462e903b1ba1a5f89eb868c6236ae92988dc2e047883c69f117bc576137ffb5e9cb065d499515656b6c55d96a87f370b1703742e1ea138caf480fd7ca216a9d241ee8bdb58e7064b947085748079f85c7fcafe577346fcdb948d53db119c915c5a88f7066ca39af58df7363c8103e08283bdabf96686d2a5e387345dbdb9",
     "activity_hash": "7793e1",
     "index_digest": "8825b382",
     "index_position": "bc279351",
@@ -97,6 +105,24 @@ import Testing
     let plain = [message.kind.rawValue, 0] + message.body
     out["frame_plaintext"] = plain.hexString
     out["frame"] = SecureChannel.sealFrame(plain, counter: 5, key: ir).hexString
+    // Links: LINK as the initiator's frame 0, PING as the responder's frame 0,
+    // PONG as the initiator's frame 1.
+    func plaintext(_ message: HandoffMessage) -> [UInt8] {
+      [message.kind.rawValue, 0] + message.body
+    }
+    let link = plaintext(.link(maxNoteSize: 1 << 20))
+    out["link_plaintext"] = link.hexString
+    out["link_frame"] = SecureChannel.sealFrame(link, counter: 0, key: ir).hexString
+    out["ping_frame"] = SecureChannel.sealFrame(plaintext(.ping), counter: 0, key: ri).hexString
+    out["pong_frame"] = SecureChannel.sealFrame(plaintext(.pong), counter: 1, key: ir).hexString
+    let have = plaintext(
+      .have([
+        HandoffIndexEntry(
+          activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
+          version: version, origin: alice.device)
+      ]))
+    out["have_plaintext"] = have.hexString
+    out["have_frame"] = SecureChannel.sealFrame(have, counter: 2, key: ir).hexString
     let entry = HandoffIndexEntry(
       activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
       version: version, origin: alice.device)

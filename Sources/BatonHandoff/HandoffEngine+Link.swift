@@ -1,0 +1,259 @@
+import BatonNotes
+import BatonSystem
+import FoundationEssentials
+
+/// Links (PROTOCOL.md section 6.2): one handshake, then both sides push
+/// every change over the same channel for as long as it stays up.
+///
+/// A link runs three tasks: the reader applies what arrives (NOTE, the
+/// peer's INDEX, PING), the sender pushes what the peer lacks and answers
+/// PING, the watchdog (`HandoffLink.watch`) pings a quiet peer and closes a
+/// dead link. The reader never sends, so two sides pushing large notes to
+/// each other at once cannot deadlock on L2CAP credits.
+///
+/// Catch-up when a link comes up is one step, `linkCatchUp`: each side sends
+/// its INDEX; each side pushes what the other's INDEX lacks.
+extension HandoffEngine {
+  /// The result of serving an incoming channel.
+  public enum IncomingOutcome: Sendable {
+    /// The peer asked for a link: run it with `runLink`.
+    case link(HandoffLink)
+    /// A one-shot session (section 6) that has finished.
+    case session(SessionSummary)
+  }
+
+  /// Opens a link as the initiator: handshake, LINK, the peer's LINK.
+  /// Throws (after closing the channel) if the peer is not admitted or does
+  /// not speak links.
+  public func openLink(
+    over channel: any MessageChannel, peerAddress: String,
+    authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
+  ) async throws -> HandoffLink {
+    let watched = WatchedChannel(channel)
+    var secure = try await admit(
+      over: watched, initiator: true, peerAddress: peerAddress, authenticated: authenticated)
+    do {
+      try await secure.send(.link(maxNoteSize: UInt32(clamping: policy.maxNoteSize)))
+      let answer = try await secure.receive()
+      guard case .link(let limit) = answer else {
+        throw HandoffError.protocolViolation(
+          peer: secure.peerLabel, reason: "expected LINK, got \(answer.kind)")
+      }
+      return HandoffLink(
+        secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit))
+    } catch {
+      await watched.close()
+      fail(activityType: "-", peer: secure.peerLabel, reason: "link: \(error)")
+      throw error
+    }
+  }
+
+  /// Serves a channel a peer opened: the handshake, then a link if the peer
+  /// asks for one (its first message is LINK), else a one-shot session as
+  /// the responder.
+  public func respond(
+    over channel: any MessageChannel, peerAddress: String,
+    authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
+  ) async throws -> IncomingOutcome {
+    let watched = WatchedChannel(channel)
+    var secure = try await admit(
+      over: watched, initiator: false, peerAddress: peerAddress, authenticated: authenticated)
+    let first: HandoffMessage
+    do {
+      first = try await secure.receive()
+      if case .link(let limit) = first {
+        try await secure.send(.link(maxNoteSize: UInt32(clamping: policy.maxNoteSize)))
+        return .link(
+          HandoffLink(
+            secure: secure, channel: watched, initiator: false, peerMaxNoteSize: Int(limit)))
+      }
+    } catch {
+      await watched.close()
+      fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
+      throw error
+    }
+    return .session(
+      try await runAdmitted(secure, initiator: false, peerAddress: peerAddress, first: first))
+  }
+
+  /// Runs a link until it ends (the peer closes it, it dies, or
+  /// `HandoffLink.close`); returns why it ended. Whatever was applied stays
+  /// applied; the next link's catch-up finishes the job.
+  @discardableResult
+  public func runLink(_ link: HandoffLink) async -> String {
+    ensureScanned()
+    let id = ObjectIdentifier(link)
+    links[id] = link
+    logger.info(
+      "link with \(link.peerLabel) up (\(link.initiator ? "we connected" : "it connected"))")
+    var reason = "closed"
+    do {
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await self.linkReader(link) }
+        group.addTask { try await self.linkSender(link) }
+        group.addTask { await link.watch() }
+        // The first task to end ends the link: closing the channel wakes a
+        // reader blocked on it and a sender waiting for credits.
+        do {
+          _ = try await group.next()
+        } catch {
+          await link.close("\(error)")
+          group.cancelAll()
+          throw error
+        }
+        await link.close()
+        group.cancelAll()
+      }
+    } catch {
+      reason = "\(error)"
+    }
+    links[id] = nil
+    await link.close(reason)
+    let why = link.endReason ?? reason
+    logger.info("link with \(link.peerLabel) down: \(why)")
+    return why
+  }
+
+  /// Wakes every link's sender (the index changed).
+  func wakeLinks() {
+    for link in links.values { link.changed() }
+  }
+
+  // MARK: Reader
+
+  private nonisolated func linkReader(_ link: HandoffLink) async throws {
+    var rx = link.secure
+    rx.timeout = .zero  // the watchdog tells a quiet peer from a dead one
+    while true {
+      let message = try await rx.receive()
+      switch message {
+      case .note(let payload):
+        await linkApply(payload, link)
+      case .index(let entries):
+        link.setPeerIndex(entries)
+      case .have(let entries):
+        for e in entries {
+          link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
+        }
+      case .ping:
+        link.requestPong()
+      case .pong, .noteUnavailable:
+        break
+      case .error(_, let text):
+        throw HandoffError.peerError(peer: link.peerLabel, text: text)
+      default:
+        await link.channel.close()
+        throw HandoffError.protocolViolation(
+          peer: link.peerLabel, reason: "unexpected \(message.kind) on a link")
+      }
+    }
+  }
+
+  private func linkApply(_ payload: ActivityPayload, _ link: HandoffLink) {
+    let key = Self.key(payload.activityType, payload.path)
+    link.peerHolds(key, version: payload.version, hash: payload.hash)
+    // Both sides push at once, so both would meet a conflict and each write
+    // a copy. Only the initiator resolves one (section 6.2); the responder
+    // keeps its version, which it pushes, and takes the resolution after.
+    if !link.initiator, let local = index[key], !local.deleted,
+      local.entry.hash != payload.hash, payload.version.compare(local.entry.version) == .concurrent
+    {
+      logger.debug("\(payload.path): concurrent versions; \(link.peerLabel) resolves the conflict")
+      return
+    }
+    // A name the folder refuses is declined as a session would (counted once
+    // per version), not written and failed at every push.
+    if let reason = folders[payload.activityType]?.refusal(of: payload.path) {
+      decline(
+        HandoffIndexEntry(
+          activityType: payload.activityType, path: payload.path, hash: payload.hash,
+          size: payload.content.count, version: payload.version, origin: payload.origin),
+        from: link.peerLabel, reason: "the folder refuses the name: \(reason)")
+      return
+    }
+    var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
+    apply(payload, from: link.peerLabel, summary: &summary)
+    if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
+    // Received: the other links' peers may be getting it from its sender
+    // too. Tell them we hold it (HAVE), and relay it to them only if they
+    // still lack it after `relayHold`.
+    guard let note = index[key], !note.deleted, note.entry.hash == payload.hash else { return }
+    let now = ContinuousClock.now
+    if relayHolds.count > 1024 { relayHolds = relayHolds.filter { $0.value.until > now } }
+    relayHolds[key] = (now + Self.relayHold, payload.hash, ObjectIdentifier(link))
+    for other in links.values where other !== link { other.queueHave(note.entry) }
+  }
+
+  /// How long a note received over a link waits before it is relayed to
+  /// the other links' peers (which announce with HAVE that they got it).
+  static var relayHold: Duration { .seconds(2) }
+
+  // MARK: Sender
+
+  private func linkSender(_ link: HandoffLink) async throws {
+    var tx = link.secure
+    for await _ in link.wakes {
+      try await linkFlush(link, &tx)
+    }
+  }
+
+  /// Sends what is due: PONG, PING, our INDEX (catch-up), then every note
+  /// the peer lacks, the current activity first;
+  /// again until nothing is left.
+  private func linkFlush(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
+    while link.endReason == nil {
+      try await linkControl(link, &tx)
+      guard let pending = linkPending(link), !pending.isEmpty else { return }
+      var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
+      for e in pending {
+        try await linkControl(link, &tx)
+        let key = Self.key(e.activityType, e.path)
+        // Still lacking (a save or an arrival meanwhile may have changed it)?
+        guard let now = index[key], !now.deleted, link.lacking([now.entry])?.isEmpty == false
+        else { continue }
+        try await serveNote(e.activityType, e.path, &tx, &summary)
+        // Sent (or not sendable: then not retried before the next INDEX).
+        if let sent = index[key] {
+          link.peerHolds(key, version: sent.entry.version, hash: sent.entry.hash)
+        }
+      }
+    }
+  }
+
+  private func linkControl(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
+    let due = link.takeControl()
+    if due.pong { try await tx.send(.pong) }
+    if due.ping { try await tx.send(.ping) }
+    if due.index { try await linkCatchUp(&tx) }
+    let haves = link.takeHaves()
+    if !haves.isEmpty { try await tx.send(.have(haves)) }
+  }
+
+  /// The catch-up step of a link: our INDEX, from which the peer pushes what
+  /// we lack (as we do from its INDEX, in `linkReader`).
+  func linkCatchUp(_ tx: inout SecureChannel) async throws {
+    try await tx.send(.index(offered))
+  }
+
+  /// What the peer lacks, in push order; nil before its INDEX arrived.
+  private func linkPending(_ link: HandoffLink) -> [HandoffIndexEntry]? {
+    guard var lacking = link.lacking(offered) else { return nil }
+    // Relays held back (section 6.2, "Relays"): wake again when they are due.
+    let now = ContinuousClock.now
+    var due: ContinuousClock.Instant?
+    let id = ObjectIdentifier(link)
+    lacking.removeAll { e in
+      guard let hold = relayHolds[Self.key(e.activityType, e.path)], hold.from != id,
+        hold.hash == e.hash, hold.until > now
+      else { return false }
+      due = min(due ?? hold.until, hold.until)
+      return true
+    }
+    if let due { link.wake(at: due) }
+    if let current = currentEntry, let i = lacking.firstIndex(of: current), i != 0 {
+      lacking.remove(at: i)
+      lacking.insert(current, at: 0)
+    }
+    return lacking
+  }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+
+@testable import BatonHandoff
+@testable import BatonSystem
+
+/// Links (PROTOCOL.md 6.1) between two engines over an in-memory channel:
+/// catch-up, pushes both ways, one conflict resolution, keep-alive. Waits are
+/// on the folders' contents (or `runLink` returning), with generous bounds.
+@Suite struct HandoffLinkTests {
+  let key = GroupKey.generate()
+
+  /// Opens a link between `a` (initiator) and `b`, runs both until they end.
+  private func link(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws -> (
+    HandoffLink, HandoffLink, Task<String, Never>, Task<String, Never>
+  ) {
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
+    let la = try await opened
+    guard case .link(let lb) = outcome else {
+      throw HandoffError.protocolViolation(peer: "b", reason: "no link")
+    }
+    let ra = Task { await a.engine.runLink(la) }
+    let rb = Task { await b.engine.runLink(lb) }
+    return (la, lb, ra, rb)
+  }
+
+  private func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if condition() { return true }
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+  }
+
+  @Test func aLinkCatchesUpThenCarriesSavesBothWays() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("old-a.md", "Old A\n")
+    await b.save("old-b.md", "Old B\n")
+    let (la, lb, ra, rb) = try await link(a, b)
+    #expect(la.peerName == "bob" && lb.peerName == "alice")
+    #expect(la.initiator && !lb.initiator)
+    #expect(
+      await until {
+        a.folder.text("old-b.md") == "Old B\n" && b.folder.text("old-a.md") == "Old A\n"
+      })
+    // Saves after the catch-up travel over the same link, both ways.
+    for i in 1...10 {
+      await a.save("a\(i).md", "A\(i)\n")
+      await b.save("b\(i).md", "B\(i)\n")
+    }
+    #expect(
+      await until {
+        (1...10).allSatisfy {
+          a.folder.text("b\($0).md") == "B\($0)\n" && b.folder.text("a\($0).md") == "A\($0)\n"
+        }
+      })
+    #expect(a.folder.paths == b.folder.paths)
+    await la.close()
+    _ = await ra.value
+    _ = await rb.value
+    #expect(await a.counter(HandoffCounter.sent) == 11)
+    #expect(await b.counter(HandoffCounter.received) == 11)
+  }
+
+  @Test func aConflictOnALinkIsResolvedOnceWithOneCopyOnEachSide() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("x.md", "X by alice\n")
+    await b.save("x.md", "X by bob\n")
+    let (la, _, ra, rb) = try await link(a, b)
+    #expect(
+      await until {
+        a.folder.paths.count == 2 && a.folder.contents == b.folder.contents
+      }, "\(a.folder.contents) vs \(b.folder.contents)")
+    // The initiator resolved it: its text stays the note, bob's is the copy.
+    #expect(a.folder.text("x.md") == "X by alice\n")
+    #expect(Set(a.folder.contents.values) == ["X by alice\n", "X by bob\n"])
+    #expect(await a.counter(HandoffCounter.conflicts) == 1)
+    #expect(await b.counter(HandoffCounter.conflicts) == 0)
+    await la.close()
+    _ = await ra.value
+    _ = await rb.value
+  }
+
+  @Test func aNoteReachesAPeerLinkedOnlyThroughAnother() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let c = try HandoffTestAgent("carol", key: key)
+    // alice - bob - carol: carol hears only bob.
+    let (ab, _, rab, rba) = try await link(a, b)
+    let (bc, _, rbc, rcb) = try await link(b, c)
+    await a.save("chain.md", "Chain\n")
+    // bob relays it once its relay hold has passed (carol never said HAVE).
+    #expect(await until(60) { c.folder.text("chain.md") == "Chain\n" })
+    // And back the other way.
+    await c.save("back.md", "Back\n")
+    #expect(await until(60) { a.folder.text("back.md") == "Back\n" })
+    await ab.close()
+    await bc.close()
+    for task in [rab, rba, rbc, rcb] { _ = await task.value }
+  }
+
+  @Test func aResponderStillServesAOneShotSession() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await b.save("n.md", "N\n")
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let session = a.engine.runSession(over: ca, initiator: true, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    let summary = try await session
+    guard case .session = outcome else {
+      Issue.record("a one-shot session was taken for a link")
+      return
+    }
+    #expect(summary.received == ["\(HandoffTestAgent.notesType):n.md"])
+    #expect(a.folder.text("n.md") == "N\n")
+  }
+
+  @Test func aLinkWhosePeerStopsAnsweringIsClosed() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    let la = try await opened
+    guard case .link = outcome else {
+      Issue.record("no link")
+      return
+    }
+    // Bob's side never runs: nothing answers alice's keep-alive, as with a
+    // peer that died and left its controller holding the connection.
+    let reason = await a.engine.runLink(la)
+    #expect(la.isDead, "\(reason)")
+    #expect(reason.contains("PING"), "\(reason)")
+    await cb.close()
+  }
+}
