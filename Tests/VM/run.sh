@@ -318,8 +318,8 @@ for b in "${boots[@]}"; do
     kernel)
       # Errors on a real kernel; BlueZ's btvirt; (and agents on btvirt when built).
       cases=${VM_CASES:-errors,btvirt-probe}
-      [ -x "$baton" ] && cases="$cases,baton-runs"
-      [ "$has_agent" = 1 ] && cases="$cases,agent-btvirt"
+      [ -x "$baton" ] && [ -z "${VM_CASES:-}" ] && cases="$cases,baton-runs"
+      [ "$has_agent" = 1 ] && [ -z "${VM_CASES:-}" ] && cases="$cases,agent-btvirt"
       # The system's stack: bluetoothd on a system D-Bus manages btvirt's adapters.
       [ -z "${VM_CASES:-}" ] && cases="$cases,bluez-btvirt"
       if [ -z "${VM_CASES:-}" ]; then

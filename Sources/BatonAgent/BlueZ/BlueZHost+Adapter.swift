@@ -144,9 +144,15 @@ extension BlueZHost {
     log.info("advertisement registered with bluetoothd on \(name)")
   }
 
-  func startDiscovery() async throws {
-    let (path, generation) = state.withLock { s in
-      (s.up && s.wantScanning && !s.discovering ? s.adapterPath : nil, s.generation)
+  func startDiscovery(quietly: Bool = false) async throws {
+    let (path, generation) = state.withLock { s -> (String?, Int) in
+      guard s.up, s.wantScanning, !s.discovering else { return (nil, s.generation) }
+      // Paused while we connect: the last connection made starts it.
+      if s.connecting > 0 {
+        s.discoveryPaused = true
+        return (nil, s.generation)
+      }
+      return (s.adapterPath, s.generation)
     }
     guard let path else { return }
     do {
@@ -172,7 +178,53 @@ extension BlueZHost {
       return true
     }
     guard current else { return }
-    log.info("discovering (LE, every advertisement) on \(path)")
+    if quietly {
+      log.debug("discovering again on \(path)")
+    } else {
+      log.info("discovering (LE, every advertisement) on \(path)")
+    }
+  }
+
+  /// Stops our discovery while a connection is made (see `openChannel`),
+  /// unless the kernel has a link with `peer` already; true when the caller
+  /// must call `resumeDiscoveryLater()`.
+  func pauseDiscovery(unlessLinkedTo peer: BluetoothAddress) async -> Bool {
+    let linked = isLinked(to: peer)
+    let path = state.withLock { s -> String? in
+      s.connecting += 1
+      guard !linked, s.discovering, s.up else { return nil }
+      s.discovering = false
+      s.discoveryPaused = true
+      return s.adapterPath
+    }
+    if let path {
+      do {
+        _ = try await bus.call(
+          Self.service, path, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2))
+        log.debug("discovery paused while connecting")
+      } catch {
+        log.debug("cannot pause discovery while connecting: \(error)")
+      }
+    }
+    return true
+  }
+
+  /// Ends a `pauseDiscovery`; the last connection made restarts discovery.
+  func resumeDiscoveryLater() {
+    let resume = state.withLock { s -> Bool in
+      s.connecting = max(0, s.connecting - 1)
+      guard s.connecting == 0, s.discoveryPaused else { return false }
+      s.discoveryPaused = false
+      return true
+    }
+    guard resume else { return }
+    Task { [weak self] in
+      do {
+        try await self?.startDiscovery(quietly: true)
+      } catch {
+        self?.log.error("cannot resume discovery after connecting: \(error)")
+      }
+    }
   }
 
   /// Listens on the wanted PSM once the adapter's address is known.
@@ -196,6 +248,7 @@ extension BlueZHost {
       Task { [weak self] in
         for await channel in listener.channels {
           guard let self else { break }
+          if let channel = channel as? L2CAPSocketChannel { track(channel) }
           state.withLock { _ = $0.channels?.yield(channel) }
         }
       }

@@ -48,6 +48,13 @@ public final class BlueZHost: RadioHost {
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
     var discovering = false
+    /// Connections being made (`openChannel`); our discovery is paused
+    /// while there are any (see `openChannel`).
+    var connecting = 0
+    var discoveryPaused = false
+    /// Channels open with peers, either direction (what `isConnected` means
+    /// here: bluetoothd may hold a link of its own with no session on it).
+    var openChannels: [WeakChannel] = []
     var devices: [String: Device] = [:]
     var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
     var nextID: UInt64 = 0
@@ -296,7 +303,28 @@ public final class BlueZHost: RadioHost {
     return stream
   }
 
+  /// Whether a channel with `peer` is open (a session is under way). The
+  /// link alone does not count: bluetoothd opens an ATT channel on every
+  /// connection and may keep the link up long after our channel closed
+  /// (30 s when the peer's GATT server does not answer, or for good), and
+  /// the kernel opens another channel over an existing link without trouble.
   func isConnected(to peer: BluetoothAddress) -> Bool {
+    state.withLock { s in
+      s.openChannels.removeAll { $0.channel?.isClosed ?? true }
+      return s.openChannels.contains { $0.channel?.peerAddress == peer }
+    }
+  }
+
+  /// Remembers an open channel for `isConnected`.
+  func track(_ channel: L2CAPSocketChannel) {
+    state.withLock { s in
+      s.openChannels.removeAll { $0.channel?.isClosed ?? true }
+      s.openChannels.append(WeakChannel(channel: channel))
+    }
+  }
+
+  /// Whether the kernel has a link with `peer` (bluetoothd's Device1.Connected).
+  func isLinked(to peer: BluetoothAddress) -> Bool {
     state.withLock { $0.devices.values.contains { $0.address == peer && $0.connected } }
   }
 
@@ -305,6 +333,15 @@ public final class BlueZHost: RadioHost {
   ) async throws -> any PeerChannel {
     let (local, localType) = state.withLock { ($0.address, $0.addressType) }
     log.info("connecting to \(peer) (\(addressType)) PSM 0x\(hex(psm))")
+    // Without a link, the kernel connects only once it hears the peer
+    // advertise. During our discovery the controller's duplicate filter
+    // (which the kernel enables for discovery) reports each advertiser once
+    // per scan, and the peer was reported already: the connection would wait
+    // for the next scan (about 10 s later, or never before our timeout). So
+    // discovery pauses while we connect; the kernel's own scan for the
+    // connection then reports the peer at once.
+    let paused = await pauseDiscovery(unlessLinkedTo: peer)
+    defer { if paused { resumeDiscoveryLater() } }
     let socket = try await withCheckedThrowingContinuation {
       (continuation: CheckedContinuation<FileDescriptor, any Error>) in
       // connect(2) blocks (poll with the timeout): on a thread of its own.
@@ -318,6 +355,7 @@ public final class BlueZHost: RadioHost {
       }
     }
     let channel = try L2CAPSocket.channel(socket, peer: peer)
+    track(channel)
     log.info("channel to \(peer) open (peer MTU \(channel.maximumMessageSize))")
     return channel
   }
@@ -386,6 +424,11 @@ public final class BlueZHost: RadioHost {
     for waiter in waiters { waiter.resume(returning: reason) }
     bus.close()
   }
+}
+
+/// A channel `BlueZHost` remembers without keeping it alive.
+struct WeakChannel: Sendable {
+  weak var channel: L2CAPSocketChannel?
 }
 
 /// What we advertise, shared with the exported LEAdvertisement1's getters

@@ -115,6 +115,11 @@ struct BlueZHostTests {
     #expect(again?.arguments.first == .objectPath(BlueZHost.advertisementPath))
     #expect(await fake.next("StartDiscovery") != nil)
     #expect(!host.isClosed)
+    // The new bluetoothd's signals reach us too (it has another unique name):
+    // powered off and on again, we register again.
+    try await fake.setPowered(false)
+    try await fake.setPowered(true)
+    #expect(await fake.next("RegisterAdvertisement") != nil)
     await host.close()
     await fake.kill()
   }

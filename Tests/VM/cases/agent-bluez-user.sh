@@ -19,7 +19,8 @@ su -s /bin/sh baton -c "KEY=/home/baton/key; . /cases/lib.sh; \
 U=$!
 start_agent b bluez:hci1
 B=$AGENT_PID
-sleep 3
+LOG=/tmp/user.log wait_agent_up user-baton
+wait_agent_up b
 kill -0 $U 2>/dev/null || { echo "FAILED: the agent of user baton exited"; cat /tmp/user.log; exit 1; }
 SAVED_AT=$(now); su -s /bin/sh baton -c "cp /cases/data/a-to-b.md /home/baton/notes/a-to-b.md"
 wait_for_note /tmp/b/a-to-b.md /cases/data/a-to-b.md 30 || { cat /tmp/user.log /tmp/b.log; exit 1; }

@@ -78,11 +78,32 @@ agent_args() {
 # in /tmp/NAME (log /tmp/NAME.log); sets AGENT_PID.
 start_agent() {
   name=$1 spec=$2; shift 2
+  # A fresh folder and state: an earlier case of this boot may have used the name.
+  rm -rf "/tmp/$name" "/tmp/$name.state" "/tmp/$name.sock"
   mkdir -p "/tmp/$name"
   baton $(agent_args "$spec" "/tmp/$name" "$name") --verbose "$@" \
     >"/tmp/$name.log" 2>&1 &
   AGENT_PID=$!
   echo "$(now) agent $name on $spec: pid $AGENT_PID"
+}
+
+# wait_log FILE PATTERN SECONDS [FROM_LINE]: a line matching the extended
+# regular expression PATTERN appears in FILE (after line FROM_LINE).
+wait_log() {
+  i=0
+  while [ $i -lt $(($3 * 10)) ]; do
+    tail -n +$((${4:-0} + 1)) "$1" 2>/dev/null | grep -qE -- "$2" && return 0
+    i=$((i + 1))
+    sleep 0.1
+  done
+  echo "FAILED: no line matching \"$2\" in $1 within $3 s"; tail -40 "$1"; return 1
+}
+
+# wait_agent_up NAME [SECONDS]: agent NAME (log /tmp/NAME.log, or $LOG) is
+# advertising, scanning and listening.
+wait_agent_up() {
+  wait_log "${LOG:-/tmp/$1.log}" "advertising as .* and scanning" "${2:-30}" || return 1
+  echo "$(now) agent $1 is up"
 }
 
 # wait_for_note FILE EXPECTED SECONDS: FILE appears byte-identical to EXPECTED.
@@ -91,7 +112,11 @@ wait_for_note() {
   while [ $i -lt $(($3 * 10)) ]; do
     if [ -f "$1" ] && cmp -s "$1" "$2"; then
       echo "$(now) $1 arrived, byte-identical ($(sha256sum <"$1" | cut -c1-16))"
-      [ -n "${SAVED_AT:-}" ] && echo "NOTE-LATENCY ${CASE_NAME:-?} $(basename "$1") $(awk -v a="$SAVED_AT" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s from save to arrival" | tee /dev/console
+      if [ -n "${SAVED_AT:-}" ]; then
+        latency="$(basename "$1") $(awk -v a="$SAVED_AT" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s from save to arrival"
+        echo "latency: $latency"
+        echo "NOTE-LATENCY ${CASE_NAME:-?} $latency" >/dev/console
+      fi
       SAVED_AT=
       return 0
     fi
@@ -220,4 +245,22 @@ $1"; shift; done
     [ -z "$p" ] && continue
     grep -qiF -- "$p" /tmp/msg.log || { echo "FAILED: $what: missing \"$p\""; exit 1; }
   done
+}
+
+# start_btmon: records every adapter's HCI traffic and bluetoothd's mgmt
+# commands to /tmp/hci.btsnoop (run before bluetoothd); `explain` sends it to
+# the host, which decodes it (btsnoop-hci; with VM_KEEP=1 the text is kept).
+start_btmon() {
+  btmon -w /tmp/hci.btsnoop >/dev/null 2>&1 &
+  BTMON_PID=$!
+}
+
+# explain NAME...: after a failure, the logs of agents NAME (/tmp/NAME.log),
+# bluetoothd's last lines, and the HCI log if start_btmon ran.
+explain() {
+  for n in "$@"; do echo "----- agent $n -----"; cat "/tmp/$n.log"; done
+  echo "----- bluetoothd (last lines) -----"
+  grep -v "^$" /tmp/bluetoothd.log 2>/dev/null | tail -60
+  [ -f /tmp/hci.btsnoop ] && dump_btsnoop /tmp/hci.btsnoop
+  return 0
 }
