@@ -6,6 +6,7 @@
 . /cases/lib.sh
 have_bluez_backend
 start_bridge
+start_btmon
 start_bluez
 wait_powered "hci$HCI"
 start_agent guest bluez
@@ -14,7 +15,8 @@ wait_agent_up guest 60
 still_running $G guest
 echo "AGENT-UP" >/dev/console
 cp /cases/data/from-guest.md /tmp/guest/from-guest.md
-wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { cat /tmp/guest.log; exit 1; }
+wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { explain guest; exit 1; }
+echo "HOST-NOTE-ARRIVED" >/dev/console
 # (The host saves from-host.md only once from-guest.md has arrived there.)
 still_running $G guest
 bluetoothctl show | grep -q "Powered: yes" || { echo "FAILED: adapter not powered after the agent ran"; exit 1; }

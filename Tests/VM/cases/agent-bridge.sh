@@ -13,6 +13,7 @@ still_running $G guest
 echo "AGENT-UP" >/dev/console
 cp /cases/data/from-guest.md /tmp/guest/from-guest.md
 wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { cat /tmp/guest.log; exit 1; }
+echo "HOST-NOTE-ARRIVED" >/dev/console
 # (The host saves from-host.md only once from-guest.md has arrived there.)
 still_running $G guest
 kill -TERM $G

@@ -218,9 +218,17 @@ have_bluez_backend() { [ -f /etc/baton-has-bluez ]; }
 # wait_for_note reports the time from this save to the peer's file.
 save_note() { SAVED_AT=$(now); cp "$1" "$2"; }
 
+# has_phrases FILE PHRASES: FILE holds every line of PHRASES (case-insensitive).
+has_phrases() {
+  echo "$2" | while IFS= read -r p; do
+    [ -z "$p" ] && continue
+    grep -qiF -- "$p" "$1" || exit 1
+  done
+}
+
 # expect_message WHAT SECONDS PHRASE... -- COMMAND...: COMMAND either exits
-# non-zero (no crash) or is still running after SECONDS; either way its output
-# so far holds every PHRASE (a backend may exit on the fault or wait it out).
+# non-zero (no crash), or is still running once its output holds every PHRASE
+# (a backend may exit on the fault or wait it out); at most SECONDS.
 expect_message() {
   what=$1 secs=$2; shift 2
   phrases=""
@@ -230,10 +238,14 @@ $1"; shift; done
   "$@" >/tmp/msg.log 2>&1 &
   pid=$!
   i=0
-  while kill -0 $pid 2>/dev/null && [ $i -lt $((secs * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+  # Until it exits, or (still running) has said every phrase.
+  while kill -0 $pid 2>/dev/null && [ $i -lt $((secs * 10)) ]; do
+    has_phrases /tmp/msg.log "$phrases" && break
+    sleep 0.1; i=$((i + 1))
+  done
   if kill -0 $pid 2>/dev/null; then
     kill -TERM $pid; wait $pid 2>/dev/null || true
-    echo "$what: still running after $secs s (waiting it out); output:"
+    echo "$what: still running after $(awk -v i=$i 'BEGIN {print i / 10}') s (waiting it out); output:"
   else
     set +e; wait $pid; rc=$?; set -e
     echo "$what: exit status $rc; output:"
