@@ -86,7 +86,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-restart,agent-bluez-user,agent-bluez-errors
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -qi bluez ||

@@ -144,7 +144,7 @@ extension BlueZHost {
     log.info("advertisement registered with bluetoothd on \(name)")
   }
 
-  func startDiscovery(quietly: Bool = false) async throws {
+  func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
     let (path, generation) = state.withLock { s -> (String?, Int) in
       guard s.up, s.wantScanning, !s.discovering else { return (nil, s.generation) }
       // Paused while we connect: the last connection made starts it.
@@ -168,7 +168,17 @@ extension BlueZHost {
         ])
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
     } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
-      // Our discovery session is already on.
+      // Either our discovery session is on already (then the adapter
+      // discovers), or the kernel refused bluetoothd as busy: a bluetoothd
+      // killed while discovering leaves the kernel's scan running for up to
+      // 10 s, and the new one neither knows it nor restarts it when it ends
+      // (measured in the VM: no report after a restart). Then try again.
+      let discovering = try? await bus.property(
+        Self.service, path, "org.bluez.Adapter1", "Discovering")
+      if discovering?.bool != true {
+        retryDiscoveryLater(attempt: attempt)
+        return
+      }
     } catch {
       throw BlueZError.from(error, operation: "StartDiscovery on \(path)")
     }
@@ -182,6 +192,26 @@ extension BlueZHost {
       log.debug("discovering again on \(path)")
     } else {
       log.info("discovering (LE, every advertisement) on \(path)")
+    }
+  }
+
+  /// Starts discovery again after bluetoothd said it is busy: every 2 s,
+  /// at most 10 times (the kernel's leftover scan ends within 10.24 s).
+  func retryDiscoveryLater(attempt: Int) {
+    guard attempt < 10 else {
+      log.error("bluetoothd stays busy and does not discover; restart it (systemctl restart bluetooth)")
+      return
+    }
+    if attempt == 0 {
+      log.info("bluetoothd cannot discover yet (the kernel still scans for an earlier one); retrying")
+    }
+    Task { [weak self] in
+      try? await Timers.shared.sleep(for: .seconds(2))
+      do {
+        try await self?.startDiscovery(attempt: attempt + 1)
+      } catch {
+        self?.log.error("\(error)")
+      }
     }
   }
 

@@ -16,7 +16,6 @@ wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { cat /tmp/
 echo "HOST-NOTE-ARRIVED" >/dev/console
 # (The host saves from-host.md only once from-guest.md has arrived there.)
 still_running $G guest
-kill -TERM $G
-wait $G || { echo "FAILED: agent exited $? on SIGTERM"; cat /tmp/guest.log; exit 1; }
+stop_agent $G guest
 grep -q "hci$HCI" /tmp/guest.log || { echo "FAILED: the log never names hci$HCI"; cat /tmp/guest.log; exit 1; }
 dump_btsnoop /tmp/guest.btsnoop

@@ -159,6 +159,7 @@ start_bluez() {
     cp /etc/bluetooth.conf.debian /etc/dbus-1/system.d/bluetooth.conf
   fi
   mkdir -p /run/dbus /var/lib/bluetooth
+  : >/tmp/bluetoothd.log  # this case's bluetoothd only (restarts append)
   chown messagebus:messagebus /run/dbus
   chmod 700 /var/lib/bluetooth
   rm -f /run/dbus/system_bus_socket /run/dbus/pid
@@ -263,6 +264,7 @@ $1"; shift; done
 # commands to /tmp/hci.btsnoop (run before bluetoothd); `explain` sends it to
 # the host, which decodes it (btsnoop-hci; with VM_KEEP=1 the text is kept).
 start_btmon() {
+  rm -f /tmp/hci.btsnoop
   btmon -w /tmp/hci.btsnoop >/dev/null 2>&1 &
   BTMON_PID=$!
 }
@@ -273,6 +275,24 @@ explain() {
   for n in "$@"; do echo "----- agent $n -----"; cat "/tmp/$n.log"; done
   echo "----- bluetoothd (last lines) -----"
   grep -v "^$" /tmp/bluetoothd.log 2>/dev/null | tail -60
-  [ -f /tmp/hci.btsnoop ] && dump_btsnoop /tmp/hci.btsnoop
+  if [ -f /tmp/hci.btsnoop ]; then
+    # btmon buffers its writes: stop it so the file is complete.
+    kill "${BTMON_PID:-}" 2>/dev/null && wait "$BTMON_PID" 2>/dev/null
+    dump_btsnoop /tmp/hci.btsnoop
+  fi
   return 0
+}
+
+# stop_agent PID NAME: SIGTERM; the agent must exit with status 0 within 20 s.
+stop_agent() {
+  kill -TERM "$1" 2>/dev/null || true
+  i=0
+  while kill -0 "$1" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+  if kill -0 "$1" 2>/dev/null; then
+    echo "FAILED: agent $2 still running 20 s after SIGTERM"; cat "/tmp/$2.log"; return 1
+  fi
+  rc=0
+  wait "$1" || rc=$?
+  [ "$rc" -eq 0 ] || { echo "FAILED: agent $2 exited $rc on SIGTERM"; cat "/tmp/$2.log"; return 1; }
+  echo "$(now) agent $2 stopped"
 }
