@@ -124,6 +124,24 @@ struct BlueZHostTests {
     await fake.kill()
   }
 
+  /// A bluetoothd started while the kernel still scans for a killed one
+  /// answers StartDiscovery with InProgress and does not discover: the host
+  /// sees Discovering is not true and asks again (measured in the VM).
+  @Test func discoveryRefusedAsInProgressIsTriedAgain() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus)
+    fake.failMember.value.withLock { $0["StartDiscovery"] = "org.bluez.Error.InProgress" }
+    let host = try await BlueZHost.open(adapter: nil, bus: try bus.connect())
+    _ = try await host.startScanning()
+    #expect(await fake.next("StartDiscovery") != nil)
+    fake.failMember.value.withLock { $0["StartDiscovery"] = nil }
+    // The retry (2 s later) is a second StartDiscovery, which now succeeds.
+    #expect(await fake.next("StartDiscovery") != nil)
+    await host.close()
+    await fake.kill()
+  }
+
   @Test func notRunningAndDeniedSayWhatToDo() async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
