@@ -119,6 +119,13 @@ extension BlueZHost {
   // MARK: Advertising, discovery, listening
 
   func registerAdvertisement() async throws {
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
+    try await registerAdvertisementNow()
+  }
+
+  /// `registerAdvertisement` for a caller holding `advertisingGate`.
+  func registerAdvertisementNow() async throws {
     let (wanted, registered) = advertised.value.withLock { ($0.beacon != nil, $0.registered) }
     let (path, generation) = state.withLock { s in (s.up ? s.adapterPath : nil, s.generation) }
     guard wanted, !registered, let path else { return }

@@ -26,6 +26,9 @@ public final class BlueZHost: RadioHost {
   let bus: DBusConnection
   let log = Logger(label: "bluez")
   let bringUpGate = AsyncGate(count: 1)
+  /// One advertisement change at a time, each waiting for bluetoothd's reply
+  /// (see `updateAdvertisingData`).
+  let advertisingGate = AsyncGate(count: 1)
 
   struct Device {
     var address: BluetoothAddress?
@@ -219,29 +222,32 @@ public final class BlueZHost: RadioHost {
     try await registerAdvertisement()
   }
 
+  /// Replaces the beacon by registering the advertisement again, which
+  /// restarts advertising with the new data: some controllers (BlueZ's
+  /// btvirt) report an advertiser to scanners only when its advertising
+  /// starts, as the exclusive backend allows for by re-enabling. Not also
+  /// in place (PropertiesChanged on ManufacturerData): bluetoothd 5.66
+  /// refreshes the data asynchronously and its callback outlived an
+  /// UnregisterAdvertisement right after it (bluetoothd left the bus in the
+  /// VM, twice). Changes are serialized, each after bluetoothd's reply.
   public func updateAdvertisingData(_ data: [UInt8]) async throws {
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
     let registered = advertised.value.withLock { s -> Bool in
       s.beacon = data
       return s.registered
     }
-    guard registered else { return }
-    // bluetoothd re-reads the property and updates the data in place...
-    try await bus.emitPropertiesChanged(
-      path: Self.advertisementPath, interface: "org.bluez.LEAdvertisement1",
-      names: ["ManufacturerData"])
-    // ...but some controllers (BlueZ's btvirt) report an advertiser to
-    // scanners only when its advertising starts, as the exclusive backend
-    // allows for by re-enabling: register again, which restarts it.
-    if let path = adapterPath {
-      _ = try? await bus.call(
-        Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
-        [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
-      advertised.value.withLock { $0.registered = false }
-      try await registerAdvertisement()
-    }
+    guard registered, let path = adapterPath else { return }
+    _ = try? await bus.call(
+      Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+      [.objectPath(Self.advertisementPath)], timeout: .seconds(5))
+    advertised.value.withLock { $0.registered = false }
+    try await registerAdvertisementNow()
   }
 
   public func stopAdvertising() async throws {
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
     let path = state.withLock { $0.adapterPath }
     let registered = advertised.value.withLock { s in
       defer {
