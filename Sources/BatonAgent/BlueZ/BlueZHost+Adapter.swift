@@ -222,10 +222,10 @@ extension BlueZHost {
     }
   }
 
-  /// Stops our discovery while a connection is made (see `openChannel`),
-  /// unless the kernel has a link with `peer` already; true when the caller
-  /// must call `resumeDiscoveryLater()`.
-  func pauseDiscovery(unlessLinkedTo peer: BluetoothAddress) async -> Bool {
+  /// Counts a connection being made and stops our discovery meanwhile (see
+  /// `openChannel`), unless the kernel has a link with `peer` already. Every
+  /// call is paired with `resumeDiscoveryLater()`.
+  func pauseDiscovery(unlessLinkedTo peer: BluetoothAddress) async {
     let linked = isLinked(to: peer)
     let path = state.withLock { s -> String? in
       s.connecting += 1
@@ -243,7 +243,6 @@ extension BlueZHost {
         log.debug("cannot pause discovery while connecting: \(error)")
       }
     }
-    return true
   }
 
   /// Ends a `pauseDiscovery`; the last connection made restarts discovery.

@@ -346,8 +346,8 @@ public final class BlueZHost: RadioHost {
     // for the next scan (about 10 s later, or never before our timeout). So
     // discovery pauses while we connect; the kernel's own scan for the
     // connection then reports the peer at once.
-    let paused = await pauseDiscovery(unlessLinkedTo: peer)
-    defer { if paused { resumeDiscoveryLater() } }
+    await pauseDiscovery(unlessLinkedTo: peer)
+    defer { resumeDiscoveryLater() }
     let socket = try await withCheckedThrowingContinuation {
       (continuation: CheckedContinuation<FileDescriptor, any Error>) in
       // connect(2) blocks (poll with the timeout): on a thread of its own.
