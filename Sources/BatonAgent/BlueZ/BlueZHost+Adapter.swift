@@ -153,7 +153,7 @@ extension BlueZHost {
 
   func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
     let (path, generation) = state.withLock { s -> (String?, Int) in
-      guard s.up, s.wantScanning, !s.discovering else { return (nil, s.generation) }
+      guard s.up, s.wantScanning, !s.discovering, !s.finished else { return (nil, s.generation) }
       // Paused while we connect: the last connection made starts it.
       if s.connecting > 0 {
         s.discoveryPaused = true

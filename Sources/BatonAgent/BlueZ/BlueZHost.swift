@@ -245,7 +245,14 @@ public final class BlueZHost: RadioHost {
     try await registerAdvertisementNow()
   }
 
+  /// Unregisters the advertisement, unless a change is in flight (then
+  /// bluetoothd drops it when we close or when the next change finds no
+  /// beacon): stopping must not wait behind it.
   public func stopAdvertising() async throws {
+    guard advertisingGate.available > 0 else {
+      advertised.value.withLock { $0.beacon = nil }
+      return
+    }
     try await advertisingGate.acquire()
     defer { advertisingGate.release() }
     let path = state.withLock { $0.adapterPath }
@@ -259,7 +266,7 @@ public final class BlueZHost: RadioHost {
     guard registered, let path else { return }
     _ = try? await bus.call(
       Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
-      [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
+      [.objectPath(Self.advertisementPath)], timeout: .seconds(1))
   }
 
   public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
@@ -372,15 +379,11 @@ public final class BlueZHost: RadioHost {
 
   /// Stops discovery and advertising (briefly, best effort), stops listening
   /// and closes the bus connection. Idempotent.
+  /// Nothing is asked of bluetoothd first: when our connection leaves the
+  /// bus it drops our advertisement and ends our discovery session itself,
+  /// and a stopping agent must not wait on it (under load that took longer
+  /// than the agent's stop timeout in the VM).
   public func close() async {
-    if !isClosed {
-      let (path, discovering) = state.withLock { ($0.adapterPath, $0.discovering) }
-      try? await stopAdvertising()
-      if discovering, let path {
-        _ = try? await bus.call(
-          Self.service, path, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2))
-      }
-    }
     finish(nil)
     bus.close()
     _ = await waitUntilClosed()
