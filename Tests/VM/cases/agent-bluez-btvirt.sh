@@ -41,10 +41,10 @@ cat /tmp/advinfo.log
 inst=$(sed -n 's/.*[Mm]ax instances: *\([0-9]*\).*/\1/p' /tmp/advinfo.log)
 btmgmt --index 0 add-adv -g -d 0bffffff0102030405060708 "${inst:-2}" \
   || { echo "FAILED: another client could not advertise on hci0 next to the agent"; exit 1; }
-# Another D-Bus client discovers on hci0 (bluetoothctl, for 12 s) while a
+# Another D-Bus client discovers on hci0 (bluetoothctl, for 8 s) while a
 # note goes from a to b: the agents keep working meanwhile. (bluetoothctl
 # writes its output to a file only when it exits: its exit is the signal.)
-bluetoothctl --timeout 12 scan le >/tmp/scan.log 2>&1 &
+bluetoothctl --timeout 8 scan le >/tmp/scan.log 2>&1 &
 S=$!
 save_note /cases/data/a-to-b.md /tmp/a/again.md
 wait_for_note /tmp/b/again.md /cases/data/a-to-b.md 30 || { explain a b; exit 1; }
