@@ -212,16 +212,15 @@ public final class DBusConnection: @unchecked Sendable {
 
   private final class CallBox: @unchecked Sendable {
     let member: String
-    private var continuation: CheckedContinuation<[DBusValue], any Error>?
+    private let reply: ReplyOnce
     /// Drops the connection's reference once the reply came.
     var onForget: (() -> Void)?
-    init(member: String, continuation: CheckedContinuation<[DBusValue], any Error>) {
+    init(member: String, reply: ReplyOnce) {
       self.member = member
-      self.continuation = continuation
+      self.reply = reply
     }
     func complete(_ result: Result<[DBusValue], DBusError>) {
-      continuation?.resume(with: result.mapError { $0 as any Error })
-      continuation = nil
+      reply.resume(with: result.mapError { $0 as any Error })
     }
     func forget() {
       onForget?()
@@ -236,38 +235,46 @@ public final class DBusConnection: @unchecked Sendable {
     _ arguments: [DBusValue] = [], timeout: Duration? = nil
   ) async throws -> [DBusValue] {
     let micros = timeout.map { UInt64($0.wholeMilliseconds) * 1000 } ?? 0
-    return try await withCheckedThrowingContinuation { continuation in
-      enqueue(
-        { [self] bus in
-          var message: OpaquePointer?
-          do {
-            try DBusMessageCoding.check(
-              "calling \(interface).\(member)",
-              sd_bus_message_new_method_call(bus, &message, destination, path, interface, member))
-            defer { sd_bus_message_unref(message) }
-            try DBusMessageCoding.append(arguments, to: message!)
-            let box = CallBox(member: member, continuation: continuation)
-            let context = Unmanaged.passRetained(box)
-            let r = sd_bus_call_async(
-              bus, nil, message,
-              { reply, userdata, _ in
-                let box = Unmanaged<CallBox>.fromOpaque(userdata!).takeRetainedValue()
-                box.complete(DBusConnection.decodeReply(reply, member: box.member))
-                box.forget()
-                return 1
-              }, context.toOpaque(), micros)
-            if r < 0 {
-              context.release()
-              throw DBusError.failed(operation: "calling \(member)", errno: Errno(rawValue: -r))
+    // A cancelled caller stops waiting at once (a stopping agent must not
+    // wait for bluetoothd); the reply, if it still comes, is dropped.
+    let reply = ReplyOnce()
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        reply.set(continuation)
+        enqueue(
+          { [self] bus in
+            var message: OpaquePointer?
+            do {
+              try DBusMessageCoding.check(
+                "calling \(interface).\(member)",
+                sd_bus_message_new_method_call(bus, &message, destination, path, interface, member))
+              defer { sd_bus_message_unref(message) }
+              try DBusMessageCoding.append(arguments, to: message!)
+              let box = CallBox(member: member, reply: reply)
+              let context = Unmanaged.passRetained(box)
+              let r = sd_bus_call_async(
+                bus, nil, message,
+                { reply, userdata, _ in
+                  let box = Unmanaged<CallBox>.fromOpaque(userdata!).takeRetainedValue()
+                  box.complete(DBusConnection.decodeReply(reply, member: box.member))
+                  box.forget()
+                  return 1
+                }, context.toOpaque(), micros)
+              if r < 0 {
+                context.release()
+                throw DBusError.failed(operation: "calling \(member)", errno: Errno(rawValue: -r))
+              }
+              pendingCalls[ObjectIdentifier(box)] = box
+              box.onForget = { [unowned self] in pendingCalls[ObjectIdentifier(box)] = nil }
+            } catch let error as DBusError {
+              reply.resume(with: .failure(error))
+            } catch {
+              reply.resume(with: .failure(error))
             }
-            pendingCalls[ObjectIdentifier(box)] = box
-            box.onForget = { [unowned self] in pendingCalls[ObjectIdentifier(box)] = nil }
-          } catch let error as DBusError {
-            continuation.resume(throwing: error)
-          } catch {
-            continuation.resume(throwing: error)
-          }
-        }, ifClosed: { continuation.resume(throwing: $0) })
+          }, ifClosed: { reply.resume(with: .failure($0)) })
+      }
+    } onCancel: {
+      reply.resume(with: .failure(CancellationError()))
     }
   }
 
@@ -454,6 +461,40 @@ public final class DBusConnection: @unchecked Sendable {
             : sd_bus_emit_interfaces_removed_strv(bus, path, array))
       }
     }
+  }
+}
+
+/// A method call's continuation, resumed exactly once: by the reply, a
+/// failure, or the caller's cancellation, whichever comes first.
+final class ReplyOnce: Sendable {
+  private struct State {
+    var continuation: CheckedContinuation<[DBusValue], any Error>?
+    var early: Result<[DBusValue], any Error>?
+    var done = false
+  }
+  private let state = Mutex(State())
+
+  func set(_ continuation: CheckedContinuation<[DBusValue], any Error>) {
+    let early = state.withLock { s -> Result<[DBusValue], any Error>? in
+      if let early = s.early { return early }
+      s.continuation = continuation
+      return nil
+    }
+    if let early { continuation.resume(with: early) }
+  }
+
+  func resume(with result: Result<[DBusValue], any Error>) {
+    let continuation = state.withLock { s -> CheckedContinuation<[DBusValue], any Error>? in
+      guard !s.done else { return nil }
+      s.done = true
+      guard let continuation = s.continuation else {
+        s.early = result
+        return nil
+      }
+      s.continuation = nil
+      return continuation
+    }
+    continuation?.resume(with: result)
   }
 }
 

@@ -76,21 +76,19 @@ fi
 baton=${BATON_BIN:-$top/.build/debug/baton}
 [ -x "$baton" ] || { echo "vm: no baton binary at $baton; run 'swift build' first" >&2; exit 1; }
 has_agent=1
-# The BlueZ backend's agent cases (`controller = bluez`). They do not all
-# pass yet (issue 10: a note from bluez:hci0 reached bluez:hci1, the note
-# back did not), so the default run reports them NOT-RUN, never PASS, with
-# that reason; VM_BLUEZ_AGENTS=1 runs them (and needs a binary whose
-# 'baton agent --help' mentions bluez, or VM_FORCE_BLUEZ=1);
-# VM_REQUIRE_BLUEZ=1 makes a case not run a failure.
+# The BlueZ backend's agent cases (`controller = bluez`) run when this baton
+# has the backend ('baton agent --help' mentions bluez; VM_FORCE_BLUEZ=1 runs
+# them regardless). VM_BLUEZ_AGENTS=0 skips them: each is then reported
+# NOT-RUN, never PASS; VM_REQUIRE_BLUEZ=1 makes a case not run a failure.
 if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
-  { [ "${VM_BLUEZ_AGENTS:-0}" = 1 ] && "$baton" agent --help 2>&1 | grep -qi bluez; }; then
+  { [ "${VM_BLUEZ_AGENTS:-1}" = 1 ] && "$baton" agent --help 2>&1 | grep -qi bluez; }; then
   has_bluez=1
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-restart,agent-bluez-user,agent-bluez-errors
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors
 not_run() { # not_run CASE...: reported, never as passed
-  local why="the BlueZ backend's agent cases do not pass yet (issue 10); VM_BLUEZ_AGENTS=1 runs them"
+  local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -qi bluez ||
     why="this baton has no BlueZ backend: 'baton agent --help' does not mention bluez"
   for c in "$@"; do
@@ -253,7 +251,7 @@ check_btsnoop() {
 start_radio() {
   local fifo="$work/radio.in" out="$work/radio.out"
   mkfifo "$fifo"
-  "$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers "$1" --log-level "${RADIO_LOG:-WARNING}" <"$fifo" >"$out" 2>"$work/radio.err" &
+  "$top/.venv/bin/python3" "$here/radio-vm.py" --controllers "$1" --log-level "${RADIO_LOG:-WARNING}" <"$fifo" >"$out" 2>"$work/radio.err" &
   RADIO_PID=$!
   pids="$pids $RADIO_PID"
   exec {radio_stdin}>"$fifo"  # radio.py exits when this closes (with us)
@@ -290,15 +288,23 @@ agent_radio() {
   host_side() { # once the guest agent is up: expect its note, then save ours
     local console="$work/console-$name.log" i
     for i in $(seq 600); do grep -q AGENT-UP "$console" 2>/dev/null && break; sleep 0.1; done
+    local t0 t1
+    t0=$(date +%s.%N)  # the guest saves from-guest.md right after AGENT-UP
     for i in $(seq 400); do cmp -s "$hn/from-guest.md" "$here/cases/data/from-guest.md" && break; sleep 0.1; done
     if cmp -s "$hn/from-guest.md" "$here/cases/data/from-guest.md"; then
       echo "CASE $host_case PASS"
+      echo "NOTE-LATENCY $host_case from-guest.md $(elapsed "$t0") s from save (guest) to arrival (host)" >>"$work/latency"
     else
       echo "CASE $host_case FAIL"
       echo "----- host agent log -----" >&2
       cat "$work/host-agent-$name.log" >&2
     fi
+    t1=$(date +%s.%N)
     cp "$here/cases/data/from-host.md" "$hn/from-host.md"
+    # The guest says when it has it.
+    for i in $(seq 600); do grep -q "^HOST-NOTE-ARRIVED" "$console" 2>/dev/null && break; sleep 0.1; done
+    grep -q "^HOST-NOTE-ARRIVED" "$console" 2>/dev/null &&
+      echo "NOTE-LATENCY $host_case from-host.md $(elapsed "$t1") s from save (host) to arrival (guest)" >>"$work/latency"
   }
   host_side >>"$results" &
   local side=$!
@@ -318,8 +324,8 @@ for b in "${boots[@]}"; do
     kernel)
       # Errors on a real kernel; BlueZ's btvirt; (and agents on btvirt when built).
       cases=${VM_CASES:-errors,btvirt-probe}
-      [ -x "$baton" ] && cases="$cases,baton-runs"
-      [ "$has_agent" = 1 ] && cases="$cases,agent-btvirt"
+      [ -x "$baton" ] && [ -z "${VM_CASES:-}" ] && cases="$cases,baton-runs"
+      [ "$has_agent" = 1 ] && [ -z "${VM_CASES:-}" ] && cases="$cases,agent-btvirt"
       # The system's stack: bluetoothd on a system D-Bus manages btvirt's adapters.
       [ -z "${VM_CASES:-}" ] && cases="$cases,bluez-btvirt"
       if [ -z "${VM_CASES:-}" ]; then

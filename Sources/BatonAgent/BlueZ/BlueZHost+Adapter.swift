@@ -119,6 +119,13 @@ extension BlueZHost {
   // MARK: Advertising, discovery, listening
 
   func registerAdvertisement() async throws {
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
+    try await registerAdvertisementNow()
+  }
+
+  /// `registerAdvertisement` for a caller holding `advertisingGate`.
+  func registerAdvertisementNow() async throws {
     let (wanted, registered) = advertised.value.withLock { ($0.beacon != nil, $0.registered) }
     let (path, generation) = state.withLock { s in (s.up ? s.adapterPath : nil, s.generation) }
     guard wanted, !registered, let path else { return }
@@ -144,9 +151,15 @@ extension BlueZHost {
     log.info("advertisement registered with bluetoothd on \(name)")
   }
 
-  func startDiscovery() async throws {
-    let (path, generation) = state.withLock { s in
-      (s.up && s.wantScanning && !s.discovering ? s.adapterPath : nil, s.generation)
+  func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
+    let (path, generation) = state.withLock { s -> (String?, Int) in
+      guard s.up, s.wantScanning, !s.discovering, !s.finished else { return (nil, s.generation) }
+      // Paused while we connect: the last connection made starts it.
+      if s.connecting > 0 {
+        s.discoveryPaused = true
+        return (nil, s.generation)
+      }
+      return (s.adapterPath, s.generation)
     }
     guard let path else { return }
     do {
@@ -162,7 +175,17 @@ extension BlueZHost {
         ])
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
     } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
-      // Our discovery session is already on.
+      // Either our discovery session is on already (then the adapter
+      // discovers), or the kernel refused bluetoothd as busy: a bluetoothd
+      // killed while discovering leaves the kernel's scan running for up to
+      // 10 s, and the new one neither knows it nor restarts it when it ends
+      // (measured in the VM: no report after a restart). Then try again.
+      let discovering = try? await bus.property(
+        Self.service, path, "org.bluez.Adapter1", "Discovering")
+      if discovering?.bool != true {
+        retryDiscoveryLater(attempt: attempt)
+        return
+      }
     } catch {
       throw BlueZError.from(error, operation: "StartDiscovery on \(path)")
     }
@@ -172,7 +195,72 @@ extension BlueZHost {
       return true
     }
     guard current else { return }
-    log.info("discovering (LE, every advertisement) on \(path)")
+    if quietly {
+      log.debug("discovering again on \(path)")
+    } else {
+      log.info("discovering (LE, every advertisement) on \(path)")
+    }
+  }
+
+  /// Starts discovery again after bluetoothd said it is busy: every 2 s,
+  /// at most 10 times (the kernel's leftover scan ends within 10.24 s).
+  func retryDiscoveryLater(attempt: Int) {
+    guard attempt < 10 else {
+      log.error("bluetoothd stays busy and does not discover; restart it (systemctl restart bluetooth)")
+      return
+    }
+    if attempt == 0 {
+      log.info("bluetoothd cannot discover yet (the kernel still scans for an earlier one); retrying")
+    }
+    Task { [weak self] in
+      try? await Timers.shared.sleep(for: .seconds(2))
+      do {
+        try await self?.startDiscovery(attempt: attempt + 1)
+      } catch {
+        self?.log.error("\(error)")
+      }
+    }
+  }
+
+  /// Counts a connection being made and stops our discovery meanwhile (see
+  /// `openChannel`), unless the kernel has a link with `peer` already. Every
+  /// call is paired with `resumeDiscoveryLater()`.
+  func pauseDiscovery(unlessLinkedTo peer: BluetoothAddress) async {
+    let linked = isLinked(to: peer)
+    let path = state.withLock { s -> String? in
+      s.connecting += 1
+      guard !linked, s.discovering, s.up else { return nil }
+      s.discovering = false
+      s.discoveryPaused = true
+      return s.adapterPath
+    }
+    if let path {
+      do {
+        _ = try await bus.call(
+          Self.service, path, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2))
+        log.debug("discovery paused while connecting")
+      } catch {
+        log.debug("cannot pause discovery while connecting: \(error)")
+      }
+    }
+  }
+
+  /// Ends a `pauseDiscovery`; the last connection made restarts discovery.
+  func resumeDiscoveryLater() {
+    let resume = state.withLock { s -> Bool in
+      s.connecting = max(0, s.connecting - 1)
+      guard s.connecting == 0, s.discoveryPaused else { return false }
+      s.discoveryPaused = false
+      return true
+    }
+    guard resume else { return }
+    Task { [weak self] in
+      do {
+        try await self?.startDiscovery(quietly: true)
+      } catch {
+        self?.log.error("cannot resume discovery after connecting: \(error)")
+      }
+    }
   }
 
   /// Listens on the wanted PSM once the adapter's address is known.
@@ -196,6 +284,7 @@ extension BlueZHost {
       Task { [weak self] in
         for await channel in listener.channels {
           guard let self else { break }
+          if let channel = channel as? L2CAPSocketChannel { track(channel) }
           state.withLock { _ = $0.channels?.yield(channel) }
         }
       }

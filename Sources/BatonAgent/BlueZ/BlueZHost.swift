@@ -26,6 +26,9 @@ public final class BlueZHost: RadioHost {
   let bus: DBusConnection
   let log = Logger(label: "bluez")
   let bringUpGate = AsyncGate(count: 1)
+  /// One advertisement change at a time, each waiting for bluetoothd's reply
+  /// (see `updateAdvertisingData`).
+  let advertisingGate = AsyncGate(count: 1)
 
   struct Device {
     var address: BluetoothAddress?
@@ -48,6 +51,13 @@ public final class BlueZHost: RadioHost {
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
     var discovering = false
+    /// Connections being made (`openChannel`); our discovery is paused
+    /// while there are any (see `openChannel`).
+    var connecting = 0
+    var discoveryPaused = false
+    /// Channels open with peers, either direction (what `isConnected` means
+    /// here: bluetoothd may hold a link of its own with no session on it).
+    var openChannels: [WeakChannel] = []
     var devices: [String: Device] = [:]
     var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
     var nextID: UInt64 = 0
@@ -212,29 +222,39 @@ public final class BlueZHost: RadioHost {
     try await registerAdvertisement()
   }
 
+  /// Replaces the beacon by registering the advertisement again, which
+  /// restarts advertising with the new data: some controllers (BlueZ's
+  /// btvirt) report an advertiser to scanners only when its advertising
+  /// starts, as the exclusive backend allows for by re-enabling. Not also
+  /// in place (PropertiesChanged on ManufacturerData): bluetoothd 5.66
+  /// refreshes the data asynchronously and its callback outlived an
+  /// UnregisterAdvertisement right after it (bluetoothd left the bus in the
+  /// VM, twice). Changes are serialized, each after bluetoothd's reply.
   public func updateAdvertisingData(_ data: [UInt8]) async throws {
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
     let registered = advertised.value.withLock { s -> Bool in
       s.beacon = data
       return s.registered
     }
-    guard registered else { return }
-    // bluetoothd re-reads the property and updates the data in place...
-    try await bus.emitPropertiesChanged(
-      path: Self.advertisementPath, interface: "org.bluez.LEAdvertisement1",
-      names: ["ManufacturerData"])
-    // ...but some controllers (BlueZ's btvirt) report an advertiser to
-    // scanners only when its advertising starts, as the exclusive backend
-    // allows for by re-enabling: register again, which restarts it.
-    if let path = adapterPath {
-      _ = try? await bus.call(
-        Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
-        [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
-      advertised.value.withLock { $0.registered = false }
-      try await registerAdvertisement()
-    }
+    guard registered, let path = adapterPath else { return }
+    _ = try? await bus.call(
+      Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
+      [.objectPath(Self.advertisementPath)], timeout: .seconds(5))
+    advertised.value.withLock { $0.registered = false }
+    try await registerAdvertisementNow()
   }
 
+  /// Unregisters the advertisement, unless a change is in flight (then
+  /// bluetoothd drops it when we close or when the next change finds no
+  /// beacon): stopping must not wait behind it.
   public func stopAdvertising() async throws {
+    guard advertisingGate.available > 0 else {
+      advertised.value.withLock { $0.beacon = nil }
+      return
+    }
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
     let path = state.withLock { $0.adapterPath }
     let registered = advertised.value.withLock { s in
       defer {
@@ -246,7 +266,7 @@ public final class BlueZHost: RadioHost {
     guard registered, let path else { return }
     _ = try? await bus.call(
       Self.service, path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement",
-      [.objectPath(Self.advertisementPath)], timeout: .seconds(2))
+      [.objectPath(Self.advertisementPath)], timeout: .seconds(1))
   }
 
   public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
@@ -301,7 +321,28 @@ public final class BlueZHost: RadioHost {
     // closes (and the supervision timeout ends a dead one).
   }
 
+  /// Whether a channel with `peer` is open (a session is under way). The
+  /// link alone does not count: bluetoothd opens an ATT channel on every
+  /// connection and may keep the link up long after our channel closed
+  /// (30 s when the peer's GATT server does not answer, or for good), and
+  /// the kernel opens another channel over an existing link without trouble.
   func isConnected(to peer: BluetoothAddress) -> Bool {
+    state.withLock { s in
+      s.openChannels.removeAll { $0.channel?.isClosed ?? true }
+      return s.openChannels.contains { $0.channel?.peerAddress == peer }
+    }
+  }
+
+  /// Remembers an open channel for `isConnected`.
+  func track(_ channel: L2CAPSocketChannel) {
+    state.withLock { s in
+      s.openChannels.removeAll { $0.channel?.isClosed ?? true }
+      s.openChannels.append(WeakChannel(channel: channel))
+    }
+  }
+
+  /// Whether the kernel has a link with `peer` (bluetoothd's Device1.Connected).
+  func isLinked(to peer: BluetoothAddress) -> Bool {
     state.withLock { $0.devices.values.contains { $0.address == peer && $0.connected } }
   }
 
@@ -310,6 +351,15 @@ public final class BlueZHost: RadioHost {
   ) async throws -> any PeerChannel {
     let (local, localType) = state.withLock { ($0.address, $0.addressType) }
     log.info("connecting to \(peer) (\(addressType)) PSM 0x\(hex(psm))")
+    // Without a link, the kernel connects only once it hears the peer
+    // advertise. During our discovery the controller's duplicate filter
+    // (which the kernel enables for discovery) reports each advertiser once
+    // per scan, and the peer was reported already: the connection would wait
+    // for the next scan (about 10 s later, or never before our timeout). So
+    // discovery pauses while we connect; the kernel's own scan for the
+    // connection then reports the peer at once.
+    await pauseDiscovery(unlessLinkedTo: peer)
+    defer { resumeDiscoveryLater() }
     let socket = try await withCheckedThrowingContinuation {
       (continuation: CheckedContinuation<FileDescriptor, any Error>) in
       // connect(2) blocks (poll with the timeout): on a thread of its own.
@@ -323,6 +373,7 @@ public final class BlueZHost: RadioHost {
       }
     }
     let channel = try L2CAPSocket.channel(socket, peer: peer)
+    track(channel)
     log.info("channel to \(peer) open (peer MTU \(channel.maximumMessageSize))")
     return channel
   }
@@ -333,15 +384,11 @@ public final class BlueZHost: RadioHost {
 
   /// Stops discovery and advertising (briefly, best effort), stops listening
   /// and closes the bus connection. Idempotent.
+  /// Nothing is asked of bluetoothd first: when our connection leaves the
+  /// bus it drops our advertisement and ends our discovery session itself,
+  /// and a stopping agent must not wait on it (under load that took longer
+  /// than the agent's stop timeout in the VM).
   public func close() async {
-    if !isClosed {
-      let (path, discovering) = state.withLock { ($0.adapterPath, $0.discovering) }
-      try? await stopAdvertising()
-      if discovering, let path {
-        _ = try? await bus.call(
-          Self.service, path, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2))
-      }
-    }
     finish(nil)
     bus.close()
     _ = await waitUntilClosed()
@@ -391,6 +438,11 @@ public final class BlueZHost: RadioHost {
     for waiter in waiters { waiter.resume(returning: reason) }
     bus.close()
   }
+}
+
+/// A channel `BlueZHost` remembers without keeping it alive.
+struct WeakChannel: Sendable {
+  weak var channel: L2CAPSocketChannel?
 }
 
 /// What we advertise, shared with the exported LEAdvertisement1's getters

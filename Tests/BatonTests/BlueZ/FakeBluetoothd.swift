@@ -32,6 +32,8 @@ final class FakeBluetoothd: Sendable {
   let powered = Shared(true)
   /// An error name every call answers with, when set.
   let failWith = Shared<String?>(nil)
+  /// Error names by member, for one member's calls only.
+  let failMember = Shared<[String: String]>([:])
   private let devices = Shared<[String: Shared<[UInt8]>]>([:])
 
   init(bus: PrivateBus) async throws {
@@ -39,6 +41,7 @@ final class FakeBluetoothd: Sendable {
     try await connection.addObjectManager(at: "/")
     let log = self.log
     let failWith = self.failWith
+    let failMember = self.failMember
     let powered = self.powered
     let answer: @Sendable (String, [DBusValue]) -> Result<[DBusValue], DBusError> = {
       member, args in
@@ -51,7 +54,7 @@ final class FakeBluetoothd: Sendable {
         return nil
       }
       waiter?.resume(returning: call)
-      if let name = failWith.value.withLock({ $0 }) {
+      if let name = failWith.value.withLock({ $0 }) ?? failMember.value.withLock({ $0[member] }) {
         return .failure(.remote(name: name, message: "refused by the fake"))
       }
       return .success([])

@@ -6,18 +6,20 @@
 . /cases/lib.sh
 have_bluez_backend
 start_bridge
+start_btmon
 start_bluez
 wait_powered "hci$HCI"
 start_agent guest bluez
 G=$AGENT_PID
-sleep 3
+wait_agent_up guest 60
 still_running $G guest
 echo "AGENT-UP" >/dev/console
 cp /cases/data/from-guest.md /tmp/guest/from-guest.md
-wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { cat /tmp/guest.log; exit 1; }
-# Give the guest's note time to reach the host before the VM powers off.
-sleep 5
+wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { explain guest; exit 1; }
+echo "HOST-NOTE-ARRIVED" >/dev/console
+# (The host saves from-host.md only once from-guest.md has arrived there.)
 still_running $G guest
-bluetoothctl show | grep -q "Powered: yes" || { echo "FAILED: adapter not powered after the agent ran"; exit 1; }
-kill -TERM $G
-wait $G || { echo "FAILED: agent exited $? on SIGTERM"; cat /tmp/guest.log; exit 1; }
+timeout 10 bluetoothctl show "$(adapter_address "hci$HCI")" >/tmp/show.log 2>&1 || true
+grep -q "Powered: yes" /tmp/show.log \
+  || { echo "FAILED: bluetoothctl show does not say powered after the agent ran:"; cat /tmp/show.log; exit 1; }
+stop_agent $G guest

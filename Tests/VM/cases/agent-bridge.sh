@@ -8,15 +8,14 @@ have_agent
 start_bridge
 start_agent guest "hci$HCI" --hci-log /tmp/guest.btsnoop
 G=$AGENT_PID
-sleep 3
+wait_agent_up guest 60
 still_running $G guest
 echo "AGENT-UP" >/dev/console
 cp /cases/data/from-guest.md /tmp/guest/from-guest.md
 wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { cat /tmp/guest.log; exit 1; }
-# Give the guest's note time to reach the host before the VM powers off.
-sleep 5
+echo "HOST-NOTE-ARRIVED" >/dev/console
+# (The host saves from-host.md only once from-guest.md has arrived there.)
 still_running $G guest
-kill -TERM $G
-wait $G || { echo "FAILED: agent exited $? on SIGTERM"; cat /tmp/guest.log; exit 1; }
+stop_agent $G guest
 grep -q "hci$HCI" /tmp/guest.log || { echo "FAILED: the log never names hci$HCI"; cat /tmp/guest.log; exit 1; }
 dump_btsnoop /tmp/guest.btsnoop

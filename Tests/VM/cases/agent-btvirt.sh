@@ -9,7 +9,8 @@ start_agent a hci0 --hci-log /tmp/a.btsnoop
 A=$AGENT_PID
 start_agent b hci1
 B=$AGENT_PID
-sleep 3
+wait_agent_up a
+wait_agent_up b
 still_running $A a
 still_running $B b
 save_note /cases/data/a-to-b.md /tmp/a/a-to-b.md

@@ -78,11 +78,32 @@ agent_args() {
 # in /tmp/NAME (log /tmp/NAME.log); sets AGENT_PID.
 start_agent() {
   name=$1 spec=$2; shift 2
+  # A fresh folder and state: an earlier case of this boot may have used the name.
+  rm -rf "/tmp/$name" "/tmp/$name.state" "/tmp/$name.sock"
   mkdir -p "/tmp/$name"
   baton $(agent_args "$spec" "/tmp/$name" "$name") --verbose "$@" \
     >"/tmp/$name.log" 2>&1 &
   AGENT_PID=$!
   echo "$(now) agent $name on $spec: pid $AGENT_PID"
+}
+
+# wait_log FILE PATTERN SECONDS [FROM_LINE]: a line matching the extended
+# regular expression PATTERN appears in FILE (after line FROM_LINE).
+wait_log() {
+  i=0
+  while [ $i -lt $(($3 * 10)) ]; do
+    tail -n +$((${4:-0} + 1)) "$1" 2>/dev/null | grep -qE -- "$2" && return 0
+    i=$((i + 1))
+    sleep 0.1
+  done
+  echo "FAILED: no line matching \"$2\" in $1 within $3 s"; tail -40 "$1"; return 1
+}
+
+# wait_agent_up NAME [SECONDS]: agent NAME (log /tmp/NAME.log, or $LOG) is
+# advertising, scanning and listening.
+wait_agent_up() {
+  wait_log "${LOG:-/tmp/$1.log}" "advertising as .* and scanning" "${2:-30}" || return 1
+  echo "$(now) agent $1 is up"
 }
 
 # wait_for_note FILE EXPECTED SECONDS: FILE appears byte-identical to EXPECTED.
@@ -91,7 +112,11 @@ wait_for_note() {
   while [ $i -lt $(($3 * 10)) ]; do
     if [ -f "$1" ] && cmp -s "$1" "$2"; then
       echo "$(now) $1 arrived, byte-identical ($(sha256sum <"$1" | cut -c1-16))"
-      [ -n "${SAVED_AT:-}" ] && echo "NOTE-LATENCY ${CASE_NAME:-?} $(basename "$1") $(awk -v a="$SAVED_AT" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s from save to arrival" | tee /dev/console
+      if [ -n "${SAVED_AT:-}" ]; then
+        latency="$(basename "$1") $(awk -v a="$SAVED_AT" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}') s from save to arrival"
+        echo "latency: $latency"
+        echo "NOTE-LATENCY ${CASE_NAME:-?} $latency" >/dev/console
+      fi
       SAVED_AT=
       return 0
     fi
@@ -134,6 +159,7 @@ start_bluez() {
     cp /etc/bluetooth.conf.debian /etc/dbus-1/system.d/bluetooth.conf
   fi
   mkdir -p /run/dbus /var/lib/bluetooth
+  : >/tmp/bluetoothd.log  # this case's bluetoothd only (restarts append)
   chown messagebus:messagebus /run/dbus
   chmod 700 /var/lib/bluetooth
   rm -f /run/dbus/system_bus_socket /run/dbus/pid
@@ -193,9 +219,17 @@ have_bluez_backend() { [ -f /etc/baton-has-bluez ]; }
 # wait_for_note reports the time from this save to the peer's file.
 save_note() { SAVED_AT=$(now); cp "$1" "$2"; }
 
+# has_phrases FILE PHRASES: FILE holds every line of PHRASES (case-insensitive).
+has_phrases() {
+  echo "$2" | while IFS= read -r p; do
+    [ -z "$p" ] && continue
+    grep -qiF -- "$p" "$1" || exit 1
+  done
+}
+
 # expect_message WHAT SECONDS PHRASE... -- COMMAND...: COMMAND either exits
-# non-zero (no crash) or is still running after SECONDS; either way its output
-# so far holds every PHRASE (a backend may exit on the fault or wait it out).
+# non-zero (no crash), or is still running once its output holds every PHRASE
+# (a backend may exit on the fault or wait it out); at most SECONDS.
 expect_message() {
   what=$1 secs=$2; shift 2
   phrases=""
@@ -205,10 +239,14 @@ $1"; shift; done
   "$@" >/tmp/msg.log 2>&1 &
   pid=$!
   i=0
-  while kill -0 $pid 2>/dev/null && [ $i -lt $((secs * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+  # Until it exits, or (still running) has said every phrase.
+  while kill -0 $pid 2>/dev/null && [ $i -lt $((secs * 10)) ]; do
+    has_phrases /tmp/msg.log "$phrases" && break
+    sleep 0.1; i=$((i + 1))
+  done
   if kill -0 $pid 2>/dev/null; then
     kill -TERM $pid; wait $pid 2>/dev/null || true
-    echo "$what: still running after $secs s (waiting it out); output:"
+    echo "$what: still running after $(awk -v i=$i 'BEGIN {print i / 10}') s (waiting it out); output:"
   else
     set +e; wait $pid; rc=$?; set -e
     echo "$what: exit status $rc; output:"
@@ -220,4 +258,41 @@ $1"; shift; done
     [ -z "$p" ] && continue
     grep -qiF -- "$p" /tmp/msg.log || { echo "FAILED: $what: missing \"$p\""; exit 1; }
   done
+}
+
+# start_btmon: records every adapter's HCI traffic and bluetoothd's mgmt
+# commands to /tmp/hci.btsnoop (run before bluetoothd); `explain` sends it to
+# the host, which decodes it (btsnoop-hci; with VM_KEEP=1 the text is kept).
+start_btmon() {
+  rm -f /tmp/hci.btsnoop
+  btmon -w /tmp/hci.btsnoop >/dev/null 2>&1 &
+  BTMON_PID=$!
+}
+
+# explain NAME...: after a failure, the logs of agents NAME (/tmp/NAME.log),
+# bluetoothd's last lines, and the HCI log if start_btmon ran.
+explain() {
+  for n in "$@"; do echo "----- agent $n -----"; cat "/tmp/$n.log"; done
+  echo "----- bluetoothd (last lines) -----"
+  grep -v "^$" /tmp/bluetoothd.log 2>/dev/null | tail -60
+  if [ -f /tmp/hci.btsnoop ]; then
+    # btmon buffers its writes: stop it so the file is complete.
+    kill "${BTMON_PID:-}" 2>/dev/null && wait "$BTMON_PID" 2>/dev/null
+    dump_btsnoop /tmp/hci.btsnoop
+  fi
+  return 0
+}
+
+# stop_agent PID NAME: SIGTERM; the agent must exit with status 0 within 20 s.
+stop_agent() {
+  kill -TERM "$1" 2>/dev/null || true
+  i=0
+  while kill -0 "$1" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+  if kill -0 "$1" 2>/dev/null; then
+    echo "FAILED: agent $2 still running 20 s after SIGTERM"; cat "/tmp/$2.log"; return 1
+  fi
+  rc=0
+  wait "$1" || rc=$?
+  [ "$rc" -eq 0 ] || { echo "FAILED: agent $2 exited $rc on SIGTERM"; cat "/tmp/$2.log"; return 1; }
+  echo "$(now) agent $2 stopped"
 }
