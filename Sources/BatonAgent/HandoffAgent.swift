@@ -189,8 +189,12 @@ public final class HandoffAgent: AgentCore {
       for (activityType, stream) in streams {
         group.addTask {
           for await event in stream {
-            guard case .saved(let save) = event else { continue }
-            await engine.localSave(save, activityType: activityType)
+            switch event {
+            case .saved(let save):
+              await engine.localSave(save, activityType: activityType)
+            case .removed(let relativePath):
+              await engine.localRemove(relativePath: relativePath, activityType: activityType)
+            }
             radio.beaconChanged()
           }
         }

@@ -146,7 +146,40 @@ public actor HandoffEngine {
       logger.error("cannot read the state database: \(error)")
     }
     adoptInterruptedWrites()
-    rescan()
+    var changedWhileAway: [(type: String, path: String)] = []
+    batched { changedWhileAway = scanFolders() }
+    restoreCurrentActivity(changedWhileAway: changedWhileAway)
+  }
+
+  /// The current activity at start: the newest note saved while the agent
+  /// was not running; else the one current when it stopped; else (a first
+  /// start, or that note is gone) the newest note in the folders.
+  private func restoreCurrentActivity(changedWhileAway: [(type: String, path: String)]) {
+    var candidates = changedWhileAway
+    if candidates.isEmpty {
+      if currentEntry != nil { return }
+      candidates = index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }
+        .map { ($0.entry.activityType, $0.entry.path) }
+    }
+    var newest: (type: String, path: String, time: Int64)?
+    for (type, path) in candidates {
+      guard let time = folders[type]?.modificationTime(path) else { continue }
+      if let best = newest,
+        (best.time, best.type, best.path) >= (time, type, path)
+      {
+        continue
+      }
+      newest = (type, path, time)
+    }
+    guard let newest else { return }
+    if let current, current.activityType == newest.type, current.path == newest.path,
+      currentEntry != nil
+    {
+      return
+    }
+    current = (newest.type, newest.path)
+    persist { try store.setCurrentActivity(activityType: newest.type, path: newest.path) }
+    logger.info("current activity at start: \(newest.type):\(newest.path)")
   }
 
   /// Incoming notes whose file was written just before the agent stopped,
@@ -183,26 +216,48 @@ public actor HandoffEngine {
       ensureScanned()
       return
     }
-    batched { rescanFolders() }
+    batched { scanFolders() }
   }
 
-  private func rescanFolders() {
+  /// The work of `rescan`; returns the notes that got a new local version.
+  @discardableResult
+  private func scanFolders() -> [(type: String, path: String)] {
+    var changed: [(type: String, path: String)] = []
     for (type, folder) in folders {
       var present: Set<String> = []
       for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
         // A note grown over the limit counts as absent: no longer offered.
         present.insert(entry.relativePath)
-        recordLocal(type, entry.relativePath, hash: entry.hash, size: entry.size)
+        if recordLocal(type, entry.relativePath, hash: entry.hash, size: entry.size) {
+          changed.append((type, entry.relativePath))
+        }
       }
-      for (key, note) in index
+      for (_, note) in index
       where note.entry.activityType == type && !note.deleted && !present.contains(note.entry.path) {
-        var gone = note
-        gone.deleted = true
-        index[key] = gone
-        localRevision &+= 1
-        persistSave(gone)
+        markDeleted(type, note.entry.path)
       }
     }
+    return changed
+  }
+
+  /// A note deleted or moved away locally (the watcher's removal, or a
+  /// rescan that no longer finds it): no longer offered. Its history stays
+  /// in the index, so the same bytes coming back are not a new version.
+  func markDeleted(_ type: String, _ path: String) {
+    let key = Self.key(type, path)
+    guard var gone = index[key], !gone.deleted else { return }
+    gone.deleted = true
+    index[key] = gone
+    localRevision &+= 1
+    persistSave(gone)
+    wakeLinks()
+    logger.debug("\(type):\(path) is gone from the folder; no longer offered")
+  }
+
+  /// A note the folder watcher saw deleted, moved away, or turn invalid.
+  public func localRemove(relativePath: String, activityType: String) {
+    ensureScanned()
+    markDeleted(activityType, relativePath)
   }
 
   /// Records the folder's current bytes of a note as a local version: a new

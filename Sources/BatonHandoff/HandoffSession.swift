@@ -598,6 +598,12 @@ extension HandoffEngine {
     let bytes: [UInt8]
     do {
       bytes = try folder.readNote(path)
+    } catch NotesError.noSuchNote {
+      // Deleted since the peer saw our index (the watcher may not have told
+      // us yet): nothing to send, and nothing failed.
+      markDeleted(type, path)
+      try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
+      return
     } catch {
       fail(activityType: type, peer: ch.peerLabel, reason: "disk error reading \(path): \(error)")
       summary.failed += 1

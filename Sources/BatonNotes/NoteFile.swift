@@ -89,6 +89,16 @@ enum NoteFile {
     return Signature(info)
   }
 
+  /// When the regular file at `path` was last modified, in nanoseconds since
+  /// the Unix epoch (not following symlinks); nil if it is not a regular file.
+  static func modificationTime(_ path: String) -> Int64? {
+    var info = stat()
+    guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+    let (seconds, overflow) = Int64(info.st_mtim.tv_sec).multipliedReportingOverflow(
+      by: 1_000_000_000)
+    return overflow ? Int64(info.st_mtim.tv_sec) : seconds &+ Int64(info.st_mtim.tv_nsec)
+  }
+
   /// Whether `path` is a directory (not following symlinks).
   static func isDirectory(_ path: String) -> Bool {
     var info = stat()

@@ -84,8 +84,11 @@ public protocol NoteFolderAccess: AnyObject, Sendable {
   var root: String { get }
   /// Every note currently in the folder (valid UTF-8, within the size limit).
   func indexEntries() -> [NoteIndexEntry]
-  /// The bytes of one note.
+  /// The bytes of one note. Throws `NotesError.noSuchNote` when it is gone.
   func readNote(_ relativePath: String) throws -> [UInt8]
+  /// When the note was last modified (nanoseconds since the Unix epoch), or
+  /// nil when it is gone; picks the current activity at start.
+  func modificationTime(_ relativePath: String) -> Int64?
   /// Writes an incoming note atomically. `expected` is the hash of the
   /// version the caller means to replace (nil: it expects no file there);
   /// if the file on disk differs, the note goes to a conflict copy named

@@ -187,10 +187,15 @@ struct NoteWriter: Sendable {
   /// Reads a note through descriptors that never follow symlinks.
   func read(_ relativePath: String) throws(NotesError) -> [UInt8] {
     let components = try names.validate(relativePath)
-    let directory = try openDirectory(relativePath, components.dropLast(), create: false)
+    let directory: FileDescriptor
+    do {
+      directory = try openDirectory(relativePath, components.dropLast(), create: false)
+    } catch .system(_, _, .noEntry) {
+      throw .noSuchNote(path: relativePath)
+    }
     defer { directory.closeIgnoringErrors() }
     guard let current = try currentVersion(relativePath, in: directory, name: components.last!)
-    else { throw .notANote(path: relativePath, reason: "there is no such note") }
+    else { throw .noSuchNote(path: relativePath) }
     guard let bytes = current.bytes else {
       throw .tooLarge(path: relativePath, size: current.size, maximum: maximumNoteSize)
     }

@@ -16,8 +16,10 @@ public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
   case symlinkInPath(path: String, component: String)
   /// The note is too big to write or read.
   case tooLarge(path: String, size: Int, maximum: Int)
-  /// The note is not a regular file (or was not found).
+  /// The note is not a regular file.
   case notANote(path: String, reason: String)
+  /// There is no note at the path (it was deleted or moved away).
+  case noSuchNote(path: String)
   /// `fs.inotify.max_user_watches` is exhausted.
   case watchLimitReached(path: String, current: Int?, needed: Int)
   /// The disk (or the user's quota) is full; nothing local was changed.
@@ -42,6 +44,8 @@ public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
       return "note \(path) is \(size) bytes, over the maximum of \(maximum) bytes"
     case .notANote(let path, let reason):
       return "\(path) is not a note: \(reason)"
+    case .noSuchNote(let path):
+      return "there is no note \(path) (it was deleted or moved away)"
     case .watchLimitReached(let path, let current, let needed):
       let now = current.map { "\($0)" } ?? "unknown"
       let suggestion = current.map { $0 + needed } ?? needed * 2

@@ -174,6 +174,10 @@ public final class NotesFolder: NoteFolderAccess {
     try writer.read(relativePath)
   }
 
+  public func modificationTime(_ relativePath: String) -> Int64? {
+    NoteFile.modificationTime(NoteFile.join(root, relativePath))
+  }
+
   /// Writes an incoming note atomically (see `NoteFolderAccess`): a dotfile
   /// temp in the note's folder (created if missing), fsync, rename, fsync of
   /// the folder. A file holding other bytes than `expected` (or any file

@@ -18,8 +18,23 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   init(root: String = "/mem") { self.root = root }
 
   /// A local edit (what the user does); the test reports it with `localSave`.
-  func put(_ path: String, _ text: String) { files.withLock { $0[path] = Array(text.utf8) } }
+  func put(_ path: String, _ text: String) {
+    files.withLock { $0[path] = Array(text.utf8) }
+    touch(path)
+  }
   func remove(_ path: String) { files.withLock { $0[path] = nil } }
+  /// Modification times: a clock that ticks once per change.
+  private let times = Mutex<(clock: Int64, byPath: [String: Int64])>((0, [:]))
+  private func touch(_ path: String) {
+    times.withLock {
+      $0.clock += 1
+      $0.byPath[path] = $0.clock
+    }
+  }
+  func modificationTime(_ relativePath: String) -> Int64? {
+    guard files.withLock({ $0[relativePath] }) != nil else { return nil }
+    return times.withLock { $0.byPath[relativePath] }
+  }
   func text(_ path: String) -> String? {
     files.withLock { $0[path] }.map { String(decoding: $0, as: UTF8.self) }
   }
@@ -37,7 +52,9 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   }
 
   func readNote(_ relativePath: String) throws -> [UInt8] {
-    guard let bytes = files.withLock({ $0[relativePath] }) else { throw Errno.noEntry }
+    guard let bytes = files.withLock({ $0[relativePath] }) else {
+      throw NotesError.noSuchNote(path: relativePath)
+    }
     return bytes
   }
 
@@ -61,6 +78,10 @@ final class InMemoryNoteFolder: NoteFolderAccess {
       }
       files[copy] = bytes
       return .conflictCopy(relativePath: copy)
+    }
+    switch outcome {
+    case .written(let path), .conflictCopy(let path): touch(path)
+    case .unchanged: break
     }
     if case .written(let path) = outcome { afterWrite.withLock { $0 }?(path) }
     return outcome
