@@ -50,7 +50,7 @@ import Testing
     #expect(try await channel.receive() == nil)
     #expect(ContinuousClock.now - started < .seconds(2))
     #expect(channel.isClosed)
-    #expect(await fake.wait { Self.disconnectionRequested(fake, channel) })
+    #expect(await eventually { Self.disconnectionRequested(fake, channel) })
   }
 
   @Test func aLostFirstFragmentFailsTheChannelWithOneWarning() async throws {
@@ -61,7 +61,7 @@ import Testing
     let malformed = host.controller.statistics.malformedPackets
     for packet in packets.dropFirst() { fake.inject(packet) }
     #expect(try await channel.receive() == nil)
-    #expect(await fake.wait { Self.disconnectionRequested(fake, channel) })
+    #expect(await eventually { Self.disconnectionRequested(fake, channel) })
     // The rest of the PDU's continuations are dropped quietly.
     #expect(host.controller.statistics.malformedPackets == malformed + 1)
   }
@@ -71,7 +71,7 @@ import Testing
     defer { Task { await host.close() } }
     fake.inject(FakeController.acl(handle: 1, cid: channel.localCID, Self.sdu(3)))
     #expect(try await channel.receive() == [0, 1, 2])
-    let credited = await fake.wait {
+    let credited = await eventually {
       fake.sentSignals(handle: 1).contains {
         if case .flowControlCredit(let cid, 1) = $0.body { return cid == channel.localCID }
         return false
@@ -91,7 +91,7 @@ import Testing
     let elapsed = ContinuousClock.now - started
     #expect(elapsed >= L2CAPChannel.stallTimeout - .milliseconds(100))
     #expect(elapsed < L2CAPChannel.stallTimeout + .seconds(3))
-    #expect(await fake.wait { Self.disconnectionRequested(fake, channel) })
+    #expect(await eventually { Self.disconnectionRequested(fake, channel) })
   }
 
   /// A peer that has everything credited back may stay silent as long as it
@@ -126,7 +126,7 @@ import Testing
     let started = ContinuousClock.now
     #expect(try await channel.receive() == nil)
     #expect(ContinuousClock.now - started < L2CAPChannel.stallTimeout + .seconds(3))
-    #expect(await fake.wait { Self.disconnectionRequested(fake, channel) })
+    #expect(await eventually { Self.disconnectionRequested(fake, channel) })
   }
 
   /// A send waiting for credits that never come, while the controller
@@ -140,7 +140,7 @@ import Testing
     // 100 bytes at the peer's MPS 30: 4 K-frames, 1 credit.
     let sending = Task { try await channel.send([UInt8](repeating: 1, count: 100)) }
     await #expect(throws: L2CAPError.self) { try await sending.value }
-    let disconnect = await fake.wait(seconds: 3) {
+    let disconnect = await eventually(3) {
       fake.sent.contains {
         $0.count >= 6 && $0[0] == 0x01 && $0[1] == 0x06 && $0[2] == 0x04 && $0[4] == 1
       }
