@@ -11,9 +11,13 @@ trap 'rm -f "$log"' EXIT
 
 # A process group of its own, as an interactive shell gives a pipeline. With
 # job control on, the job also keeps SIGINT (a non-interactive shell's
-# background jobs would otherwise ignore it, and so could not trap it).
+# background jobs would otherwise ignore it, and so could not trap it). A
+# disposition inherited as ignored survives both set -m and exec, and a shell
+# cannot trap what it was started ignoring, so when this script itself runs in
+# the background (nohup, `cmd &` in a loop) the demo would never see Ctrl-C: a
+# terminal's shell gives its jobs the default, so reset it to that here.
 set -m
-bash -c 'make -s demo 2>&1 | tee "$1" >/dev/null' _ "$log" </dev/null &
+env --default-signal=INT bash -c 'make -s demo 2>&1 | tee "$1" >/dev/null' _ "$log" </dev/null &
 leader=$!
 set +m
 for _ in $(seq 1 600); do
