@@ -6,13 +6,17 @@ import FoundationEssentials
 /// every change over the same channel for as long as it stays up.
 ///
 /// A link runs three tasks: the reader applies what arrives (NOTE, the
-/// peer's INDEX, PING), the sender pushes what the peer lacks and answers
-/// PING, the watchdog (`HandoffLink.watch`) pings a quiet peer and closes a
-/// dead link. The reader never sends, so two sides pushing large notes to
-/// each other at once cannot deadlock on L2CAP credits.
+/// peer's GET_NODES and NODES, INDEX, PING), the sender pushes what the peer
+/// lacks and sends the replies (PONG, NODES); the watchdog
+/// (`HandoffLink.watch`) pings a quiet peer and closes a dead link. The
+/// reader never sends, so two sides pushing large notes to each other at
+/// once cannot deadlock on L2CAP credits.
 ///
-/// Catch-up when a link comes up is one step, `linkCatchUp`: each side sends
-/// its INDEX; each side pushes what the other's INDEX lacks.
+/// Catch-up when a link comes up is `linkWalk`: each side walks the other's
+/// index summary (section 6.1's GET_NODES and NODES, both walks at once),
+/// which tells it what the peer holds where the two differ, and pushes what
+/// the peer lacks. A peer that missed k changes costs about k entries on the
+/// wire, not the whole index.
 extension HandoffEngine {
   /// The result of serving an incoming channel.
   public enum IncomingOutcome: Sendable {
@@ -131,6 +135,17 @@ extension HandoffEngine {
         await linkApply(payload, link)
       case .index(let entries):
         link.setPeerIndex(entries)
+      case .getNodes(let requests):
+        guard link.queueNodes(await answerNodes(requests)) else {
+          await link.channel.close()
+          throw HandoffError.protocolViolation(
+            peer: link.peerLabel, reason: "GET_NODES before its last NODES was sent")
+        }
+      case .nodes(let answers):
+        guard link.deliverNodes(answers) else {
+          await link.channel.close()
+          throw HandoffError.protocolViolation(peer: link.peerLabel, reason: "NODES not asked for")
+        }
       case .have(let entries):
         for e in entries {
           link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
@@ -190,49 +205,110 @@ extension HandoffEngine {
 
   // MARK: Sender
 
+  /// The answer to a peer's GET_NODES on a link, from the index as it is now.
+  private func answerNodes(_ requests: [IndexReconciliation.Request])
+    -> [IndexReconciliation.Answer]
+  {
+    ensureScanned()
+    return IndexReconciliation.answer(requests, from: index)
+  }
+
   private func linkSender(_ link: HandoffLink) async throws {
     var tx = link.secure
-    for await _ in link.wakes {
-      try await linkFlush(link, &tx)
+    var wakes = link.wakes.makeAsyncIterator()
+    while await wakes.next(isolation: self) != nil {
+      try await linkFlush(link, &tx, &wakes)
     }
   }
 
-  /// Sends what is due: PONG, PING, our INDEX (catch-up), then every note
-  /// the peer lacks, the current activity first;
+  /// Sends what is due: PONG, PING, NODES, our walk (catch-up) or INDEX
+  /// (resync), then every note the peer lacks, the current activity first;
   /// again until nothing is left.
-  private func linkFlush(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
+  private func linkFlush(
+    _ link: HandoffLink, _ tx: inout SecureChannel, _ wakes: inout AsyncStream<Void>.Iterator
+  ) async throws {
     while link.endReason == nil {
-      try await linkControl(link, &tx)
+      try await linkControl(link, &tx, &wakes)
       guard let pending = linkPending(link), !pending.isEmpty else { return }
       var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
       for e in pending {
-        try await linkControl(link, &tx)
+        try await linkControl(link, &tx, &wakes)
         let key = Self.key(e.activityType, e.path)
         // Still lacking (a save or an arrival meanwhile may have changed it)?
         guard let now = index[key], !now.deleted, link.lacking([now.entry])?.isEmpty == false
         else { continue }
-        try await serveNote(e.activityType, e.path, &tx, &summary)
-        // Sent (or not sendable: then not retried before the next INDEX).
-        if let sent = index[key] {
-          link.peerHolds(key, version: sent.entry.version, hash: sent.entry.hash)
+        // The entry sent, as it was then: a note applied while the send
+        // waited (a conflict resolved) is still to be pushed.
+        if let sent = try await serveNote(e.activityType, e.path, &tx, &summary) {
+          link.peerHolds(key, version: sent.version, hash: sent.hash)
+        } else if let unsendable = index[key] {
+          // Not sendable: not retried before the next INDEX.
+          link.peerHolds(key, version: unsendable.entry.version, hash: unsendable.entry.hash)
         }
       }
     }
   }
 
-  private func linkControl(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
-    let due = link.takeControl()
-    if due.pong { try await tx.send(.pong) }
-    if due.ping { try await tx.send(.ping) }
-    if due.index { try await linkCatchUp(&tx) }
+  private func linkControl(
+    _ link: HandoffLink, _ tx: inout SecureChannel, _ wakes: inout AsyncStream<Void>.Iterator
+  ) async throws {
+    try await linkReplies(link, &tx)
+    let due = link.takeDue()
+    if due.index { try await tx.send(.index(offered)) }
+    if due.walk { try await linkWalk(link, &tx, &wakes) }
     let haves = link.takeHaves()
     if !haves.isEmpty { try await tx.send(.have(haves)) }
   }
 
-  /// The catch-up step of a link: our INDEX, from which the peer pushes what
-  /// we lack (as we do from its INDEX, in `linkReader`).
-  func linkCatchUp(_ tx: inout SecureChannel) async throws {
-    try await tx.send(.index(offered))
+  /// What is sent whenever due, even in the middle of our walk: PONG, PING,
+  /// and the answers to the peer's walk (so that two walks never wait on
+  /// each other).
+  private func linkReplies(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
+    let due = link.takeReplies()
+    if due.pong { try await tx.send(.pong) }
+    if due.ping { try await tx.send(.ping) }
+    for answers in due.nodes { try await tx.send(.nodes(answers)) }
+  }
+
+  /// The catch-up step of a link: walks the peer's summary (GET_NODES, the
+  /// reader hands over each NODES) against our index as it was when the walk
+  /// began, then knows what the peer holds and pushes what it lacks. A peer
+  /// that leaves a GET_NODES unanswered for `receiveTimeout` ends the link.
+  func linkWalk(
+    _ link: HandoffLink, _ tx: inout SecureChannel, _ wakes: inout AsyncStream<Void>.Iterator
+  ) async throws {
+    ensureScanned()
+    let snapshot = index
+    var walk = IndexReconciliation()
+    var peerEntries: [HandoffIndexEntry] = []
+    while let request = walk.nextRequest() {
+      link.expectNodes()
+      try await tx.send(.getNodes(request))
+      let deadline = ContinuousClock.now + policy.receiveTimeout
+      let timer = Task { [weak link] in
+        try? await Timers.shared.sleep(until: deadline)
+        link?.wakeSender()
+      }
+      defer { timer.cancel() }
+      var answers = link.takeNodes()
+      while answers == nil {
+        try await linkReplies(link, &tx)
+        answers = link.takeNodes()
+        if answers != nil { break }
+        guard ContinuousClock.now < deadline else {
+          throw HandoffError.protocolViolation(
+            peer: link.peerLabel, reason: "no NODES within \(policy.receiveTimeout)")
+        }
+        guard await wakes.next(isolation: self) != nil else { throw CancellationError() }
+        answers = link.takeNodes()
+      }
+      do {
+        peerEntries += try walk.absorb(request, answers!, mine: snapshot).peerEntries
+      } catch {
+        throw HandoffError.protocolViolation(peer: link.peerLabel, reason: error.reason)
+      }
+    }
+    link.setPeerHoldings(snapshot: snapshot, differing: walk.differingKeys, peerEntries: peerEntries)
   }
 
   /// What the peer lacks, in push order; nil before its INDEX arrived.

@@ -43,12 +43,22 @@ public final class HandoffLink: Sendable {
   private struct State {
     var pingDue = false
     var pongDue = false
-    /// Our INDEX is sent when the link comes up (catch-up) and when a note
-    /// could not be written here (so that the peer pushes it again).
-    var indexDue = true
+    /// Our walk of the peer's summary (catch-up) is due when the link comes up.
+    var walkDue = true
+    /// Our INDEX is sent when a note could not be written here (so that the
+    /// peer pushes it again).
+    var indexDue = false
     var pingSent: ContinuousClock.Instant?
-    /// nil until the peer's INDEX arrives: nothing is pushed before.
+    /// nil until our walk (or the peer's INDEX) told what the peer holds:
+    /// nothing is pushed before.
     var peerHas: [String: PeerCopy]?
+    /// What the peer sent us before `peerHas` was known: held by it too.
+    var heldBeforeKnown: [String: PeerCopy] = [:]
+    /// NODES answers to the peer's GET_NODES, for the sender to send.
+    var nodesToSend: [[IndexReconciliation.Answer]] = []
+    /// Our GET_NODES is out and unanswered; its answer once it arrived.
+    var awaitingNodes = false
+    var nodesReceived: [IndexReconciliation.Answer]?
     var resyncAt: ContinuousClock.Instant?
     var closed: String?
     var dead = false
@@ -111,17 +121,76 @@ public final class HandoffLink: Sendable {
 
   // MARK: For the engine
 
-  /// The control messages due, each taken once.
-  func takeControl() -> (ping: Bool, pong: Bool, index: Bool) {
+  /// The replies due (PONG, PING, NODES answers), each taken once.
+  func takeReplies() -> (ping: Bool, pong: Bool, nodes: [[IndexReconciliation.Answer]]) {
     state.withLock { s in
       defer {
         s.pingDue = false
         s.pongDue = false
-        s.indexDue = false
+        s.nodesToSend = []
       }
-      return (s.pingDue, s.pongDue, s.indexDue)
+      return (s.pingDue, s.pongDue, s.nodesToSend)
     }
   }
+
+  /// Whether our INDEX (a resync) or our walk (catch-up) is due, each taken once.
+  func takeDue() -> (index: Bool, walk: Bool) {
+    state.withLock { s in
+      defer {
+        s.indexDue = false
+        s.walkDue = false
+      }
+      return (s.indexDue, s.walkDue)
+    }
+  }
+
+  /// The most NODES answers waiting to be sent: a peer walks with one
+  /// GET_NODES out at a time, so more is a peer flooding us.
+  static let maxQueuedNodes = 2
+
+  /// Queues the answer to the peer's GET_NODES; false when the peer has more
+  /// requests out than a walk makes (a protocol violation).
+  func queueNodes(_ answers: [IndexReconciliation.Answer]) -> Bool {
+    let queued = state.withLock { s -> Bool in
+      guard s.nodesToSend.count < Self.maxQueuedNodes else { return false }
+      s.nodesToSend.append(answers)
+      return true
+    }
+    if queued { wakeContinuation.yield() }
+    return queued
+  }
+
+  /// Our GET_NODES is about to go out.
+  func expectNodes() {
+    state.withLock { s in
+      s.awaitingNodes = true
+      s.nodesReceived = nil
+    }
+  }
+
+  /// The peer's NODES; false when none was asked for (a protocol violation).
+  func deliverNodes(_ answers: [IndexReconciliation.Answer]) -> Bool {
+    let expected = state.withLock { s -> Bool in
+      guard s.awaitingNodes, s.nodesReceived == nil else { return false }
+      s.nodesReceived = answers
+      return true
+    }
+    if expected { wakeContinuation.yield() }
+    return expected
+  }
+
+  /// The answer to our GET_NODES, once it arrived (taken once).
+  func takeNodes() -> [IndexReconciliation.Answer]? {
+    state.withLock { s in
+      guard let answers = s.nodesReceived else { return nil }
+      s.nodesReceived = nil
+      s.awaitingNodes = false
+      return answers
+    }
+  }
+
+  /// Wakes the sender now (a walk's wait for NODES ran out of time).
+  func wakeSender() { wakeContinuation.yield() }
 
   /// Announce `entry` (received from another peer) with HAVE.
   func queueHave(_ entry: HandoffIndexEntry) {
@@ -170,20 +239,53 @@ public final class HandoffLink: Sendable {
     for e in entries {
       map[HandoffEngine.key(e.activityType, e.path)] = PeerCopy(version: e.version, hash: e.hash)
     }
-    state.withLock { $0.peerHas = map }
+    state.withLock { s in
+      for (key, copy) in s.heldBeforeKnown where map[key] == nil { map[key] = copy }
+      s.heldBeforeKnown = [:]
+      s.peerHas = map
+    }
+    wakeContinuation.yield()
+  }
+
+  /// What our walk of the peer's summary found (PROTOCOL.md 6.2): the peer
+  /// holds what `snapshot` (our index when the walk began) held, except our
+  /// entries under `differing`, where it holds `peerEntries` (or nothing).
+  func setPeerHoldings(
+    snapshot: HandoffIndex, differing: Set<String>, peerEntries: [HandoffIndexEntry]
+  ) {
+    var map: [String: PeerCopy] = [:]
+    map.reserveCapacity(snapshot.summary.count)
+    for (key, note) in snapshot where !differing.contains(key) && snapshot.isOffered(note) {
+      map[key] = PeerCopy(version: note.entry.version, hash: note.entry.hash)
+    }
+    for e in peerEntries {
+      map[HandoffEngine.key(e.activityType, e.path)] = PeerCopy(version: e.version, hash: e.hash)
+    }
+    state.withLock { s in
+      for (key, copy) in s.heldBeforeKnown {
+        if let known = map[key], copy.version.compare(known.version) == .older { continue }
+        map[key] = copy
+      }
+      s.heldBeforeKnown = [:]
+      s.peerHas = map
+    }
     wakeContinuation.yield()
   }
 
   /// The peer holds (at least) this version: it sent it, or we did.
   func peerHolds(_ key: String, version: VersionVector, hash: ContentHash) {
     state.withLock { s in
-      guard s.peerHas != nil else { return }
+      guard s.peerHas != nil else {
+        if let known = s.heldBeforeKnown[key], version.compare(known.version) == .older { return }
+        s.heldBeforeKnown[key] = PeerCopy(version: version, hash: hash)
+        return
+      }
       if let known = s.peerHas?[key], version.compare(known.version) == .older { return }
       s.peerHas?[key] = PeerCopy(version: version, hash: hash)
     }
   }
 
-  /// Which of `entries` the peer lacks (nil before its INDEX arrived).
+  /// Which of `entries` the peer lacks (nil before our walk or its INDEX told).
   func lacking(_ entries: [HandoffIndexEntry]) -> [HandoffIndexEntry]? {
     state.withLock { s in
       guard let peerHas = s.peerHas else { return nil }

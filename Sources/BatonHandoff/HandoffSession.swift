@@ -364,6 +364,7 @@ extension HandoffEngine {
       while answered < wanted.count {
         while sent < wanted.count, sent - answered < Self.pullWindow {
           let e = wanted[sent]
+          ch.transferring = (e.activityType, e.path)  // a cut here names the note asked for
           try await ch.send(.getNote(activityType: e.activityType, path: e.path))
           sent += 1
         }
@@ -580,20 +581,24 @@ extension HandoffEngine {
     ch.transferring = nil
   }
 
+  /// Sends one note (NOTE), or NOTE_UNAVAILABLE; returns the entry sent
+  /// (nil for none), as it was when sent: the index may change while the
+  /// send waits.
+  @discardableResult
   func serveNote(
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
-  ) async throws {
+  ) async throws -> HandoffIndexEntry? {
     let key = Self.key(type, path)
     guard let folder = folders[type], var note = index[key], !note.deleted,
       note.entry.unencodableReason == nil
     else {
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
-      return
+      return nil
     }
     guard note.entry.size <= policy.maxNoteSize else {
       warnOversize(type, path, note.entry.size)
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .tooLarge))
-      return
+      return nil
     }
     let bytes: [UInt8]
     do {
@@ -603,17 +608,17 @@ extension HandoffEngine {
       // us yet): nothing to send, and nothing failed.
       markDeleted(type, path)
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
-      return
+      return nil
     } catch {
       fail(activityType: type, peer: ch.peerLabel, reason: "disk error reading \(path): \(error)")
       summary.failed += 1
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unreadable))
-      return
+      return nil
     }
     guard bytes.count <= policy.maxNoteSize else {
       warnOversize(type, path, bytes.count)
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .tooLarge))
-      return
+      return nil
     }
     let hash = ContentHash(of: bytes)
     if hash != note.entry.hash {
@@ -623,7 +628,7 @@ extension HandoffEngine {
       guard note.entry.hash == hash else {
         // No new version could be made (logged): never send these bytes under an old version.
         try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unreadable))
-        return
+        return nil
       }
     }
     let originName =
@@ -633,9 +638,11 @@ extension HandoffEngine {
       activityType: type, title: ActivityPayload.title(of: bytes, path: path), path: path,
       version: note.entry.version, origin: note.entry.origin, originName: originName, hash: hash,
       content: bytes)
+    let sent = note.entry
     try await ch.send(.note(payload))
     summary.sent.append("\(type):\(path)")
     count(HandoffCounter.sent)
+    return sent
   }
 
   private func warnOversize(_ type: String, _ path: String, _ size: Int) {

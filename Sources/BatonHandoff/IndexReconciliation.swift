@@ -163,6 +163,10 @@ package struct IndexReconciliation {
     return found
   }
 
+  /// Our keys in the nodes found to differ (the peer lacks them or holds
+  /// them with other content): what a link pushes from (section 6.2).
+  var differingKeys: Set<String> { offered }
+
   /// The entries TURN offers: ours in the nodes found to differ, as they are
   /// now (a note pulled meanwhile that now equals the peer's is left out).
   func offer(from mine: HandoffIndex) -> [HandoffIndexEntry] {

@@ -1,10 +1,11 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BatonHandoff
 @testable import BatonSystem
 
-/// Links (PROTOCOL.md 6.1) between two engines over an in-memory channel:
+/// Links (PROTOCOL.md 6.2) between two engines over an in-memory channel:
 /// catch-up, pushes both ways, one conflict resolution, keep-alive. Waits are
 /// on the folders' contents (or `runLink` returning), with generous bounds.
 @Suite struct HandoffLinkTests {
@@ -64,6 +65,47 @@ import Testing
     _ = await rb.value
     #expect(await a.counter(HandoffCounter.sent) == 11)
     #expect(await b.counter(HandoffCounter.received) == 11)
+  }
+
+  /// Issue 14 on links: catch-up between peers holding 2,000 equal notes, a
+  /// few of which differ, moves what differs (a few KB), not the index (its
+  /// INDEX alone would be about 100 KB each way).
+  @Test func aLinkCatchUpMovesWhatDiffersNotTheIndex() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    for i in 0..<2000 {
+      a.folder.put("n\(i).md", "Note \(i)\n")
+      b.folder.put("n\(i).md", "Note \(i)\n")
+    }
+    await a.engine.rescan()
+    await b.engine.rescan()
+    #expect(await a.engine.beaconContent().indexDigest == b.engine.beaconContent().indexDigest)
+    await a.save("n7.md", "Note 7, edited by alice\n")
+    await a.save("new-a.md", "New A\n")
+    await b.save("new-b.md", "New B\n")
+
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    let (countA, countB) = (CountingChannel(ca), CountingChannel(cb))
+    async let opened = a.engine.openLink(over: countA, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: countB, peerAddress: "addr-alice")
+    let la = try await opened
+    guard case .link(let lb) = outcome else {
+      Issue.record("no link")
+      return
+    }
+    let ra = Task { await a.engine.runLink(la) }
+    let rb = Task { await b.engine.runLink(lb) }
+    #expect(
+      await until {
+        b.folder.text("n7.md") == "Note 7, edited by alice\n" && b.folder.text("new-a.md") == "New A\n"
+          && a.folder.text("new-b.md") == "New B\n"
+      })
+    let moved = countA.sent + countB.sent
+    #expect(moved < 30_000, "\(moved) bytes moved for a catch-up of 3 notes among 2,000")
+    #expect(a.folder.contents == b.folder.contents)
+    await la.close()
+    _ = await ra.value
+    _ = await rb.value
   }
 
   @Test func aConflictOnALinkIsResolvedOnceWithOneCopyOnEachSide() async throws {
@@ -138,4 +180,19 @@ import Testing
     #expect(reason.contains("PING"), "\(reason)")
     await cb.close()
   }
+}
+
+/// A channel that counts the bytes sent through it.
+private final class CountingChannel: MessageChannel {
+  let inner: any MessageChannel
+  private let count = Mutex(0)
+  init(_ inner: any MessageChannel) { self.inner = inner }
+  var sent: Int { count.withLock { $0 } }
+  var maximumMessageSize: Int { inner.maximumMessageSize }
+  func send(_ message: [UInt8]) async throws {
+    count.withLock { $0 += message.count }
+    try await inner.send(message)
+  }
+  func receive() async throws -> [UInt8]? { try await inner.receive() }
+  func close() async { await inner.close() }
 }
