@@ -16,6 +16,7 @@ source address. Everything else is radio.py unchanged.
 import asyncio
 import os
 import runpy
+import sys
 
 from bumble import core
 from bumble.link import LocalLink
@@ -39,4 +40,6 @@ def send_acl_data(self, sender_controller, destination_address, transport, data)
 
 LocalLink.send_acl_data = send_acl_data
 here = os.path.dirname(os.path.abspath(__file__))
-runpy.run_path(os.path.join(here, "..", "Radio", "radio.py"), run_name="__main__")
+radio_dir = os.path.normpath(os.path.join(here, "..", "Radio"))
+sys.path.insert(0, radio_dir)  # radio.py imports its neighbours (faults.py), as when run itself
+runpy.run_path(os.path.join(radio_dir, "radio.py"), run_name="__main__")

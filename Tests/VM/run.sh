@@ -59,17 +59,26 @@ fi
 # kernel path; their imports of baton's modules are dropped (all is one module here).
 system="$top/Sources/BatonSystem"
 transport="$top/Sources/BatonHCI/Transport"
+# FileDescriptor's C shim (syncfs) comes along: compiled as SwiftPM does
+# (Package.swift: _GNU_SOURCE), with a module map naming only its header.
+shims="$top/Sources/CBatonShims"
 probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls,String+DisplayEscaping}.swift
   "$transport"/{HCITransport,HCIUserChannelTransport,HCIUserChannelError}.swift
-  "$here/hci-probe/main.swift")
+  "$here/hci-probe/main.swift" "$shims/file.c" "$shims/include/baton_file.h")
 if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
   echo "vm: compiling hci-probe" >&2
   probe_src="$cache/hci-probe-src"
-  rm -rf "$probe_src" && mkdir -p "$probe_src"
-  for f in "${probe_sources[@]}"; do sed '/^import Baton/d' "$f" >"$probe_src/${f##*/}"; done
+  rm -rf "$probe_src" && mkdir -p "$probe_src/shims"
+  for f in "${probe_sources[@]}"; do
+    case "$f" in *.swift) sed '/^import Baton/d' "$f" >"$probe_src/${f##*/}" ;; esac
+  done
+  printf 'module CBatonShims {\n  header "%s"\n  export *\n}\n' "$shims/include/baton_file.h" \
+    >"$probe_src/shims/module.modulemap"
+  gcc -O2 -Wall -Werror -D_GNU_SOURCE -I "$shims/include" -c "$shims/file.c" \
+    -o "$probe_src/shims/file.o"
   swiftc ${VM_PROBE_OPT:--O} -swift-version 6 -static-stdlib -I "$top/Sources/CBluetooth" \
-    -package-name baton -module-cache-path "$cache/module-cache" "$probe_src"/*.swift \
-    -o "$cache/bin/hci-probe"
+    -I "$probe_src/shims" -package-name baton -module-cache-path "$cache/module-cache" \
+    "$probe_src"/*.swift "$probe_src/shims/file.o" -o "$cache/bin/hci-probe"
 fi
 
 # --- the baton binary ------------------------------------------------------------
