@@ -118,9 +118,12 @@ extension HandoffEngine {
     return why
   }
 
-  /// Wakes every link's sender (the index changed).
-  func wakeLinks() {
-    for link in links.values { link.changed() }
+  /// Wakes every link's sender: the note under `key` changed (nil: the
+  /// index changed as a whole, and each link looks at every note).
+  func wakeLinks(_ key: String? = nil) {
+    for link in links.values {
+      if let key { link.changed(key: key) } else { link.changed() }
+    }
   }
 
   // MARK: Reader
@@ -311,20 +314,35 @@ extension HandoffEngine {
     link.setPeerHoldings(snapshot: snapshot, differing: walk.differingKeys, peerEntries: peerEntries)
   }
 
-  /// What the peer lacks, in push order; nil before its INDEX arrived.
+  /// What the peer lacks among the notes changed since the last call (all
+  /// of them after the catch-up), in push order; nil before the catch-up
+  /// told what the peer holds (which then makes a full pass anyway).
   private func linkPending(_ link: HandoffLink) -> [HandoffIndexEntry]? {
-    guard var lacking = link.lacking(offered) else { return nil }
+    let changes = link.takeChanges()
+    let candidates =
+      changes.all
+      ? offered
+      : changes.keys.compactMap { key -> HandoffIndexEntry? in
+        guard let note = index[key], !note.deleted, folders[note.entry.activityType] != nil,
+          isOfferable(note.entry)
+        else { return nil }
+        return note.entry
+      }
+    guard var lacking = link.lacking(candidates) else { return nil }
     // Relays held back (section 6.2, "Relays"): wake again when they are due.
     let now = ContinuousClock.now
     var due: ContinuousClock.Instant?
     let id = ObjectIdentifier(link)
+    var held: [String] = []
     lacking.removeAll { e in
       guard let hold = relayHolds[Self.key(e.activityType, e.path)], hold.from != id,
         hold.hash == e.hash, hold.until > now
       else { return false }
       due = min(due ?? hold.until, hold.until)
+      held.append(Self.key(e.activityType, e.path))
       return true
     }
+    link.recheck(held)
     if let due { link.wake(at: due) }
     if let current = currentEntry, let i = lacking.firstIndex(of: current), i != 0 {
       lacking.remove(at: i)

@@ -250,7 +250,7 @@ public actor HandoffEngine {
     index[key] = gone
     localRevision &+= 1
     persistSave(gone)
-    wakeLinks()
+    wakeLinks(key)
     logger.debug("\(type):\(path) is gone from the folder; no longer offered")
   }
 
@@ -294,7 +294,7 @@ public actor HandoffEngine {
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
     persistSave(note)
-    wakeLinks()
+    wakeLinks(key)
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true
   }

@@ -52,6 +52,10 @@ public final class HandoffLink: Sendable {
     /// nil until our walk (or the peer's INDEX) told what the peer holds:
     /// nothing is pushed before.
     var peerHas: [String: PeerCopy]?
+    /// Changes to look at on the next flush: every offered note (after the
+    /// peer's holdings became known, or an unkeyed change), else these keys.
+    var fullScan = true
+    var dirty: Set<String> = []
     /// What the peer sent us before `peerHas` was known: held by it too.
     var heldBeforeKnown: [String: PeerCopy] = [:]
     /// NODES answers to the peer's GET_NODES, for the sender to send.
@@ -91,8 +95,35 @@ public final class HandoffLink: Sendable {
   /// connection is of no more use, though a controller may still hold it.
   public var isDead: Bool { state.withLock { $0.dead } }
 
-  /// The index changed: push what the peer lacks.
-  public func changed() { wakeContinuation.yield() }
+  /// The index changed: push what the peer lacks (looking at every note).
+  public func changed() {
+    state.withLock { $0.fullScan = true }
+    wakeContinuation.yield()
+  }
+
+  /// The note under `key` changed: push it if the peer lacks it. Costs O(1)
+  /// in the size of the index, where `changed()` costs a pass over it.
+  func changed(key: String) {
+    state.withLock { _ = $0.dirty.insert(key) }
+    wakeContinuation.yield()
+  }
+
+  /// Looks at `keys` again on the next flush, without waking the sender
+  /// (relays held back: `wake(at:)` wakes it when they are due).
+  func recheck(_ keys: some Sequence<String>) {
+    state.withLock { $0.dirty.formUnion(keys) }
+  }
+
+  /// What changed since the last call: everything, or these keys.
+  func takeChanges() -> (all: Bool, keys: Set<String>) {
+    state.withLock { s in
+      defer {
+        s.fullScan = false
+        s.dirty = []
+      }
+      return (s.fullScan, s.dirty)
+    }
+  }
 
   /// Checks at once that the peer still answers (PING now, unless one is out).
   public func probe() {
@@ -243,6 +274,7 @@ public final class HandoffLink: Sendable {
       for (key, copy) in s.heldBeforeKnown where map[key] == nil { map[key] = copy }
       s.heldBeforeKnown = [:]
       s.peerHas = map
+      s.fullScan = true
     }
     wakeContinuation.yield()
   }
@@ -268,6 +300,7 @@ public final class HandoffLink: Sendable {
       }
       s.heldBeforeKnown = [:]
       s.peerHas = map
+      s.fullScan = true
     }
     wakeContinuation.yield()
   }
@@ -292,7 +325,10 @@ public final class HandoffLink: Sendable {
       return entries.filter { e in
         guard e.size <= peerMaxNoteSize else { return false }
         guard let copy = peerHas[HandoffEngine.key(e.activityType, e.path)] else { return true }
-        if copy.hash == e.hash { return false }
+        // Same bytes: only a newer version is worth sending (a conflict
+        // resolved here, whose merged version the peer must adopt; what we
+        // take the peer to hold may be a push it ignored, section 6.2 step 4).
+        if copy.hash == e.hash { return e.version.compare(copy.version) == .newer }
         switch e.version.compare(copy.version) {
         case .newer, .concurrent: return true
         case .equal: return HandoffEngine.wins(e.hash, over: copy.hash)

@@ -537,7 +537,7 @@ extension HandoffEngine {
       persistCompleteWrite(type, p.path, saving: note)
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
-      wakeLinks()
+      wakeLinks(key)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
       // The incoming bytes went to `path`; the local file stays. Its version
@@ -558,7 +558,7 @@ extension HandoffEngine {
       summary.conflictCopies.append("\(type):\(path)")
       count(HandoffCounter.received)
       count(HandoffCounter.conflicts)
-      wakeLinks()
+      wakeLinks(key)
       fail(
         activityType: type, peer: peer,
         reason: "concurrent edit of \(p.path): the incoming version was written to \(path)")
