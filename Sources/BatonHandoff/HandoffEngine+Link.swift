@@ -118,12 +118,9 @@ extension HandoffEngine {
     return why
   }
 
-  /// Wakes every link's sender: the note under `key` changed (nil: the
-  /// index changed as a whole, and each link looks at every note).
-  func wakeLinks(_ key: String? = nil) {
-    for link in links.values {
-      if let key { link.changed(key: key) } else { link.changed() }
-    }
+  /// Wakes every link's sender: the note under `key` changed.
+  func wakeLinks(_ key: String) {
+    for link in links.values { link.changed(key: key) }
   }
 
   // MARK: Reader
@@ -320,14 +317,7 @@ extension HandoffEngine {
   private func linkPending(_ link: HandoffLink) -> [HandoffIndexEntry]? {
     let changes = link.takeChanges()
     let candidates =
-      changes.all
-      ? offered
-      : changes.keys.compactMap { key -> HandoffIndexEntry? in
-        guard let note = index[key], !note.deleted, folders[note.entry.activityType] != nil,
-          isOfferable(note.entry)
-        else { return nil }
-        return note.entry
-      }
+      changes.all ? offered : changes.keys.compactMap { index[$0].flatMap(offeredEntry) }
     guard var lacking = link.lacking(candidates) else { return nil }
     // Relays held back (section 6.2, "Relays"): wake again when they are due.
     let now = ContinuousClock.now
@@ -335,11 +325,11 @@ extension HandoffEngine {
     let id = ObjectIdentifier(link)
     var held: [String] = []
     lacking.removeAll { e in
-      guard let hold = relayHolds[Self.key(e.activityType, e.path)], hold.from != id,
-        hold.hash == e.hash, hold.until > now
+      let key = Self.key(e.activityType, e.path)
+      guard let hold = relayHolds[key], hold.from != id, hold.hash == e.hash, hold.until > now
       else { return false }
       due = min(due ?? hold.until, hold.until)
-      held.append(Self.key(e.activityType, e.path))
+      held.append(key)
       return true
     }
     link.recheck(held)

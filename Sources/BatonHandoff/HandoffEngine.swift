@@ -329,10 +329,14 @@ public actor HandoffEngine {
   /// The entries we offer to peers (deleted ones are not offered).
   /// Only notes of folders configured now are offered, and only those whose
   /// fields fit the wire limits (others are logged once).
-  /// A pass over the whole index: only GET_INDEX uses it.
-  var offered: [HandoffIndexEntry] {
-    index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }.map(\.entry)
-      .filter(isOfferable)
+  /// A pass over the whole index: GET_INDEX, INDEX and a link's full pass use it.
+  var offered: [HandoffIndexEntry] { index.values.compactMap(offeredEntry) }
+
+  /// The note's entry if we offer it now, else nil.
+  func offeredEntry(_ note: StoredNote) -> HandoffIndexEntry? {
+    guard !note.deleted, folders[note.entry.activityType] != nil, isOfferable(note.entry)
+    else { return nil }
+    return note.entry
   }
 
   /// The beacon's digest of the offered index, kept up to date by every change.

@@ -53,7 +53,7 @@ public final class HandoffLink: Sendable {
     /// nothing is pushed before.
     var peerHas: [String: PeerCopy]?
     /// Changes to look at on the next flush: every offered note (after the
-    /// peer's holdings became known, or an unkeyed change), else these keys.
+    /// peer's holdings became known), else these keys.
     var fullScan = true
     var dirty: Set<String> = []
     /// What the peer sent us before `peerHas` was known: held by it too.
@@ -95,14 +95,9 @@ public final class HandoffLink: Sendable {
   /// connection is of no more use, though a controller may still hold it.
   public var isDead: Bool { state.withLock { $0.dead } }
 
-  /// The index changed: push what the peer lacks (looking at every note).
-  public func changed() {
-    state.withLock { $0.fullScan = true }
-    wakeContinuation.yield()
-  }
-
   /// The note under `key` changed: push it if the peer lacks it. Costs O(1)
-  /// in the size of the index, where `changed()` costs a pass over it.
+  /// in the size of the index; a full pass happens only once the peer's
+  /// holdings become known (catch-up, INDEX).
   func changed(key: String) {
     state.withLock { _ = $0.dirty.insert(key) }
     wakeContinuation.yield()
