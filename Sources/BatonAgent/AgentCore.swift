@@ -82,9 +82,13 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     public var conflicts: Int
     /// Sessions completed.
     public var sessions: Int
+    /// Notes deleted on a peer and moved to the trash here.
+    public var trashed: Int
+    /// Notes renamed on a peer and renamed here.
+    public var renamed: Int
     public init(
       sent: Int = 0, received: Int = 0, declined: Int = 0, failed: Int = 0, conflicts: Int = 0,
-      sessions: Int = 0
+      sessions: Int = 0, trashed: Int = 0, renamed: Int = 0
     ) {
       self.sent = sent
       self.received = received
@@ -92,10 +96,12 @@ public struct AgentStatus: Codable, Sendable, Equatable {
       self.failed = failed
       self.conflicts = conflicts
       self.sessions = sessions
+      self.trashed = trashed
+      self.renamed = renamed
     }
 
     private enum CodingKeys: String, CodingKey {
-      case sent, received, declined, failed, conflicts, sessions
+      case sent, received, declined, failed, conflicts, sessions, trashed, renamed
     }
 
     /// Missing counters (an agent from before they were reported) read as 0.
@@ -107,7 +113,8 @@ public struct AgentStatus: Codable, Sendable, Equatable {
       self.init(
         sent: try value(.sent), received: try value(.received), declined: try value(.declined),
         failed: try value(.failed), conflicts: try value(.conflicts),
-        sessions: try value(.sessions))
+        sessions: try value(.sessions), trashed: try value(.trashed),
+        renamed: try value(.renamed))
     }
   }
 

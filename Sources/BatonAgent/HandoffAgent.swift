@@ -87,7 +87,9 @@ public final class HandoffAgent: AgentCore {
       declined: handoff.counters[HandoffCounter.declined] ?? 0,
       failed: handoff.counters[HandoffCounter.failed] ?? 0,
       conflicts: handoff.counters[HandoffCounter.conflicts] ?? 0,
-      sessions: handoff.counters[HandoffCounter.sessions] ?? 0)
+      sessions: handoff.counters[HandoffCounter.sessions] ?? 0,
+      trashed: handoff.counters[HandoffCounter.trashed] ?? 0,
+      renamed: handoff.counters[HandoffCounter.renamed] ?? 0)
     status.lastFailures = handoff.failures.map {
       AgentStatus.Failure(
         time: $0.time, activityType: $0.activityType, peer: $0.peer, reason: $0.reason)
@@ -150,7 +152,8 @@ public final class HandoffAgent: AgentCore {
     for folderConfiguration in configuration.folders {
       let folder = try NotesFolder(
         root: folderConfiguration.path, pattern: folderConfiguration.pattern,
-        maximumNoteSize: configuration.maxNoteSize)
+        maximumNoteSize: configuration.maxNoteSize, trashDays: configuration.trashDays)
+      folder.purgeTrash()
       // Files unchanged since the last run are not read again (issue 14).
       folder.trust((try? store.fileStamps(activityType: folderConfiguration.activityType)) ?? [])
       streams.append((folderConfiguration.activityType, try folder.start()))
@@ -194,6 +197,8 @@ public final class HandoffAgent: AgentCore {
               await engine.localSave(save, activityType: activityType)
             case .removed(let relativePath):
               await engine.localRemove(relativePath: relativePath, activityType: activityType)
+            case .renamed(let from, let save):
+              await engine.localRename(from: from, to: save, activityType: activityType)
             }
             radio.beaconChanged()
           }

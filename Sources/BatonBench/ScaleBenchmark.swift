@@ -14,10 +14,12 @@ import Foundation
 /// - with N notes in sync: one 2 KB save's latency (median of several) and
 ///   the HCI bytes it moved (from A's btsnoop log: ACL both directions, and
 ///   everything), against a folder of 10 notes;
-/// - the memory (VmRSS, VmHWM) of one agent holding M notes in its index.
+/// - the memory (VmRSS, VmHWM) of one agent holding M notes in its index;
+/// - issue 12: the HCI bytes of a 1 MB note's fresh transfer, and of its
+///   rename afterwards (`mv`, which travels as a rename: no bytes again).
 ///
 /// Options: --small N (10000), --large N (1000), --saves N (5),
-/// --memory-notes N (100000), --only small|large|save|memory, --keep.
+/// --memory-notes N (100000), --only small|large|save|memory|rename, --keep.
 enum ScaleBenchmark {
   /// One line on stdout, written at once (each figure as soon as it is measured).
   static func print(_ line: String) {
@@ -60,6 +62,47 @@ enum ScaleBenchmark {
     }
     if small { try await bulk(count: 10, size: 100, limit: 30, o, then: o.saves) }
     if o.only == nil || o.only == "memory" { try await memory(notes: o.memoryNotes, o) }
+    if o.only == nil || o.only == "rename" { try await renameCost(o) }
+  }
+
+  /// A 1 MB note saved in A, then renamed there (rename(2), as `mv` does):
+  /// the HCI bytes A's btsnoop log shows for each, from the change to 1.5 s
+  /// after B's folder shows it.
+  static func renameCost(_ o: Options) async throws {
+    let pair = try Pair("rename", controllers: 2, keep: o.keep)
+    defer { pair.stop(keep: o.keep) }
+    try pair.start(["A", "B"], ports: try readyPorts(pair.base))
+    for agent in pair.agents {
+      guard waitForLog(agent.notes + "/../agent.log", "advertising as", timeout: 20) else {
+        throw BenchError.failed("agent \(agent.name) did not come up (see \(pair.base))")
+      }
+    }
+    let (a, b) = (pair.agents[0], pair.agents[1])
+    try await Task.sleep(for: .seconds(3))
+    let bytes = note(7, size: 1_000_000)
+    let temporary = a.notes + "/.tmp-big.md"
+    _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+    var wall = Date()
+    var start = ContinuousClock.now
+    rename(temporary, a.notes + "/big.md")
+    guard let sent = waitIdentical([("big.md", bytes)], in: b.notes, since: start, timeout: 60)
+    else { throw BenchError.failed("the 1 MB note did not reach B within 60 s (see \(pair.base))") }
+    try await Task.sleep(for: .milliseconds(1500))
+    let fresh = hciBytes(a.hciLog, from: wall, to: Date())
+    try await Task.sleep(for: .seconds(2))
+    wall = Date()
+    start = ContinuousClock.now
+    rename(a.notes + "/big.md", a.notes + "/big-renamed.md")
+    guard let moved = waitIdentical([("big-renamed.md", bytes)], in: b.notes, since: start, timeout: 60),
+      !FileManager.default.fileExists(atPath: b.notes + "/big.md")
+    else { throw BenchError.failed("the rename did not reach B within 60 s (see \(pair.base))") }
+    try await Task.sleep(for: .milliseconds(1500))
+    let renamed = hciBytes(a.hciLog, from: wall, to: Date())
+    print(
+      String(
+        format:
+          "1,000,000 B note: fresh transfer %d B of HCI (ACL %d B) in %.2f s; its rename %d B of HCI (ACL %d B) in %.3f s",
+        fresh.1, fresh.0, sent.secondsValue, renamed.1, renamed.0, moved.secondsValue))
   }
 
   // MARK: Two agents

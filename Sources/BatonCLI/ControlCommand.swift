@@ -127,7 +127,8 @@ public struct StatusFormatter: Sendable {
     let c = status.counters
     lines.append(
       "activities: \(c.sent) sent, \(c.received) received, \(c.declined) declined, \(c.failed) failed"
-        + " (\(c.conflicts) conflicts); \(c.sessions) sessions")
+        + " (\(c.conflicts) conflicts); \(c.sessions) sessions"
+        + (c.trashed + c.renamed > 0 ? "; \(c.trashed) trashed, \(c.renamed) renamed" : ""))
     if !status.lastFailures.isEmpty {
       lines.append("last failures:")
       for failure in status.lastFailures {

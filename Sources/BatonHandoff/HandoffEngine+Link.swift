@@ -150,6 +150,10 @@ extension HandoffEngine {
         for e in entries {
           link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
         }
+      case .gone(let entries):
+        await linkGone(entries, link)
+      case .moved(let from, let to):
+        await linkMoved(from, to, link)
       case .ping:
         link.requestPong()
       case .pong, .noteUnavailable:
@@ -199,6 +203,33 @@ extension HandoffEngine {
     for other in links.values where other !== link { other.queueHave(note.entry) }
   }
 
+  /// Tombstones pushed by the peer (section 7.2).
+  private func linkGone(_ entries: [HandoffIndexEntry], _ link: HandoffLink) {
+    for e in entries {
+      link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
+    }
+    var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
+    batched { _ = needs(entries, from: link.peerLabel, summary: &summary) }
+  }
+
+  /// A rename pushed by the peer (section 7.3). Where it cannot be taken as
+  /// a rename here, the new note's bytes are still needed: our INDEX then
+  /// tells the peer what we hold, and it pushes them.
+  private func linkMoved(_ from: HandoffIndexEntry, _ to: HandoffIndexEntry, _ link: HandoffLink) {
+    let newKey = Self.key(to.activityType, to.path)
+    link.peerHolds(Self.key(from.activityType, from.path), version: from.version, hash: from.hash)
+    link.peerHolds(newKey, version: to.version, hash: to.hash)
+    var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
+    guard admissible(from, from: link.peerLabel, summary: &summary),
+      admissible(to, from: link.peerLabel, summary: &summary)
+    else { return }
+    var moved = false
+    batched { moved = applyMove(from, to: to, from: link.peerLabel) }
+    if !moved, needs([to], from: link.peerLabel, summary: &summary).isEmpty == false {
+      link.scheduleResync(after: .zero)
+    }
+  }
+
   /// How long a note received over a link waits before it is relayed to
   /// the other links' peers (which announce with HAVE that they got it).
   static var relayHold: Duration { .seconds(2) }
@@ -231,7 +262,22 @@ extension HandoffEngine {
       try await linkControl(link, &tx, &wakes)
       guard let pending = linkPending(link), !pending.isEmpty else { return }
       var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
-      for e in pending {
+      let (moves, tombstones, notes) = linkSplit(pending, link)
+      for (gone, new) in moves {
+        try await linkControl(link, &tx, &wakes)
+        try await tx.send(.moved(from: gone, to: new))
+        link.peerHolds(Self.key(gone.activityType, gone.path), version: gone.version, hash: gone.hash)
+        link.peerHolds(Self.key(new.activityType, new.path), version: new.version, hash: new.hash)
+      }
+      for chunk in stride(from: 0, to: tombstones.count, by: Self.goneBatch) {
+        try await linkControl(link, &tx, &wakes)
+        let batch = Array(tombstones[chunk..<min(chunk + Self.goneBatch, tombstones.count)])
+        try await tx.send(.gone(batch))
+        for e in batch {
+          link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
+        }
+      }
+      for e in notes {
         try await linkControl(link, &tx, &wakes)
         let key = Self.key(e.activityType, e.path)
         // Still lacking (a save or an arrival meanwhile may have changed it)?
@@ -247,6 +293,37 @@ extension HandoffEngine {
         }
       }
     }
+  }
+
+  /// The most tombstones in one GONE.
+  static var goneBatch: Int { 512 }
+
+  /// What the peer lacks, by how it is sent: renames (a tombstone and a new
+  /// note of the same bytes, whose old name the peer holds with those
+  /// bytes and whose new name it does not hold) as MOVED, the other tombstones as GONE, notes as NOTE.
+  private func linkSplit(_ pending: [HandoffIndexEntry], _ link: HandoffLink) -> (
+    moves: [(HandoffIndexEntry, HandoffIndexEntry)], tombstones: [HandoffIndexEntry],
+    notes: [HandoffIndexEntry]
+  ) {
+    var tombstones = pending.filter(\.deleted)
+    var notes = pending.filter { !$0.deleted }
+    var moves: [(HandoffIndexEntry, HandoffIndexEntry)] = []
+    guard !tombstones.isEmpty, !notes.isEmpty else { return (moves, tombstones, notes) }
+    var byHash: [ContentHash: Int] = [:]
+    for (i, t) in tombstones.enumerated()
+    where link.peerCopy(Self.key(t.activityType, t.path))?.hash == t.hash {
+      byHash[t.hash] = i
+    }
+    var moved = Set<Int>()
+    notes.removeAll { e in
+      guard let i = byHash[e.hash], tombstones[i].activityType == e.activityType,
+        link.peerCopy(Self.key(e.activityType, e.path)) == nil, moved.insert(i).inserted
+      else { return false }
+      moves.append((tombstones[i], e))
+      return true
+    }
+    tombstones = tombstones.enumerated().filter { !moved.contains($0.offset) }.map(\.element)
+    return (moves, tombstones, notes)
   }
 
   private func linkControl(
@@ -266,7 +343,10 @@ extension HandoffEngine {
   private func linkReplies(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
     let due = link.takeReplies()
     if due.pong { try await tx.send(.pong) }
-    if due.ping { try await tx.send(.ping) }
+    if due.ping {
+      try await tx.send(.ping)
+      link.pingWasSent()
+    }
     for answers in due.nodes { try await tx.send(.nodes(answers)) }
   }
 

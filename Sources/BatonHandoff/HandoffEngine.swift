@@ -210,7 +210,8 @@ public actor HandoffEngine {
 
   /// Compares every folder with the index: a new or changed file (saved while the
   /// agent was not running, or not reported) becomes a new local version; a missing
-  /// file is marked deleted (no longer offered, never propagated).
+  /// file becomes a deletion (`markDeleted`). A folder that is itself gone
+  /// (an unmounted disk) deletes nothing.
   public func rescan() {
     if !scanned {
       ensureScanned()
@@ -232,6 +233,10 @@ public actor HandoffEngine {
           changed.append((type, entry.relativePath))
         }
       }
+      guard folder.isAvailable else {
+        logger.warning("\(folder.root) is gone; its notes are not taken as deleted")
+        continue
+      }
       for (_, note) in index
       where note.entry.activityType == type && !note.deleted && !present.contains(note.entry.path) {
         markDeleted(type, note.entry.path)
@@ -240,24 +245,49 @@ public actor HandoffEngine {
     return changed
   }
 
-  /// A note deleted or moved away locally (the watcher's removal, or a
-  /// rescan that no longer finds it): no longer offered. Its history stays
-  /// in the index, so the same bytes coming back are not a new version.
-  func markDeleted(_ type: String, _ path: String) {
+  /// A note no longer in the folder. If its file is gone, a deletion: a
+  /// tombstone with a new version (this device's counter + 1), offered to
+  /// peers like any version (PROTOCOL.md section 7.2). If the file is still
+  /// there but no longer a note (over the size limit), withdrawn: not
+  /// offered, and the same bytes coming back are not a new version.
+  func markDeleted(_ type: String, _ path: String, renamedTo newPath: String? = nil) {
     let key = Self.key(type, path)
-    guard var gone = index[key], !gone.deleted else { return }
-    gone.deleted = true
-    index[key] = gone
+    guard let gone = index[key], !gone.deleted else { return }
+    let folder = folders[type]
+    let fileGone = folder.map { $0.isAvailable && $0.modificationTime(path) == nil } ?? false
+    var note = gone
+    if fileGone, let version = gone.entry.version.incremented(by: me.device) {
+      note = .tombstone(of: gone.entry, version: version, origin: me.device)
+      if let newPath {
+        logger.info("\(type):\(path) was renamed to \(newPath) here; peers rename their copy")
+      } else {
+        logger.info("\(type):\(path) was deleted here; peers move their copy to their trash")
+      }
+    } else {
+      note.deleted = true
+      logger.debug("\(type):\(path) is no longer a note here; no longer offered")
+    }
+    index[key] = note
     localRevision &+= 1
-    persistSave(gone)
+    persistSave(note)
     wakeLinks(key)
-    logger.debug("\(type):\(path) is gone from the folder; no longer offered")
   }
 
   /// A note the folder watcher saw deleted, moved away, or turn invalid.
   public func localRemove(relativePath: String, activityType: String) {
     ensureScanned()
     markDeleted(activityType, relativePath)
+  }
+
+  /// A note renamed or moved within its folder (the watcher's rename): the
+  /// new name saved and the old one deleted in one step, so that a link
+  /// pushes the two together as a rename (PROTOCOL.md section 7.3).
+  public func localRename(from old: String, to save: NoteSave, activityType: String) {
+    ensureScanned()
+    batched {
+      localSave(save, activityType: activityType)
+      markDeleted(activityType, old, renamedTo: save.relativePath)
+    }
   }
 
   /// Records the folder's current bytes of a note as a local version: a new
@@ -268,7 +298,9 @@ public actor HandoffEngine {
   func recordLocal(_ type: String, _ path: String, hash: ContentHash, size: Int) -> Bool {
     let key = Self.key(type, path)
     let existing = index[key]
-    if let existing, existing.entry.hash == hash {
+    // The same bytes back after a withdrawal are the same version; after a
+    // deletion they are a new one, which must win over the tombstone.
+    if let existing, existing.entry.hash == hash, !existing.entry.deleted {
       if existing.deleted {
         index[key]?.deleted = false
         persistSave(index[key]!)
@@ -326,7 +358,8 @@ public actor HandoffEngine {
 
   // MARK: Beacon
 
-  /// The entries we offer to peers (deleted ones are not offered).
+  /// The entries we offer to peers: live notes and tombstones (withdrawn
+  /// ones are not offered).
   /// Only notes of folders configured now are offered, and only those whose
   /// fields fit the wire limits (others are logged once).
   /// A pass over the whole index: GET_INDEX, INDEX and a link's full pass use it.
@@ -334,7 +367,7 @@ public actor HandoffEngine {
 
   /// The note's entry if we offer it now, else nil.
   func offeredEntry(_ note: StoredNote) -> HandoffIndexEntry? {
-    guard !note.deleted, folders[note.entry.activityType] != nil, isOfferable(note.entry)
+    guard note.isOfferedState, folders[note.entry.activityType] != nil, isOfferable(note.entry)
     else { return nil }
     return note.entry
   }

@@ -3,8 +3,9 @@
 /// updated by every change, so that the beacon's digest and a session's
 /// comparisons never pass over the whole index.
 ///
-/// A note is offered when it is not deleted, a folder configured now declares
-/// its activity type, and its fields fit the wire limits.
+/// A note is offered when it is in the folder or deleted (a tombstone, not
+/// when withdrawn: `StoredNote`), a folder configured now declares its
+/// activity type, and its fields fit the wire limits.
 struct HandoffIndex: Sequence, Sendable {
   private(set) var notes: [String: StoredNote] = [:]
   private(set) var summary = IndexSummary()
@@ -20,7 +21,9 @@ struct HandoffIndex: Sequence, Sendable {
       let old = newValue.map { notes.updateValue($0, forKey: key) } ?? notes.removeValue(forKey: key)
       let was = old.map(isOffered) ?? false
       let now = newValue.map(isOffered) ?? false
-      if was, now, let old, let newValue, old.entry.hash == newValue.entry.hash { return }
+      if was, now, let old, let newValue, old.entry.contentState == newValue.entry.contentState {
+        return
+      }
       if let newValue, now {
         summary.insert(key, newValue.entry)
       } else if let old, was {
@@ -30,7 +33,7 @@ struct HandoffIndex: Sequence, Sendable {
   }
 
   func isOffered(_ note: StoredNote) -> Bool {
-    !note.deleted && offeredTypes.contains(note.entry.activityType)
+    note.isOfferedState && offeredTypes.contains(note.entry.activityType)
       && note.entry.unencodableReason == nil
   }
 

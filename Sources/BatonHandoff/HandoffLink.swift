@@ -10,7 +10,10 @@ import Synchronization
 ///
 /// Liveness: the link sends PING after `keepAlive` without receiving
 /// anything, and closes when nothing at all (any frame counts) arrives for
-/// `silenceLimit` after a PING; `probe()` sends one at once (the agent does
+/// `silenceLimit` after the PING went out. A PING waits behind a message
+/// being sent (a large note takes many seconds on a slow radio): meanwhile
+/// the link lives as long as that message's frames keep going out, and is
+/// closed after `silenceLimit` with nothing out or in. `probe()` sends one at once (the agent does
 /// so when it hears the peer's beacon under a new address: rotated, or
 /// restarted with this link left half-open).
 public final class HandoffLink: Sendable {
@@ -48,7 +51,10 @@ public final class HandoffLink: Sendable {
     /// Our INDEX is sent when a note could not be written here (so that the
     /// peer pushes it again).
     var indexDue = false
+    /// When our PING went out (the sender sent it).
     var pingSent: ContinuousClock.Instant?
+    /// When a PING was asked for (it waits for the sender).
+    var pingAsked: ContinuousClock.Instant?
     /// nil until our walk (or the peer's INDEX) told what the peer holds:
     /// nothing is pushed before.
     var peerHas: [String: PeerCopy]?
@@ -123,9 +129,9 @@ public final class HandoffLink: Sendable {
   /// Checks at once that the peer still answers (PING now, unless one is out).
   public func probe() {
     let send = state.withLock { s -> Bool in
-      guard s.pingSent == nil, s.closed == nil else { return false }
+      guard s.pingSent == nil, s.pingAsked == nil, s.closed == nil else { return false }
       s.pingDue = true
-      s.pingSent = .now
+      s.pingAsked = .now
       return true
     }
     if send { wakeContinuation.yield() }
@@ -156,6 +162,14 @@ public final class HandoffLink: Sendable {
         s.nodesToSend = []
       }
       return (s.pingDue, s.pongDue, s.nodesToSend)
+    }
+  }
+
+  /// The sender sent the PING asked for.
+  func pingWasSent() {
+    state.withLock { s in
+      if s.pingAsked != nil { s.pingSent = .now }
+      s.pingAsked = nil
     }
   }
 
@@ -313,6 +327,11 @@ public final class HandoffLink: Sendable {
     }
   }
 
+  /// The copy the peer holds of a note, as far as we know.
+  func peerCopy(_ key: String) -> PeerCopy? {
+    state.withLock { $0.peerHas?[key] }
+  }
+
   /// Which of `entries` the peer lacks (nil before our walk or its INDEX told).
   func lacking(_ entries: [HandoffIndexEntry]) -> [HandoffIndexEntry]? {
     state.withLock { s in
@@ -351,6 +370,7 @@ public final class HandoffLink: Sendable {
       }
       let now = ContinuousClock.now
       let last = channel.lastReceived
+      let lastOut = channel.lastSent
       enum Verdict { case fine, wake, dead }
       let verdict = state.withLock { s -> Verdict in
         guard s.closed == nil else { return .dead }
@@ -363,10 +383,22 @@ public final class HandoffLink: Sendable {
             s.dead = true
             return .dead
           }
+        } else if let asked = s.pingAsked {
+          // The PING waits behind a message being sent: alive while its
+          // frames go out (or anything comes in).
+          if last >= asked {
+            s.pingAsked = nil
+            s.pingDue = false
+          } else if now - max(asked, lastOut) >= Self.silenceLimit {
+            s.closed =
+              "nothing went out to the peer or came from it for \(Self.silenceLimit) (sends blocked)"
+            s.dead = true
+            return .dead
+          }
         }
-        if s.pingSent == nil, now - last >= Self.keepAlive {
+        if s.pingSent == nil, s.pingAsked == nil, now - last >= Self.keepAlive {
           s.pingDue = true
-          s.pingSent = now
+          s.pingAsked = now
           verdict = .wake
         }
         if let at = s.resyncAt, now >= at {

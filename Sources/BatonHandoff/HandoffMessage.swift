@@ -12,10 +12,13 @@ public struct HandoffIndexEntry: Hashable, Sendable {
   public var version: VersionVector
   /// The device whose change made this version.
   public var origin: DeviceID
+  /// A tombstone (PROTOCOL.md section 7.2): the note was deleted at this
+  /// version; `hash` and `size` are those of the bytes it deleted.
+  public var deleted: Bool
 
   public init(
     activityType: String, path: String, hash: ContentHash, size: Int, version: VersionVector,
-    origin: DeviceID
+    origin: DeviceID, deleted: Bool = false
   ) {
     self.activityType = activityType
     self.path = path
@@ -23,7 +26,17 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     self.size = size
     self.version = version
     self.origin = origin
+    self.deleted = deleted
   }
+
+  /// What two entries of the same note must share to be the same: the
+  /// bytes, and whether they are deleted.
+  struct ContentState: Hashable, Sendable {
+    var hash: ContentHash
+    var deleted: Bool
+  }
+
+  var contentState: ContentState { ContentState(hash: hash, deleted: deleted) }
 
   func encode(into w: inout ByteWriter) {
     w.string(activityType, max: HandoffLimits.maxActivityTypeBytes)
@@ -32,7 +45,11 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     w.u64(UInt64(size))
     version.encode(into: &w)
     w.u64(origin.rawValue)
+    w.u8(deleted ? Self.tombstoneFlag : 0)
   }
+
+  /// The `flags` bit of a tombstone; the other bits are zero.
+  static let tombstoneFlag: UInt8 = 0x01
 
   static func decode(from r: inout WireReader) throws(WireError) -> HandoffIndexEntry {
     let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
@@ -42,8 +59,11 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     guard size <= UInt64(Int32.max) else { throw WireError("note size \(size)") }
     let version = try VersionVector.decode(from: &r)
     let origin = DeviceID(rawValue: try r.u64())
+    let flags = try r.u8()
+    guard flags & ~tombstoneFlag == 0 else { throw WireError("index entry flags \(flags)") }
     return HandoffIndexEntry(
-      activityType: type, path: path, hash: hash, size: Int(size), version: version, origin: origin)
+      activityType: type, path: path, hash: hash, size: Int(size), version: version, origin: origin,
+      deleted: flags == tombstoneFlag)
   }
 
   /// Why this entry cannot be offered to peers (a field over its wire limit,
@@ -75,6 +95,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
   /// The bytes `encode(into:)` writes.
   var encodedSize: Int {
     2 + activityType.utf8.count + 2 + path.utf8.count + 32 + 8 + 2 + 16 * version.counters.count + 8
+      + 1
   }
 }
 
@@ -215,6 +236,11 @@ package enum HandoffMessage: Equatable {
   /// Links only: notes the sender now holds (received from another peer), so
   /// that the receiver does not relay them to it.
   case have([HandoffIndexEntry])
+  /// Links only: tombstones the receiver lacks (section 7.2).
+  case gone([HandoffIndexEntry])
+  /// Links only: a rename (section 7.3): the old name's tombstone and the new
+  /// name's entry, with the same bytes, which the receiver holds already.
+  case moved(from: HandoffIndexEntry, to: HandoffIndexEntry)
 
   package enum UnavailableReason: UInt8 {
     case unknown = 1
@@ -239,6 +265,8 @@ package enum HandoffMessage: Equatable {
     case ping = 14
     case pong = 15
     case have = 16
+    case gone = 17
+    case moved = 18
   }
 
   package var kind: Kind {
@@ -259,13 +287,15 @@ package enum HandoffMessage: Equatable {
     case .ping: .ping
     case .pong: .pong
     case .have: .have
+    case .gone: .gone
+    case .moved: .moved
     }
   }
 
   /// The largest body a receiver accepts for `kind`.
   static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
     switch kind {
-    case .index, .turn, .nodes, .have: HandoffLimits.maxIndexBytes
+    case .index, .turn, .nodes, .have, .gone: HandoffLimits.maxIndexBytes
     case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
     default: HandoffLimits.maxControlBytes
     }
@@ -286,8 +316,11 @@ package enum HandoffMessage: Equatable {
       } else {
         w.u8(0)
       }
-    case .index(let entries), .have(let entries):
+    case .index(let entries), .have(let entries), .gone(let entries):
       Self.encode(entries, into: &w)
+    case .moved(let from, let to):
+      from.encode(into: &w)
+      to.encode(into: &w)
     case .turn(let digest, let entries):
       w.u32(digest)
       Self.encode(entries, into: &w)
@@ -359,6 +392,17 @@ package enum HandoffMessage: Equatable {
       message = .index(try decodeEntries(&r))
     case .have:
       message = .have(try decodeEntries(&r))
+    case .gone:
+      let entries = try decodeEntries(&r)
+      guard entries.allSatisfy(\.deleted) else { throw WireError("GONE lists a note that is not deleted") }
+      message = .gone(entries)
+    case .moved:
+      let from = try HandoffIndexEntry.decode(from: &r)
+      let to = try HandoffIndexEntry.decode(from: &r)
+      guard from.deleted, !to.deleted, from.hash == to.hash, from.activityType == to.activityType,
+        from.path != to.path
+      else { throw WireError("MOVED is not a tombstone and a note of the same bytes and type") }
+      message = .moved(from: from, to: to)
     case .turn:
       let digest = try r.u32()
       message = .turn(indexDigest: digest, try decodeEntries(&r))
@@ -421,7 +465,7 @@ package enum HandoffMessage: Equatable {
   /// `u32 n || n × entry`.
   private static func decodeEntries(_ r: inout WireReader) throws(WireError) -> [HandoffIndexEntry] {
     let count = Int(try r.u32())
-    guard count <= r.remaining / 60 + 1 else { throw WireError("index count \(count)") }
+    guard count <= r.remaining / 61 + 1 else { throw WireError("index count \(count)") }
     var entries: [HandoffIndexEntry] = []
     entries.reserveCapacity(count)
     for _ in 0..<count { entries.append(try HandoffIndexEntry.decode(from: &r)) }

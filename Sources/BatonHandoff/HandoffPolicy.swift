@@ -65,6 +65,10 @@ public enum HandoffCounter {
   public static let failed = "failed"
   /// Concurrent edits resolved as conflict copies (also counted in failed).
   public static let conflicts = "conflicts"
+  /// Notes deleted on a peer and moved to the trash here.
+  public static let trashed = "trashed"
+  /// Notes renamed on a peer and renamed here (no bytes crossed).
+  public static let renamed = "renamed"
   /// Sessions completed.
   public static let sessions = "sessions"
 }

@@ -229,38 +229,18 @@ extension HandoffEngine {
   /// The peer's entries worth fetching: missing here, newer, or concurrent with
   /// different content (and the tie-break of equal versions with different
   /// content). New paths come first, so conflict copies land before replacements.
+  /// Tombstones are applied on the way, never fetched (section 7.2); a
+  /// tombstone and a new note of the same bytes in the list are a rename
+  /// (section 7.3), taken here without a transfer when it can be.
   func needs(_ peerIndex: [HandoffIndexEntry], from peer: String, summary: inout SessionSummary)
     -> [HandoffIndexEntry]
   {
     var fresh: [HandoffIndexEntry] = []
     var updates: [HandoffIndexEntry] = []
-    for e in peerIndex {
-      guard folders[e.activityType] != nil else {
-        decline(e, from: peer, reason: "no folder declares activity type \(e.activityType)")
-        summary.declined += 1
-        continue
-      }
-      guard e.size <= policy.maxNoteSize else {
-        decline(
-          e, from: peer,
-          reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
-        summary.declined += 1
-        continue
-      }
-      guard Self.isSafePath(e.path) else {
-        fail(
-          activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
-        summary.failed += 1
-        continue
-      }
-      if let reason = folders[e.activityType]?.refusal(of: e.path) {
-        decline(e, from: peer, reason: "the folder refuses the name: \(reason)")
-        summary.declined += 1
-        continue
-      }
-      if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
-        fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
-        summary.failed += 1
+    var tombstones: [HandoffIndexEntry] = []
+    for e in peerIndex where admissible(e, from: peer, summary: &summary) {
+      if e.deleted {
+        tombstones.append(e)
         continue
       }
       let key = Self.key(e.activityType, e.path)
@@ -287,7 +267,46 @@ extension HandoffEngine {
         }
       }
     }
+    if !tombstones.isEmpty {
+      fresh = applyDeletions(tombstones, fresh: fresh, from: peer, summary: &summary)
+    }
     return fresh + updates
+  }
+
+  /// Whether a peer's entry may be taken at all: its folder is declared
+  /// here, it fits the size limit (a tombstone always does), its path is
+  /// safe and acceptable to the folder, and its version is plausible. A
+  /// refused entry is declined or failed, and counted.
+  func admissible(_ e: HandoffIndexEntry, from peer: String, summary: inout SessionSummary) -> Bool {
+    guard folders[e.activityType] != nil else {
+      decline(e, from: peer, reason: "no folder declares activity type \(e.activityType)")
+      summary.declined += 1
+      return false
+    }
+    guard e.deleted || e.size <= policy.maxNoteSize else {
+      decline(
+        e, from: peer,
+        reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
+      summary.declined += 1
+      return false
+    }
+    guard Self.isSafePath(e.path) else {
+      fail(
+        activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
+      summary.failed += 1
+      return false
+    }
+    if let reason = folders[e.activityType]?.refusal(of: e.path) {
+      decline(e, from: peer, reason: "the folder refuses the name: \(reason)")
+      summary.declined += 1
+      return false
+    }
+    if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
+      fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
+      summary.failed += 1
+      return false
+    }
+    return true
   }
 
   /// Why a peer's version of a note cannot be genuine, or nil if it can be.

@@ -73,17 +73,41 @@ extension HandoffStateStore {
   }
 }
 
-/// A note as the store remembers it: its index entry, and whether the file was
-/// deleted locally (deletions are not propagated; the entry stays so that an
-/// old copy from a peer is not fetched back).
+/// A note as the store remembers it: its index entry, and whether it is not
+/// in the folder now. A note not in the folder is either *deleted*, a
+/// tombstone offered to peers (`entry.deleted`, PROTOCOL.md section 7.2), or
+/// *withdrawn*: its file is there but not offered (over the size limit), or
+/// it was deleted before this agent made tombstones; a withdrawn note is
+/// never offered, and its entry stays so that the same bytes coming back
+/// are not a new version. The `deleted` column holds 0, 1 (withdrawn) or 2
+/// (tombstone).
 public struct StoredNote: Sendable, Equatable {
   public var entry: HandoffIndexEntry
-  public var deleted: Bool
+  /// Not in the folder now (deleted or withdrawn); set to false (the note is
+  /// back), it is no longer a tombstone either.
+  public var deleted: Bool {
+    didSet { if !deleted { entry.deleted = false } }
+  }
 
   public init(entry: HandoffIndexEntry, deleted: Bool = false) {
     self.entry = entry
-    self.deleted = deleted
+    self.deleted = deleted || entry.deleted
   }
+
+  /// A tombstone of `entry` at `version` (PROTOCOL.md section 7.2).
+  public static func tombstone(of entry: HandoffIndexEntry, version: VersionVector, origin: DeviceID)
+    -> StoredNote
+  {
+    var e = entry
+    e.version = version
+    e.origin = origin
+    e.deleted = true
+    return StoredNote(entry: e, deleted: true)
+  }
+
+  /// In the folder, or a tombstone: what peers are offered (if its folder
+  /// is configured and it fits the wire); not a withdrawn note.
+  var isOfferedState: Bool { !deleted || entry.deleted }
 }
 
 /// A peer seen in a successful session.

@@ -84,7 +84,7 @@ package struct IndexReconciliation {
   /// Our keys in nodes the peer lacks or holds otherwise: what TURN offers.
   private var offered: Set<String> = []
   /// The content hash the peer showed for each key it sent.
-  private var peerHashes: [String: ContentHash] = [:]
+  private var peerHashes: [String: HandoffIndexEntry.ContentState] = [:]
 
   init() {}
 
@@ -150,10 +150,10 @@ package struct IndexReconciliation {
           }
         }
       case .entries(let theirs):
-        var hashes: [String: ContentHash] = [:]
-        for e in theirs { hashes[HandoffEngine.key(e.activityType, e.path)] = e.hash }
+        var hashes: [String: HandoffIndexEntry.ContentState] = [:]
+        for e in theirs { hashes[HandoffEngine.key(e.activityType, e.path)] = e.contentState }
         for key in mine.summary.keys(depth: node.depth, prefix: node.prefix)
-        where hashes[key] == nil || hashes[key] != mine[key]?.entry.hash {
+        where hashes[key] == nil || hashes[key] != mine[key]?.entry.contentState {
           offered.insert(key)
         }
         peerHashes.merge(hashes) { $1 }
@@ -173,7 +173,7 @@ package struct IndexReconciliation {
     var bytes = 0
     var out: [HandoffIndexEntry] = []
     for key in offered.sorted() {
-      guard let note = mine[key], mine.isOffered(note), peerHashes[key] != note.entry.hash
+      guard let note = mine[key], mine.isOffered(note), peerHashes[key] != note.entry.contentState
       else { continue }
       bytes += note.entry.encodedSize
       if bytes > Self.turnBudget { break }

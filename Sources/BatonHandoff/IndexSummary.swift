@@ -9,7 +9,8 @@ import BatonSystem
 ///   BLAKE2b-256(`string type || string path`): its place does not depend on
 ///   its content, so both sides put the same note in the same node.
 /// - Its *fingerprint* is the first 16 bytes, little-endian, of
-///   BLAKE2b-256(`string type || string path || content hash`).
+///   BLAKE2b-256(`string type || string path || content hash`), with a
+///   byte 01 appended for a tombstone.
 /// - A node at depth d (0 to 8) holds the entries whose position starts with
 ///   the node's d nibbles (its prefix); its fingerprint is the sum modulo 2^128
 ///   of theirs, with their count. The root's gives the index digest.
@@ -98,11 +99,16 @@ struct IndexSummary: Sendable {
     return UInt32(h[0]) << 24 | UInt32(h[1]) << 16 | UInt32(h[2]) << 8 | UInt32(h[3])
   }
 
-  static func fingerprint(type: String, path: String, hash: ContentHash) -> Fingerprint {
+  /// A tombstone's input ends with one more byte, 01, so that a deleted
+  /// note never sums like the note it deleted.
+  static func fingerprint(type: String, path: String, hash: ContentHash, deleted: Bool = false)
+    -> Fingerprint
+  {
     var w = ByteWriter()
     w.string(type)
     w.string(path)
     w.raw(hash.bytes)
+    if deleted { w.u8(HandoffIndexEntry.tombstoneFlag) }
     let h = HandoffCrypto.hash(w.bytes)
     var low: UInt64 = 0
     var high: UInt64 = 0
@@ -116,7 +122,7 @@ struct IndexSummary: Sendable {
   static func item(_ e: HandoffIndexEntry) -> Item {
     Item(
       position: position(type: e.activityType, path: e.path),
-      fingerprint: fingerprint(type: e.activityType, path: e.path, hash: e.hash))
+      fingerprint: fingerprint(type: e.activityType, path: e.path, hash: e.hash, deleted: e.deleted))
   }
 
   // MARK: Changes

@@ -39,7 +39,7 @@ package struct SecureChannel: Sendable {
   /// The handshake version (M1 and M2 byte 1). Version 2 added the ephemeral
   /// X25519 key agreement; the beacon's own format version stays
   /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  package static let handshakeVersion: UInt8 = 3
+  package static let handshakeVersion: UInt8 = 4
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03

@@ -110,6 +110,10 @@ extension BLEHost {
       _ = self?.state.withLock { $0.scanSubscribers.removeValue(forKey: id) }
     }
     if !state.withLock({ $0.scanning }) {
+      // Forgotten before scanning starts, not after: a report can arrive
+      // as soon as the controller has the command, and forgetting it then
+      // would let its repeat through.
+      state.withLock { $0.lastDelivered.removeAll() }
       do {
         try await controller.send(.leSetScanParameters(.init()))
         try await controller.send(.leSetScanEnable(true, filterDuplicates: false))
@@ -117,10 +121,7 @@ extension BLEHost {
         continuation.finish()
         throw error
       }
-      state.withLock {
-        $0.scanning = true
-        $0.lastDelivered.removeAll()
-      }
+      state.withLock { $0.scanning = true }
       log.info("scanning")
     }
     return stream

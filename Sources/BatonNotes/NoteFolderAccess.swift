@@ -62,6 +62,27 @@ public enum NoteWriteOutcome: Sendable, Equatable {
   case conflictCopy(relativePath: String)
 }
 
+/// What moving a note to the trash did (`NoteFolderAccess.trashNote`).
+public enum NoteTrashOutcome: Sendable, Equatable {
+  /// Moved; the path in the trash, relative to the folder.
+  case trashed(trashPath: String)
+  /// No file there: nothing to move.
+  case gone
+  /// The file holds other bytes than the version deleted (an edit): it stays.
+  case changed
+}
+
+/// What moving a note within its folder did (`NoteFolderAccess.renameNote`).
+public enum NoteMoveOutcome: Sendable, Equatable {
+  case moved
+  /// No file at the old name.
+  case gone
+  /// The file holds other bytes than expected: it stays.
+  case changed
+  /// Something is already at the new name: nothing moved.
+  case taken
+}
+
 /// One incoming note to write (`NoteFolderAccess.writeNotes`).
 public struct NoteWrite: Sendable {
   public var relativePath: String
@@ -104,6 +125,15 @@ public protocol NoteFolderAccess: AnyObject, Sendable {
   /// (its names policy), or nil if the name is acceptable; checked before
   /// fetching a peer's note.
   func refusal(of relativePath: String) -> String?
+  /// Moves a note deleted on a peer to the folder's trash, if its file still
+  /// holds `expected`'s bytes; folders it leaves empty are removed.
+  func trashNote(_ relativePath: String, expected: ContentHash) throws -> NoteTrashOutcome
+  /// Renames a note renamed on a peer, if its file still holds `expected`'s
+  /// bytes and the new name is free; never replaces a file.
+  func renameNote(_ from: String, to: String, expected: ContentHash) throws -> NoteMoveOutcome
+  /// Whether the folder itself is there: the notes of a folder that is gone
+  /// (an unmounted disk) are not taken as deleted.
+  var isAvailable: Bool { get }
 }
 
 extension NoteFolderAccess {

@@ -205,7 +205,7 @@ struct NoteWriter: Sendable {
   // MARK: Steps
 
   /// Opens the folder `components` below the root, creating missing ones.
-  private func openDirectory(
+  func openDirectory(
     _ relativePath: String, _ components: ArraySlice<String>, create: Bool
   ) throws(NotesError) -> FileDescriptor {
     var directory: FileDescriptor
@@ -244,7 +244,7 @@ struct NoteWriter: Sendable {
     return directory
   }
 
-  private struct Version {
+  struct Version {
     var hash: ContentHash?
     var bytes: [UInt8]?
     var size: Int
@@ -253,7 +253,7 @@ struct NoteWriter: Sendable {
 
   /// The file now at `name` (nil: none). A file over the size limit has no
   /// hash (it matches no expected version).
-  private func currentVersion(
+  func currentVersion(
     _ relativePath: String, in directory: FileDescriptor, name: String
   ) throws(NotesError) -> Version? {
     let fd: FileDescriptor
@@ -317,7 +317,7 @@ struct NoteWriter: Sendable {
     }
   }
 
-  private func syncDirectory(_ directory: FileDescriptor, _ relativePath: String) {
+  func syncDirectory(_ directory: FileDescriptor, _ relativePath: String) {
     do {
       try directory.sync()
     } catch {

@@ -11,6 +11,10 @@ public enum NotesEvent: Sendable, Equatable {
   case saved(NoteSave)
   /// A note deleted or moved away (or turned invalid); the index dropped it.
   case removed(relativePath: String)
+  /// A note renamed or moved within the folder (one rename(2), of the note
+  /// or of a folder holding it): the old name is gone, the save is the new
+  /// name's content.
+  case renamed(from: String, to: NoteSave)
 }
 
 /// A folder of markdown notes: its index, a recursive inotify watch turning
@@ -31,6 +35,10 @@ public final class NotesFolder: NoteFolderAccess {
   public let root: String
   public let names: NoteNames
   public let maximumNoteSize: Int
+  /// How many days a note deleted on a peer stays in the trash (`trash-days`).
+  public let trashDays: Int
+  /// The default of `trashDays`.
+  public static let defaultTrashDays = 30
 
   let index: NoteIndex
   let tuning: NotesWatcher.Tuning
@@ -46,14 +54,17 @@ public final class NotesFolder: NoteFolderAccess {
   /// Opens the folder at `root`. Throws `NotesError.rootMissing` or
   /// `.rootNotADirectory`. Nothing is read until `start()` or `buildIndex()`.
   public convenience init(
-    root: String, pattern: String = "*.md", maximumNoteSize: Int = 1 << 20
+    root: String, pattern: String = "*.md", maximumNoteSize: Int = 1 << 20,
+    trashDays: Int = NotesFolder.defaultTrashDays
   ) throws {
     try self.init(
-      root: root, pattern: pattern, maximumNoteSize: maximumNoteSize, tuning: .init())
+      root: root, pattern: pattern, maximumNoteSize: maximumNoteSize, tuning: .init(),
+      trashDays: trashDays)
   }
 
   init(
-    root: String, pattern: String, maximumNoteSize: Int, tuning: NotesWatcher.Tuning
+    root: String, pattern: String, maximumNoteSize: Int, tuning: NotesWatcher.Tuning,
+    trashDays: Int = NotesFolder.defaultTrashDays
   ) throws {
     var info = stat()
     guard stat(root, &info) == 0 else {
@@ -71,6 +82,7 @@ public final class NotesFolder: NoteFolderAccess {
     self.root = resolved
     self.names = NoteNames(pattern: pattern)
     self.maximumNoteSize = maximumNoteSize
+    self.trashDays = trashDays
     self.tuning = tuning
     self.index = NoteIndex(root: resolved, maximumNoteSize: maximumNoteSize)
     self.writer = NoteWriter(
@@ -192,6 +204,31 @@ public final class NotesFolder: NoteFolderAccess {
   ) throws -> NoteWriteOutcome {
     try writer.write(relativePath, bytes: bytes, replacing: expected, peer: peer)
   }
+
+  /// Moves a note to `.baton-trash/<UTC day>/` (see `NoteWriter.trash`),
+  /// then removes the trash's day folders older than `trashDays` days.
+  public func trashNote(_ relativePath: String, expected: ContentHash) throws -> NoteTrashOutcome {
+    let now = NoteWriter.wallClock()
+    let outcome = try writer.trash(relativePath, expected: expected, day: NoteWriter.day(now))
+    purgeTrash(now: now)
+    return outcome
+  }
+
+  /// Removes the trash's day folders older than `trashDays` days; returns how many.
+  @discardableResult
+  public func purgeTrash(now: Int64? = nil) -> Int {
+    let now = now ?? NoteWriter.wallClock()
+    let (oldest, overflow) = Int64(trashDays).multipliedReportingOverflow(by: 86_400)
+    guard !overflow else { return 0 }
+    return writer.purgeTrash(before: NoteWriter.day(now - oldest))
+  }
+
+  /// Renames a note within the folder (see `NoteWriter.rename`).
+  public func renameNote(_ from: String, to: String, expected: ContentHash) throws -> NoteMoveOutcome {
+    try writer.rename(from, to: to, expected: expected)
+  }
+
+  public var isAvailable: Bool { NoteFile.isDirectory(root) }
 
   /// Writes several incoming notes with one flush for all (see `writeNote`
   /// for each; `NoteWriter.writeBatch` for the order of the steps).

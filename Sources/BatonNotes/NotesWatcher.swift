@@ -19,7 +19,10 @@ import Synchronization
 /// means someone writes again, so it waits for the next close), and reported
 /// only when its hash differs from the index. Removals: `IN_MOVED_FROM` and
 /// `IN_DELETE` are checked after a delay, so a backup-and-rename save (vim,
-/// emacs) is not mistaken for a deletion. `IN_Q_OVERFLOW`: a full rescan.
+/// emacs) is not mistaken for a deletion. Renames: an `IN_MOVED_FROM` and
+/// an `IN_MOVED_TO` with the same cookie (one rename(2) of a note, or of a
+/// folder holding notes) whose old name is gone when the new one is read are
+/// reported as one `.renamed`. `IN_Q_OVERFLOW`: a full rescan.
 ///
 /// Limits: a change made without closing a write descriptor (truncate(2) by
 /// path, writes through mmap) or a hard link made with link(2) is seen at
@@ -60,6 +63,10 @@ final class NotesWatcher: @unchecked Sendable {
   private var parentWatch: Inotify.Watch?
   private var pendingSaves: [String: UInt64] = [:]
   private var pendingRemovals: [String: UInt64] = [:]
+  /// Notes and folders moved away, by the cookie their move-to will carry.
+  private var movedAway: [UInt32: (path: String, isDirectory: Bool)] = [:]
+  /// New names of notes moved within the folder, with their old names.
+  private var renames: [String: String] = [:]
   /// Notes with events since the last drain (their reads may be torn).
   private var touched: Set<String> = []
   private var overflowed = false
@@ -172,12 +179,21 @@ final class NotesWatcher: @unchecked Sendable {
     if event.mask.contains(.isDirectory) {
       guard NoteNames.isWatchedDirectory(event.name) else { return }
       if event.mask.contains(.create) || event.mask.contains(.movedTo) {
+        if event.mask.contains(.movedTo), let old = movedAway.removeValue(forKey: event.cookie),
+          old.isDirectory
+        {
+          let prefix = old.path + "/"
+          for note in index.paths(under: old.path) where note.hasPrefix(prefix) {
+            renames[path + "/" + note.dropFirst(prefix.count)] = note
+          }
+        }
         do {
           try watchTree(path, report: true)
         } catch {
           log.error("\(error)")
         }
       } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
+        if event.mask.contains(.movedFrom) { rememberMove(event.cookie, path, isDirectory: true) }
         unwatchTree(path)
         let due = NotesWatcher.now() + tuning.removalDelayNanoseconds
         for note in index.paths(under: path) { pendingRemovals[note] = due }
@@ -187,13 +203,40 @@ final class NotesWatcher: @unchecked Sendable {
     guard names.isNote(event.name) else { return }
     touched.insert(path)
     if event.mask.contains(.closeWrite) || event.mask.contains(.movedTo) {
+      if event.mask.contains(.movedTo), let old = movedAway.removeValue(forKey: event.cookie),
+        !old.isDirectory
+      {
+        renames[path] = old.path
+      }
       pendingSaves[path] = NotesWatcher.now() + tuning.settleNanoseconds
     } else if event.mask.contains(.modify) {
       // Written again after a close: wait for the writer's next close.
       pendingSaves[path] = nil
     } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
+      if event.mask.contains(.movedFrom) { rememberMove(event.cookie, path, isDirectory: false) }
       pendingRemovals[path] = NotesWatcher.now() + tuning.removalDelayNanoseconds
     }
+  }
+
+  /// A move away whose move-to (same cookie) may follow; the memory is
+  /// bounded (a move out of the folder never gets its move-to).
+  private func rememberMove(_ cookie: UInt32, _ path: String, isDirectory: Bool) {
+    if movedAway.count >= 256 { movedAway.removeAll() }
+    movedAway[cookie] = (path, isDirectory)
+  }
+
+  /// Yields an event; a save of a note's new name whose old name is gone
+  /// becomes `.renamed` (and the old name's removal is not reported again).
+  private func report(_ event: NotesEvent) {
+    if case .saved(let save) = event, let old = renames.removeValue(forKey: save.relativePath),
+      index.dropIfGone(old)
+    {
+      pendingRemovals[old] = nil
+      log.debug("renamed \(old) to \(save.relativePath)")
+      continuation?.yield(.renamed(from: old, to: save))
+      return
+    }
+    continuation?.yield(event)
   }
 
   /// Reads the notes whose settle delay is over, then drains the queue
@@ -213,8 +256,9 @@ final class NotesWatcher: @unchecked Sendable {
       }
       drain()
       for (path, inspection) in inspections where !overflowed && !touched.contains(path) {
-        if let event = index.commit(inspection) { continuation?.yield(event) }
+        if let event = index.commit(inspection) { report(event) }
       }
+      for path in due where pendingSaves[path] == nil { renames[path] = nil }
       touched.removeAll()
     }
     for (path, due) in pendingRemovals.sorted(by: { $0.key < $1.key }) where due <= now {
@@ -342,6 +386,8 @@ final class NotesWatcher: @unchecked Sendable {
   private func rescan() {
     pendingSaves.removeAll()
     pendingRemovals.removeAll()
+    movedAway.removeAll()
+    renames.removeAll()
     let old = directories
     directories.removeAll()
     var present = Set<String>()

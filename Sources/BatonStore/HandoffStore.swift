@@ -219,7 +219,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       [
         .text(e.activityType), .text(e.path), .blob(e.hash.bytes), .integer(Int64(e.size)),
         .blob(e.version.encoded), .integer(Int64(bitPattern: e.origin.rawValue)),
-        .integer(note.deleted ? 1 : 0),
+        .integer(e.deleted ? 2 : note.deleted ? 1 : 0),
       ])
   }
 
@@ -297,7 +297,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     return StoredNote(
       entry: HandoffIndexEntry(
         activityType: type, path: path, hash: hash, size: Int(size), version: version,
-        origin: DeviceID(rawValue: UInt64(bitPattern: origin))),
+        origin: DeviceID(rawValue: UInt64(bitPattern: origin)), deleted: deleted == 2),
       deleted: deleted != 0)
   }
 

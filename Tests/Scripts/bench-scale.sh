@@ -6,9 +6,11 @@
 #  - with 10,000 notes in sync, one 2 KB save: latency (against a folder of
 #    10 notes) and HCI bytes moved, from A's btsnoop log;
 #  - memory of an agent holding 100,000 notes in its index (target < 64 MB),
-#    and its first start and restart times.
+#    and its first start and restart times;
+#  - issue 12: the HCI bytes of a 1 MB note's fresh transfer, and of its
+#    rename afterwards (which travels as a rename, without the bytes).
 # Options go to `baton-bench scale` (--small N, --large N, --saves N,
-# --memory-notes N, --only small|large|save|memory, --keep).
+# --memory-notes N, --only small|large|save|memory|rename, --keep).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"

@@ -115,8 +115,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 3]) + b"\x11" * 32
-    head2 = bytes([2, 3]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 4]) + b"\x11" * 32
+    head2 = bytes([2, 4]) + b"\x22" * 32 + e_r + b"\x33" * 24
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
     head3 = bytes([3]) + e_i + b"\x44" * 24
     m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
@@ -150,7 +150,7 @@ def main():
     got["pong_frame"] = seal_frame(okm[:32], 1, bytes([15, 0]))
     # HAVE with the NOTE's index entry (size 5, origin alice), the initiator's frame 2
     entry = (string("org.example.notes") + string("a.md") + chash + struct.pack("<Q", len(content))
-             + version + struct.pack("<Q", alice))
+             + version + struct.pack("<Q", alice) + bytes([0]))
     got["have_plaintext"] = bytes([16, 0]) + struct.pack("<I", 1) + entry
     got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
 
@@ -167,7 +167,8 @@ def main():
     digest = hashlib.blake2b(struct.pack("<Q", root_count) + root_fp.to_bytes(16, "little"), digest_size=32).digest()
     got["index_digest_full"] = digest
     got["index_digest"] = digest[:4]
-    entry = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + version + struct.pack("<Q", alice))
+    entry = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + version + struct.pack("<Q", alice)
+             + bytes([0]))
     # GET_NODES: the root (children or entries, as the responder likes) and
     # the depth-1 node holding the note, entries wanted (flag 0x80)
     got["get_nodes"] = bytes([11]) + struct.pack("<H", 2) + bytes([0]) + struct.pack("<I", 0) \
@@ -180,6 +181,18 @@ def main():
     got["nodes"] = bytes([12]) + struct.pack("<H", 2) + bytes([1]) + struct.pack("<I", 1) + entry \
         + bytes([0]) + children
     got["turn"] = bytes([8]) + digest[:4] + struct.pack("<I", 1) + entry
+
+    # Deletions and renames (sections 7.2, 7.3): a.md deleted by alice at
+    # {alice: 3, bob: 1}, then the same bytes as b.md at {alice: 1}
+    deleted_version = vv([(alice, 3), (bob, 1)])
+    tombstone = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + deleted_version
+                 + struct.pack("<Q", alice) + bytes([1]))
+    got["tombstone_fingerprint"] = hashlib.blake2b(
+        string(typ) + string(path) + chash + bytes([1]), digest_size=32).digest()[:16]
+    got["gone"] = bytes([17]) + struct.pack("<I", 1) + tombstone
+    renamed = (string(typ) + string("b.md") + chash + struct.pack("<Q", 5) + vv([(alice, 1)])
+               + struct.pack("<Q", alice) + bytes([0]))
+    got["moved"] = bytes([18]) + tombstone + renamed
 
     # Alice's resolvable address with the random part a1 b2 43 (little-endian)
     got["k_address"] = kdf(group, 1, "baton-ad")

@@ -22,6 +22,9 @@ public struct AgentConfiguration: Sendable, Equatable {
   /// The largest note sent or accepted, in bytes (`max-note-size`; default
   /// 1 MiB).
   public var maxNoteSize: Int
+  /// How many days a note deleted on a peer stays in a folder's trash
+  /// (`trash-days`, 1 to 3650; default 30).
+  public var trashDays: Int
   /// Names of the peers whose activities are accepted (`allowed-peers`);
   /// empty means every peer holding the group key.
   public var allowedPeers: [String]
@@ -35,6 +38,7 @@ public struct AgentConfiguration: Sendable, Equatable {
     advertisingInterval: Duration = AgentConfiguration.defaultAdvertisingInterval,
     addressRotation: Duration = AgentConfiguration.defaultAddressRotation,
     maxNoteSize: Int = AgentConfiguration.defaultMaxNoteSize,
+    trashDays: Int = AgentConfiguration.defaultTrashDays,
     allowedPeers: [String] = [], hciLog: String? = nil, folders: [FolderConfiguration]
   ) {
     self.name = name
@@ -44,6 +48,7 @@ public struct AgentConfiguration: Sendable, Equatable {
     self.advertisingInterval = advertisingInterval
     self.addressRotation = addressRotation
     self.maxNoteSize = maxNoteSize
+    self.trashDays = trashDays
     self.allowedPeers = allowedPeers
     self.hciLog = hciLog
     self.folders = folders
@@ -55,6 +60,8 @@ public struct AgentConfiguration: Sendable, Equatable {
   public static let addressRotationRange: ClosedRange<Int> = 1...1440
   public static let defaultMaxNoteSize = 1 << 20
   public static let maxNoteSizeRange: ClosedRange<Int> = 1...(16 << 20)
+  public static let defaultTrashDays = 30
+  public static let trashDaysRange: ClosedRange<Int> = 1...3650
   /// The longest agent name, in UTF-8 bytes.
   public static let maximumNameLength = 32
 

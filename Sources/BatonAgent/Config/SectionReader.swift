@@ -13,6 +13,7 @@ struct SectionReader {
     var advertisingInterval: Duration?
     var addressRotation: Duration?
     var maxNoteSize: Int?
+    var trashDays: Int?
     var allowedPeers: [String] = []
     var hciLog: String?
   }
@@ -185,6 +186,9 @@ struct SectionReader {
       case "max-note-size":
         agent.maxNoteSize = try ConfigurationValues.byteSize(
           value, in: AgentConfiguration.maxNoteSizeRange)
+      case "trash-days":
+        agent.trashDays = try ConfigurationValues.integer(
+          value, in: AgentConfiguration.trashDaysRange, unit: "d", what: "days")
       case "allowed-peers": readAllowedPeers(entry)
       default:
         problem(

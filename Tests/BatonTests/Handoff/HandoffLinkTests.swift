@@ -158,6 +158,26 @@ import Testing
     #expect(a.folder.text("n.md") == "N\n")
   }
 
+  /// A note whose sending takes longer than the keep-alive and the silence
+  /// limit together (about 20 s here): the PING waits behind it, the link
+  /// stays up because the note's frames keep going out, and the note is
+  /// sent once.
+  @Test func aLongTransferOutlivesTheKeepAlive() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    let (la, lb, ra, rb) = try await link(a, b, over: (SlowChannel(ca, delay: .milliseconds(70)), cb))
+    #expect(await until { la.endReason == nil && lb.endReason == nil && a.folder.paths.isEmpty })
+    let text = String(repeating: "A long note line of about fifty bytes, again.\n", count: 3_000)
+    await a.save("long.md", text)
+    #expect(await until(90) { b.folder.text("long.md") == text })
+    #expect(la.endReason == nil, "\(la.endReason ?? "")")
+    #expect(await a.counter(HandoffCounter.sent) == 1)
+    await la.close()
+    _ = await ra.value
+    _ = await rb.value
+  }
+
   @Test func aLinkWhosePeerStopsAnsweringIsClosed() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
@@ -176,6 +196,23 @@ import Testing
     #expect(reason.contains("PING"), "\(reason)")
     await cb.close()
   }
+}
+
+/// A channel whose sends each take `delay` (a slow radio).
+private final class SlowChannel: MessageChannel {
+  let inner: any MessageChannel
+  let delay: Duration
+  init(_ inner: any MessageChannel, delay: Duration) {
+    self.inner = inner
+    self.delay = delay
+  }
+  var maximumMessageSize: Int { inner.maximumMessageSize }
+  func send(_ message: [UInt8]) async throws {
+    try await Task.sleep(for: delay)
+    try await inner.send(message)
+  }
+  func receive() async throws -> [UInt8]? { try await inner.receive() }
+  func close() async { await inner.close() }
 }
 
 /// A channel that counts the bytes sent through it.

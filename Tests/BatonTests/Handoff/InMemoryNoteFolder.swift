@@ -87,6 +87,36 @@ final class InMemoryNoteFolder: NoteFolderAccess {
     return outcome
   }
 
+  /// Notes moved to the trash, by their path in the folder (the last copy).
+  let trashed = Mutex<[String: [UInt8]]>([:])
+
+  func trashNote(_ relativePath: String, expected: ContentHash) throws -> NoteTrashOutcome {
+    if failWrites.withLock({ $0 }) { throw DiskFull() }
+    return files.withLock { files -> NoteTrashOutcome in
+      guard let bytes = files[relativePath] else { return .gone }
+      guard ContentHash(of: bytes) == expected else { return .changed }
+      files[relativePath] = nil
+      trashed.withLock { $0[relativePath] = bytes }
+      return .trashed(trashPath: ".baton-trash/today/" + relativePath)
+    }
+  }
+
+  var isAvailable: Bool { true }
+
+  func renameNote(_ from: String, to: String, expected: ContentHash) throws -> NoteMoveOutcome {
+    if failWrites.withLock({ $0 }) { throw DiskFull() }
+    let outcome = files.withLock { files -> NoteMoveOutcome in
+      guard let bytes = files[from] else { return .gone }
+      guard ContentHash(of: bytes) == expected else { return .changed }
+      guard files[to] == nil else { return .taken }
+      files[from] = nil
+      files[to] = bytes
+      return .moved
+    }
+    if outcome == .moved { touch(to) }
+    return outcome
+  }
+
   private static func split(_ path: String) -> (String, String) {
     guard let dot = path.lastIndex(of: "."), !path[dot...].contains("/") else { return (path, "") }
     return (String(path[..<dot]), String(path[dot...]))

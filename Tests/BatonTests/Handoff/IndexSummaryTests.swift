@@ -17,12 +17,13 @@ import Testing
     var nodes: [Int: [UInt32: IndexSummary.Node]] = [:]
     var keys: [Int: [UInt32: Set<String>]] = [:]
     for (key, note) in notes
-    where !note.deleted && types.contains(note.entry.activityType)
+    where (!note.deleted || note.entry.deleted) && types.contains(note.entry.activityType)
       && note.entry.unencodableReason == nil
     {
       let e = note.entry
       let position = IndexSummary.position(type: e.activityType, path: e.path)
-      let fp = IndexSummary.fingerprint(type: e.activityType, path: e.path, hash: e.hash)
+      let fp = IndexSummary.fingerprint(
+        type: e.activityType, path: e.path, hash: e.hash, deleted: e.deleted)
       for depth in 0...8 {
         let prefix = depth == 0 ? 0 : position >> (32 - 4 * UInt32(depth))
         var node = nodes[depth, default: [:]][prefix, default: IndexSummary.Node()]
@@ -96,10 +97,17 @@ import Testing
           entry: Self.entry(path, "v\(rng.next() % 5)", type: type, version: rng.next() % 9 + 1))
       case 2:  // version only (a merge)
         note?.entry.version = VersionVector([DeviceID(rawValue: 9): rng.next() % 9 + 1])
-      case 3:  // deleted locally
-        note?.deleted = true
+      case 3:  // deleted (a tombstone), or withdrawn (over the size limit)
+        if rng.next() % 2 == 0, let live = note {
+          note = .tombstone(
+            of: live.entry, version: VersionVector([DeviceID(rawValue: 7): rng.next() % 9 + 1]),
+            origin: DeviceID(rawValue: 7))
+        } else {
+          note?.deleted = true
+        }
       case 4:  // found again
         note?.deleted = false
+        note?.entry.deleted = false
       case 5:  // gone from the index altogether
         note = nil
       default:  // a path over the wire limit: not offered

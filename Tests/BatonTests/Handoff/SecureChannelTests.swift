@@ -233,26 +233,26 @@ final class TamperingChannel: MessageChannel {
   }
 
   @Test func newerPeerIsToldToUpgradeThisAgent() {
-    let error = HandoffError.peerProtocolVersion(peer: "p", version: 4)
+    let error = HandoffError.peerProtocolVersion(peer: "p", version: 5)
     let text = "\(error)"
-    #expect(text.contains("speaks baton protocol 4") && text.contains("upgrade this agent"))
+    #expect(text.contains("speaks baton protocol 5") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 3 (the index summary) refuses a protocol 2 hello with the
-  /// upgrade message, as protocol 2 did protocol 1's.
-  @Test func protocol2InitiatorGetsTheUpgradeMessage() async throws {
+  /// Protocol 4 (deletions and renames) refuses a protocol 3 hello with the
+  /// upgrade message, as protocol 3 did protocol 2's.
+  @Test func protocol3InitiatorGetsTheUpgradeMessage() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
-    try await old.send([0x01, 0x02] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 3])
+    try await old.send([0x01, 0x03] + HandoffCrypto.random(32))
+    #expect(try await old.receive() == [0x02, 4])
     guard case .failure(let error) = await session else {
-      Issue.record("a protocol 2 hello was accepted")
+      Issue.record("a protocol 3 hello was accepted")
       return
     }
-    #expect("\(error)".contains("peer old speaks baton protocol 2; upgrade it to this version"))
+    #expect("\(error)".contains("peer old speaks baton protocol 3; upgrade it to this version"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)

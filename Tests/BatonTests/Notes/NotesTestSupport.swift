@@ -40,11 +40,21 @@ final class NotesEventRecorder: Sendable {
   var events: [NotesEvent] { store.events.withLock { $0 } }
 
   var saves: [NoteSave] {
-    events.compactMap { if case .saved(let save) = $0 { save } else { nil } }
+    events.compactMap {
+      switch $0 {
+      case .saved(let save), .renamed(_, let save): save
+      case .removed: nil
+      }
+    }
   }
 
   var removals: [String] {
-    events.compactMap { if case .removed(let path) = $0 { path } else { nil } }
+    events.compactMap {
+      switch $0 {
+      case .removed(let path), .renamed(let path, _): path
+      case .saved: nil
+      }
+    }
   }
 
   /// Waits until `condition` holds over the events (or `timeout` seconds).

@@ -1,0 +1,167 @@
+import BatonSystem
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Deletions and renames made on a peer (baton(1), "Deletions and
+/// renames"): a note deleted there is moved, never unlinked, to
+/// `.baton-trash/<UTC yyyy-mm-dd>/<its path>` in its own folder (a hidden
+/// folder, so never taken for notes), and the day folders older than the
+/// retention are removed; a note renamed there is renamed here.
+extension NoteWriter {
+  /// The trash folder's name, directly below the notes folder.
+  static let trashFolder = ".baton-trash"
+
+  /// Moves the note at `relativePath` to the trash if its file holds
+  /// `expected`'s bytes (anything else is an edit this agent has not
+  /// recorded yet, which a deletion made elsewhere must not take away).
+  /// `day` is the day folder (`yyyy-mm-dd`). A name already in the day's
+  /// trash gets `-2`, `-3` ... before its extension. Then the note's folders
+  /// left empty are removed, up to (not including) the notes folder.
+  func trash(_ relativePath: String, expected: ContentHash, day: String) throws(NotesError)
+    -> NoteTrashOutcome
+  {
+    let components = try names.validate(relativePath)
+    let name = components.last!
+    let directory: FileDescriptor
+    do {
+      directory = try openDirectory(relativePath, components.dropLast(), create: false)
+    } catch .system(_, _, .noEntry) {
+      return .gone
+    }
+    defer { directory.closeIgnoringErrors() }
+    guard let current = try currentVersion(relativePath, in: directory, name: name) else {
+      return .gone
+    }
+    guard current.hash == expected else { return .changed }
+    let place = [Self.trashFolder, day] + components.dropLast()
+    let trash = try openDirectory(relativePath, place[...], create: true)
+    defer { trash.closeIgnoringErrors() }
+    for attempt in 1...100 {
+      let target = attempt == 1 ? name : Self.numbered(name, attempt)
+      guard let error = Self.move(name, in: directory, to: target, in: trash) else {
+        syncDirectory(trash, relativePath)
+        syncDirectory(directory, relativePath)
+        removeEmptyFolders(components.dropLast(), of: relativePath)
+        return .trashed(trashPath: (place + [target]).joined(separator: "/"))
+      }
+      if error != .exists { throw NotesError.writing("move to the trash", relativePath, error) }
+    }
+    throw .system(operation: "choose a name in the trash for", path: relativePath, errno: .exists)
+  }
+
+  /// Renames the note at `from` to `to` if its file holds `expected`'s
+  /// bytes and nothing is at `to` (folders of `to` are created; those `from`
+  /// leaves empty are removed).
+  func rename(_ from: String, to: String, expected: ContentHash) throws(NotesError) -> NoteMoveOutcome {
+    let source = try names.validate(from)
+    let target = try names.validate(to)
+    let directory: FileDescriptor
+    do {
+      directory = try openDirectory(from, source.dropLast(), create: false)
+    } catch .system(_, _, .noEntry) {
+      return .gone
+    }
+    defer { directory.closeIgnoringErrors() }
+    guard let current = try currentVersion(from, in: directory, name: source.last!) else {
+      return .gone
+    }
+    guard current.hash == expected else { return .changed }
+    let destination = try openDirectory(to, target.dropLast(), create: true)
+    defer { destination.closeIgnoringErrors() }
+    if let error = Self.move(source.last!, in: directory, to: target.last!, in: destination) {
+      if error == .exists { return .taken }
+      throw NotesError.writing("rename \(NotesError.quoted(from)) to", to, error)
+    }
+    syncDirectory(destination, to)
+    syncDirectory(directory, from)
+    removeEmptyFolders(source.dropLast(), of: from)
+    return .moved
+  }
+
+  /// Moves `name` without ever replacing a file at `target`: a hard link
+  /// then an unlink, or (where the file system has no hard links) a rename
+  /// after checking that `target` is free. The error, if any.
+  private static func move(
+    _ name: String, in directory: FileDescriptor, to target: String, in trash: FileDescriptor
+  ) -> Errno? {
+    if linkat(directory.rawValue, name, trash.rawValue, target, 0) == 0 {
+      guard unlinkat(directory.rawValue, name, 0) == 0 else {
+        let error = Errno.current
+        _ = unlinkat(trash.rawValue, target, 0)
+        return error
+      }
+      return nil
+    }
+    let error = Errno.current
+    guard error == .permissionDenied || error.rawValue == EPERM || error.rawValue == EXDEV else {
+      return error
+    }
+    var info = stat()
+    if fstatat(trash.rawValue, target, &info, AT_SYMLINK_NOFOLLOW) == 0 { return .exists }
+    return renameat(directory.rawValue, name, trash.rawValue, target) == 0 ? nil : Errno.current
+  }
+
+  /// `name` with `-n` before its last dot (or at its end).
+  static func numbered(_ name: String, _ n: Int) -> String {
+    guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "\(name)-\(n)" }
+    return "\(name[..<dot])-\(n)\(name[dot...])"
+  }
+
+  /// Removes the folders of `components` that are empty, deepest first,
+  /// stopping at the first that is not (rmdir(2) never removes a file).
+  private func removeEmptyFolders(_ components: ArraySlice<String>, of relativePath: String) {
+    var folders = components
+    while let last = folders.last {
+      folders.removeLast()
+      guard let parent = try? openDirectory(relativePath, folders, create: false) else { return }
+      let removed = unlinkat(parent.rawValue, last, AT_REMOVEDIR) == 0
+      parent.closeIgnoringErrors()
+      if !removed { return }
+    }
+  }
+
+  /// Removes the trash's day folders whose day is before `oldestKept`
+  /// (`yyyy-mm-dd`); other names in the trash are left alone. Returns how
+  /// many day folders went.
+  @discardableResult
+  func purgeTrash(before oldestKept: String) -> Int {
+    let trash = NoteFile.join(root, Self.trashFolder)
+    var removed = 0
+    for (name, kind) in NoteFile.list(trash)
+    where kind == .directory && Self.isDay(name) && name < oldestKept {
+      Self.removeTree(trash + "/" + name)
+      removed += 1
+    }
+    return removed
+  }
+
+  /// Whether `name` is `yyyy-mm-dd`.
+  static func isDay(_ name: String) -> Bool {
+    let bytes = Array(name.utf8)
+    guard bytes.count == 10 else { return false }
+    return bytes.enumerated().allSatisfy { i, b in
+      i == 4 || i == 7 ? b == UInt8(ascii: "-") : (b >= 0x30 && b <= 0x39)
+    }
+  }
+
+  /// Removes a folder and everything in it (symlinks themselves, never what
+  /// they point to).
+  private static func removeTree(_ path: String) {
+    for (name, kind) in NoteFile.list(path) {
+      let child = path + "/" + name
+      if kind == .directory { removeTree(child) } else { _ = unlink(child) }
+    }
+    _ = rmdir(path)
+  }
+
+  /// The UTC day (`yyyy-mm-dd`) of `time` (seconds since the epoch).
+  static func day(_ time: Int64) -> String {
+    var seconds = time_t(time)
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
+  }
+}

@@ -1,0 +1,110 @@
+import BatonHandoff
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Issue 12 with real `baton` processes on one simulated radio and real
+/// tools: `rm`, `mv`, `rm -r`, an editor that saves through a backup rename.
+/// Every wait is on a positive signal (a file, a status field).
+@Suite(.serialized) struct DeletionEndToEndTests {
+  /// Runs a tool in `agent`'s notes folder; true if it exited 0.
+  private func tool(_ agent: AgentProcess, _ arguments: [String]) throws -> Bool {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: arguments[0])
+    process.arguments = Array(arguments.dropFirst())
+    process.currentDirectoryURL = agent.notes
+    try process.run()
+    process.waitUntilExit()
+    return process.terminationStatus == 0
+  }
+
+  /// The bytes of `path` in `agent`'s trash (any day), or nil.
+  private func trashed(_ agent: AgentProcess, _ path: String) -> [UInt8]? {
+    let trash = agent.notes.appendingPathComponent(".baton-trash")
+    let days = (try? FileManager.default.contentsOfDirectory(atPath: trash.path)) ?? []
+    for day in days.sorted() {
+      if let bytes = FileManager.default.contents(
+        atPath: trash.appendingPathComponent(day).appendingPathComponent(path).path)
+      {
+        return Array(bytes)
+      }
+    }
+    return nil
+  }
+
+  private func exists(_ agent: AgentProcess, _ path: String) -> Bool {
+    FileManager.default.fileExists(atPath: agent.notes.appendingPathComponent(path).path)
+  }
+
+  private func counter(_ agent: AgentProcess, _ name: String) -> Int {
+    ((try? agent.status()["counters"] as? [String: Any])?[name] as? Int) ?? 0
+  }
+
+  @Test func rmMvAndAnEditorsBackupSaveTravelAsWhatTheyAre() async throws {
+    let group = try AgentGroup(count: 2)
+    let (a, b) = (group.agents[0], group.agents[1])
+    try group.startAll()
+    let notes = [
+      "n1.md": "N1\nto delete\n", "keep.md": "Keep\nto rename\n", "sub/n2.md": "N2\nin sub\n",
+      "sub/deeper/n3.md": "N3\ndeeper\n", "v.md": "V\nfirst\n",
+    ]
+    for (path, text) in notes { try a.save(path, text) }
+    #expect(
+      await eventually(60, "every note in B") {
+        notes.allSatisfy { b.read($0.key) == Array($0.value.utf8) }
+      }, "\(group.logs)")
+
+    #expect(try tool(a, ["/bin/rm", "n1.md"]))
+    #expect(try tool(a, ["/bin/mv", "keep.md", "renamed.md"]))
+    #expect(try tool(a, ["/bin/rm", "-r", "sub"]))
+    // vim's default save: the note renamed to a backup, the new bytes
+    // written under the name, the backup removed.
+    #expect(try tool(a, ["/bin/mv", "v.md", "v.md~"]))
+    try a.save("v.md", "V\nsecond\n")
+    #expect(try tool(a, ["/bin/rm", "v.md~"]))
+
+    #expect(
+      await eventually(60, "the deletions, the rename and the save in B") {
+        !exists(b, "n1.md") && trashed(b, "n1.md") == Array("N1\nto delete\n".utf8)
+          && b.read("renamed.md") == Array("Keep\nto rename\n".utf8) && !exists(b, "keep.md")
+          && trashed(b, "sub/n2.md") != nil && trashed(b, "sub/deeper/n3.md") != nil
+          && !exists(b, "sub") && b.read("v.md") == Array("V\nsecond\n".utf8)
+      }, "\(group.logs)")
+    // A rename is a rename, not a deletion; an editor's save is a save.
+    #expect(trashed(b, "keep.md") == nil && trashed(b, "v.md") == nil)
+    #expect(counter(b, "renamed") == 1, "\(group.logs)")
+    #expect(counter(b, "trashed") == 3, "\(group.logs)")
+    // Nothing came back to A.
+    #expect(!exists(a, "n1.md") && !exists(a, "keep.md") && !exists(a, "sub"))
+  }
+
+  @Test func anAgentAwayDuringADeletionKeepsItsEditEverywhere() async throws {
+    let group = try AgentGroup(count: 3)
+    let (a, b, c) = (group.agents[0], group.agents[1], group.agents[2])
+    try group.startAll()
+    try a.save("x.md", "X\nfirst\n")
+    try a.save("y.md", "Y\nto delete\n")
+    #expect(
+      await eventually(60, "both notes in B and C") {
+        [b, c].allSatisfy { $0.read("x.md") != nil && $0.read("y.md") != nil }
+      }, "\(group.logs)")
+    #expect(c.stop() == 0)
+    #expect(try tool(a, ["/bin/rm", "x.md", "y.md"]))
+    #expect(
+      await eventually(60, "the deletions in B") {
+        trashed(b, "x.md") != nil && trashed(b, "y.md") != nil
+      }, "\(group.logs)")
+    // C, stopped, has its note edited; y.md it leaves alone.
+    try c.save("x.md", "X\nedited on C while it was away\n")
+    try c.start()
+    let edit = Array("X\nedited on C while it was away\n".utf8)
+    #expect(
+      await eventually(90, "C's edit back on all three, y.md deleted on C") {
+        [a, b, c].allSatisfy { $0.read("x.md") == edit } && !exists(c, "y.md")
+          && trashed(c, "y.md") != nil
+      }, "\(group.logs)")
+  }
+}
