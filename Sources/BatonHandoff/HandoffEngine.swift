@@ -446,7 +446,8 @@ public actor HandoffEngine {
     return HandoffStatus(
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
-      peers: (try? store.peers()) ?? [], noteCount: index.summary.count, storeRecovery: store.recovery)
+      peers: (try? store.peers()) ?? [], noteCount: index.summary.count - index.tombstoneCount,
+      storeRecovery: store.recovery)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

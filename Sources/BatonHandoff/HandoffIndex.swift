@@ -9,6 +9,8 @@
 struct HandoffIndex: Sequence, Sendable {
   private(set) var notes: [String: StoredNote] = [:]
   private(set) var summary = IndexSummary()
+  /// How many of the summary's entries are tombstones.
+  private(set) var tombstoneCount = 0
   let offeredTypes: Set<String>
 
   init(offeredTypes: Set<String>) {
@@ -21,6 +23,8 @@ struct HandoffIndex: Sequence, Sendable {
       let old = newValue.map { notes.updateValue($0, forKey: key) } ?? notes.removeValue(forKey: key)
       let was = old.map(isOffered) ?? false
       let now = newValue.map(isOffered) ?? false
+      if was, old!.entry.deleted { tombstoneCount -= 1 }
+      if now, newValue!.entry.deleted { tombstoneCount += 1 }
       if was, now, let old, let newValue, old.entry.contentState == newValue.entry.contentState {
         return
       }

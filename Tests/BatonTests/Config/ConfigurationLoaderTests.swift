@@ -125,7 +125,7 @@ import Testing
         "CONTROLLER",
         "test.conf:5: key 'max-note-size': '2G' is not valid; expected a size in bytes from 1 to 16M, optionally with a K or M suffix (1K = 1024 bytes)",
         "test.conf:6: key 'address-rotation': '0' is not valid; expected a whole number of minutes from 1 to 1440",
-        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, key-file, max-note-size, name, state-dir",
+        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, key-file, max-note-size, name, state-dir, trash-days",
         "test.conf:9: key 'path': 'relative/dir' is relative; expected an absolute path or one starting with ~",
         "test.conf:10: key 'activity-type': 'note' is not a reverse-DNS name; expected dot-separated labels of letters, digits, '-' and '_', such as org.example.note",
         "test.conf:11: duplicate section [folder notes] (first at line 8); expected a different name for each folder",

@@ -290,7 +290,9 @@ import Testing
     #expect(b.folder.text("r.md") == "v2" && summary.received.isEmpty)
   }
 
-  @Test func deletionIsNotPropagatedAndOldCopiesDoNotComeBack() async throws {
+  /// Issue 12: a deletion travels (alice's copy goes to her trash), and the
+  /// old version applied again changes nothing.
+  @Test func aDeletionTravelsAndOldCopiesDoNotComeBack() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
     await a.save("gone.md", "v1")
@@ -298,10 +300,12 @@ import Testing
     b.folder.remove("gone.md")
     await b.engine.rescan()
     #expect(await b.engine.status().noteCount == 0)
-    // Alice still has v1: it is not fetched back, and her copy stays.
+    // Alice's v1 is not fetched back; hers goes to her trash.
     let (r1, r2) = await runSession(b, a)
     #expect(r1.value?.received == [] && r2.value?.received == [])
-    #expect(b.folder.paths.isEmpty && a.folder.text("gone.md") == "v1")
+    #expect(b.folder.paths.isEmpty && a.folder.paths.isEmpty)
+    #expect(a.folder.trashed.withLock { $0["gone.md"] } == Array("v1".utf8))
+    #expect(await a.engine.status().noteCount == 0)
     var summary = SessionSummary(peerName: "x", peerDevice: DeviceID(rawValue: 9))
     let old = ActivityPayload(
       activityType: HandoffTestAgent.notesType, title: "v1", path: "gone.md",

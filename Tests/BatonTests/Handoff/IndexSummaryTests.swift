@@ -119,7 +119,13 @@ import Testing
       let k = note.map { HandoffEngine.key($0.entry.activityType, $0.entry.path) } ?? key
       index[k] = note
       notes[k] = note
-      if step % 20 == 0 || step == 399 { Self.check(index, notes) }
+      if step % 20 == 0 || step == 399 {
+        Self.check(index, notes)
+        let tombstones = notes.values.filter {
+          $0.entry.deleted && index.isOffered($0)
+        }.count
+        #expect(index.tombstoneCount == tombstones)
+      }
     }
     #expect(index.summary.count > 0)
   }
