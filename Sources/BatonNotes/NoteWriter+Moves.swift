@@ -25,16 +25,12 @@ extension NoteWriter {
     let components = try names.validate(relativePath)
     let name = components.last!
     let directory: FileDescriptor
-    do {
-      directory = try openDirectory(relativePath, components.dropLast(), create: false)
-    } catch .system(_, _, .noEntry) {
-      return .gone
+    switch try openHolding(relativePath, components, expected) {
+    case .gone: return .gone
+    case .changed: return .changed
+    case .holding(let d): directory = d
     }
     defer { directory.closeIgnoringErrors() }
-    guard let current = try currentVersion(relativePath, in: directory, name: name) else {
-      return .gone
-    }
-    guard current.hash == expected else { return .changed }
     let place = [Self.trashFolder, day] + components.dropLast()
     let trash = try openDirectory(relativePath, place[...], create: true)
     defer { trash.closeIgnoringErrors() }
@@ -58,16 +54,12 @@ extension NoteWriter {
     let source = try names.validate(from)
     let target = try names.validate(to)
     let directory: FileDescriptor
-    do {
-      directory = try openDirectory(from, source.dropLast(), create: false)
-    } catch .system(_, _, .noEntry) {
-      return .gone
+    switch try openHolding(from, source, expected) {
+    case .gone: return .gone
+    case .changed: return .changed
+    case .holding(let d): directory = d
     }
     defer { directory.closeIgnoringErrors() }
-    guard let current = try currentVersion(from, in: directory, name: source.last!) else {
-      return .gone
-    }
-    guard current.hash == expected else { return .changed }
     let destination = try openDirectory(to, target.dropLast(), create: true)
     defer { destination.closeIgnoringErrors() }
     if let error = Self.move(source.last!, in: directory, to: target.last!, in: destination) {
@@ -78,6 +70,38 @@ extension NoteWriter {
     syncDirectory(directory, from)
     removeEmptyFolders(source.dropLast(), of: from)
     return .moved
+  }
+
+  private enum Holding {
+    case gone
+    case changed
+    /// The note's folder, open (the caller closes it).
+    case holding(FileDescriptor)
+  }
+
+  /// The folder of the note at `relativePath` if its file holds `expected`'s
+  /// bytes; whether it is gone or holds others otherwise.
+  private func openHolding(
+    _ relativePath: String, _ components: [String], _ expected: ContentHash
+  ) throws(NotesError) -> Holding {
+    let directory: FileDescriptor
+    do {
+      directory = try openDirectory(relativePath, components.dropLast(), create: false)
+    } catch .system(_, _, .noEntry) {
+      return .gone
+    }
+    let current: Version?
+    do {
+      current = try currentVersion(relativePath, in: directory, name: components.last!)
+    } catch {
+      directory.closeIgnoringErrors()
+      throw error
+    }
+    guard let current, current.hash == expected else {
+      directory.closeIgnoringErrors()
+      return current == nil ? .gone : .changed
+    }
+    return .holding(directory)
   }
 
   /// Moves `name` without ever replacing a file at `target`: a hard link

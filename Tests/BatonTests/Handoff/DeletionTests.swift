@@ -34,17 +34,22 @@ import Testing
     return digests.count == 1
   }
 
+  /// Alice with `notes`, and bob in sync with her (one session).
+  private func twoInSync(_ notes: [String: String]) async throws -> (HandoffTestAgent, HandoffTestAgent) {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    for (path, text) in notes.sorted(by: { $0.key < $1.key }) { await a.save(path, text) }
+    #expect(await synced(b, a))
+    return (a, b)
+  }
+
   private func synced(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async -> Bool {
     let (r1, r2) = await runSession(a, b)
     return r1.succeeded && r2.succeeded
   }
 
   @Test func aDeletionTravelsAndThePeerTrashesItsCopy() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("n.md", "# N\nbody\n")
-    await a.save("keep.md", "# Keep\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["n.md": "# N\nbody\n", "keep.md": "# Keep\n"])
     #expect(b.folder.text("n.md") == "# N\nbody\n")
 
     await delete(a, "n.md")
@@ -63,10 +68,7 @@ import Testing
   /// The deleting side had not seen bob's edit: the edit wins, and the note
   /// comes back on alice too.
   @Test func anEditTheDeletionDidNotSeeBringsTheNoteBack() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("n.md", "# N\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["n.md": "# N\n"])
     await delete(a, "n.md")
     await b.save("n.md", "# N\nedited by bob\n")
     #expect(await synced(b, a))
@@ -79,10 +81,7 @@ import Testing
   /// The same, with the initiator the deleting side: the tombstone reaches
   /// bob in TURN, bob keeps its edit and alice takes it in the next session.
   @Test func anEditWinsWhicheverSideConnects() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("n.md", "# N\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["n.md": "# N\n"])
     await delete(a, "n.md")
     await b.save("n.md", "# N\nedited by bob\n")
     #expect(await synced(a, b))
@@ -94,10 +93,7 @@ import Testing
 
   /// An edit on disk the engine has not been told of yet is not trashed.
   @Test func anUnreportedEditIsNotTrashed() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("n.md", "# N\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["n.md": "# N\n"])
     await delete(a, "n.md")
     b.folder.put("n.md", "# N\nunsaved edit\n")  // not reported
     #expect(await synced(b, a))
@@ -108,11 +104,7 @@ import Testing
   }
 
   @Test func deletedOnBothSidesStaysDeleted() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("n.md", "# N\n")
-    await a.save("keep.md", "# Keep\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["n.md": "# N\n", "keep.md": "# Keep\n"])
     await delete(a, "n.md")
     await delete(b, "n.md")
     #expect(await synced(b, a))
@@ -124,10 +116,7 @@ import Testing
   /// Saved again after the deletion, even with the same bytes: a new note,
   /// which wins over the tombstone everywhere.
   @Test func aNoteSavedAgainAfterItsDeletionComesBack() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("n.md", "# N\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["n.md": "# N\n"])
     await delete(a, "n.md")
     #expect(await synced(b, a))
     #expect(b.folder.text("n.md") == nil)
@@ -176,10 +165,7 @@ import Testing
   /// A rename in one exchange (alice's TURN lists the tombstone and the new
   /// note): bob renames his copy, and no bytes cross.
   @Test func aRenameInASessionRenamesThePeersCopy() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("Untitled.md", "# Plans\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["Untitled.md": "# Plans\n"])
     await rename(a, "Untitled.md", "plans/Plans.md")
     let sentBefore = await a.counter(HandoffCounter.sent)
     #expect(await synced(a, b))
@@ -194,10 +180,7 @@ import Testing
   /// Renamed on alice while bob edited the old name: bob's edit is kept
   /// under the old name, alice's bytes under the new one; nothing is lost.
   @Test func aRenameMeetsAnEditOnTheOtherSide() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("old.md", "# Old\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["old.md": "# Old\n"])
     await rename(a, "old.md", "new.md")
     await b.save("old.md", "# Old\nbob's edit\n")
     #expect(await synced(b, a))
@@ -211,10 +194,7 @@ import Testing
   /// Renamed to a name bob already uses for other bytes: bob's file stays,
   /// alice's bytes arrive as a conflict copy, the old name is trashed.
   @Test func aRenameToANameTakenOnThePeerLosesNothing() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
-    await a.save("draft.md", "# Draft\n")
-    #expect(await synced(b, a))
+    let (a, b) = try await twoInSync(["draft.md": "# Draft\n"])
     await b.save("final.md", "# Bob's final\n")
     await rename(a, "draft.md", "final.md")
     #expect(await synced(b, a))
