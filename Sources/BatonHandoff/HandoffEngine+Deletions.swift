@@ -102,23 +102,19 @@ extension HandoffEngine {
   /// applied as such, and the new note must be fetched.
   func applyMove(_ gone: HandoffIndexEntry, to new: HandoffIndexEntry, from peer: String) -> Bool {
     let (oldKey, newKey) = (Self.key(gone.activityType, gone.path), Self.key(new.activityType, new.path))
-    guard let old = index[oldKey], !old.deleted, old.entry.hash == gone.hash,
+    var outcome: NoteMoveOutcome?
+    if let old = index[oldKey], !old.deleted, old.entry.hash == gone.hash,
       gone.version.compare(old.entry.version) == .newer,
       index[newKey].map({ $0.deleted && new.version.compare($0.entry.version) == .newer }) ?? true,
       let folder = folders[new.activityType]
-    else {
-      applyTombstone(gone, from: peer)
-      return false
-    }
-    let outcome: NoteMoveOutcome
-    do {
-      outcome = try folder.renameNote(gone.path, to: new.path, expected: gone.hash)
-    } catch {
-      fail(
-        activityType: gone.activityType, peer: peer,
-        reason: "cannot rename \(gone.path) to \(new.path) as it was there: \(error)")
-      applyTombstone(gone, from: peer)
-      return false
+    {
+      do {
+        outcome = try folder.renameNote(gone.path, to: new.path, expected: gone.hash)
+      } catch {
+        fail(
+          activityType: gone.activityType, peer: peer,
+          reason: "cannot rename \(gone.path) to \(new.path) as it was there: \(error)")
+      }
     }
     guard outcome == .moved else {
       applyTombstone(gone, from: peer)

@@ -37,6 +37,8 @@ public final class NotesFolder: NoteFolderAccess {
   public let maximumNoteSize: Int
   /// How many days a note deleted on a peer stays in the trash (`trash-days`).
   public let trashDays: Int
+  /// The day of the last purge made after a trash.
+  private let lastPurge = Mutex<String?>(nil)
   /// The default of `trashDays`.
   public static let defaultTrashDays = 30
 
@@ -209,8 +211,15 @@ public final class NotesFolder: NoteFolderAccess {
   /// then removes the trash's day folders older than `trashDays` days.
   public func trashNote(_ relativePath: String, expected: ContentHash) throws -> NoteTrashOutcome {
     let now = NoteWriter.wallClock()
-    let outcome = try writer.trash(relativePath, expected: expected, day: NoteWriter.day(now))
-    purgeTrash(now: now)
+    let day = NoteWriter.day(now)
+    let outcome = try writer.trash(relativePath, expected: expected, day: day)
+    // Once a day is enough: a folder removed with `rm -r` trashes many notes.
+    let due = lastPurge.withLock { last -> Bool in
+      guard last != day else { return false }
+      last = day
+      return true
+    }
+    if due { purgeTrash(now: now) }
     return outcome
   }
 
