@@ -208,7 +208,7 @@ public final class NotesFolder: NoteFolderAccess {
   }
 
   /// Moves a note to `.baton-trash/<UTC day>/` (see `NoteWriter.trash`),
-  /// then removes the trash's day folders older than `trashDays` days.
+  /// then, once a day, removes the trash's day folders older than `trashDays` days.
   public func trashNote(_ relativePath: String, expected: ContentHash) throws -> NoteTrashOutcome {
     let now = NoteWriter.wallClock()
     let day = NoteWriter.day(now)
