@@ -78,6 +78,13 @@ final class NoteIndex: Sendable {
     case note(path: String, bytes: [UInt8], hash: ContentHash)
     /// Unchanged since its stamp: indexed with the stamp's hash, unread.
     case known(NoteFileStamp)
+
+    /// A note read as empty: possibly a writer between open(O_TRUNC) and
+    /// its first write (see `NotesWatcher.Tuning.emptyReadHoldNanoseconds`).
+    var isEmptyNote: Bool {
+      if case .note(_, let bytes, _) = self { return bytes.isEmpty }
+      return false
+    }
   }
 
   /// Reads the file at `relativePath` and brings the index up to date.

@@ -17,7 +17,8 @@ import Synchronization
 /// Saves: a note is read after `IN_CLOSE_WRITE` or `IN_MOVED_TO` (a short
 /// settle delay coalesces an editor's events; an `IN_MODIFY` after the close
 /// means someone writes again, so it waits for the next close), and reported
-/// only when its hash differs from the index. Removals: `IN_MOVED_FROM` and
+/// only when its hash differs from the index. A note read as empty is read
+/// again after a hold before it is reported (see `Tuning`). Removals: `IN_MOVED_FROM` and
 /// `IN_DELETE` are checked after a delay, so a backup-and-rename save (vim,
 /// emacs) is not mistaken for a deletion. Renames: an `IN_MOVED_FROM` and
 /// an `IN_MOVED_TO` with the same cookie (one rename(2) of a note, or of a
@@ -38,6 +39,13 @@ final class NotesWatcher: @unchecked Sendable {
     var settleNanoseconds: UInt64 = 2_000_000
     /// How long after a delete or move away a removal is confirmed.
     var removalDelayNanoseconds: UInt64 = 200_000_000
+    /// How long a note read as empty waits to be read again before it is
+    /// reported. The kernel queues a truncation's IN_MODIFY only after the
+    /// file is empty, so a writer paused between open(O_TRUNC) (or the
+    /// O_CREAT of a file found by listing a new folder) and its first write
+    /// looks exactly like an empty note with no event pending. Any event of
+    /// the note ends the hold; a note still empty after it is reported.
+    var emptyReadHoldNanoseconds: UInt64 = 200_000_000
     /// Pretend `inotify_add_watch` fails with ENOSPC after this many watches.
     var simulatedWatchLimit: Int? = nil
     /// Sees every raw event (tests check that editors made their droppings).
@@ -69,6 +77,8 @@ final class NotesWatcher: @unchecked Sendable {
   private var renames: [String: String] = [:]
   /// Notes with events since the last drain (their reads may be torn).
   private var touched: Set<String> = []
+  /// Notes read as empty and waiting for their second read.
+  private var heldEmpty: Set<String> = []
   private var overflowed = false
   private var buffer = [UInt8](repeating: 0, count: 256 * 1024)
   /// Tests hold the reader back to provoke IN_Q_OVERFLOW.
@@ -202,6 +212,7 @@ final class NotesWatcher: @unchecked Sendable {
     }
     guard names.isNote(event.name) else { return }
     touched.insert(path)
+    heldEmpty.remove(path)
     if event.mask.contains(.closeWrite) || event.mask.contains(.movedTo) {
       if event.mask.contains(.movedTo), let old = movedAway.removeValue(forKey: event.cookie),
         !old.isDirectory
@@ -242,7 +253,9 @@ final class NotesWatcher: @unchecked Sendable {
   /// Reads the notes whose settle delay is over, then drains the queue
   /// once more: a note written again meanwhile (a truncate after the close
   /// we acted on) may have been read torn, so its read is dropped and it
-  /// waits for its next close. Then confirms removals.
+  /// waits for its next close. A note read as empty for the first time is
+  /// held and read again (`Tuning.emptyReadHoldNanoseconds`). Then confirms
+  /// removals.
   private func processDue() {
     let now = NotesWatcher.now()
     let due = pendingSaves.filter { $0.value <= now }.sorted { $0.value < $1.value }.map(\.key)
@@ -256,6 +269,11 @@ final class NotesWatcher: @unchecked Sendable {
       }
       drain()
       for (path, inspection) in inspections where !overflowed && !touched.contains(path) {
+        if inspection.isEmptyNote, heldEmpty.insert(path).inserted {
+          pendingSaves[path] = now + tuning.emptyReadHoldNanoseconds
+          continue
+        }
+        heldEmpty.remove(path)
         if let event = index.commit(inspection) { report(event) }
       }
       for path in due where pendingSaves[path] == nil { renames[path] = nil }
@@ -385,6 +403,7 @@ final class NotesWatcher: @unchecked Sendable {
   /// report whatever differs from the index, including removals.
   private func rescan() {
     pendingSaves.removeAll()
+    heldEmpty.removeAll()
     pendingRemovals.removeAll()
     movedAway.removeAll()
     renames.removeAll()

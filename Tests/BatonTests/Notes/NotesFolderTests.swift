@@ -127,6 +127,40 @@ import Testing
     #expect(settled.count == expected.count + 1)
   }
 
+  /// A file found by listing a new folder while its writer is between
+  /// open(O_CREAT) and its first write reads as empty with no event of it
+  /// pending (as after an O_TRUNC whose IN_MODIFY the kernel has not queued
+  /// yet): the read is held, and only the written note is reported.
+  @Test func aNoteReadAsEmptyIsHeldUntilItsWriterWrites() async throws {
+    var tuning = NotesWatcher.Tuning()
+    tuning.emptyReadHoldNanoseconds = 600_000_000_000
+    let fixture = try NotesFixture(tuning: tuning)
+    defer { fixture.close() }
+    // Made outside and moved in: the file is found by listing, open and empty.
+    let outside = fixture.root + ".new"
+    try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: outside) }
+    let fd = open(outside + "/n.md", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    try #require(fd >= 0)
+    #expect(rename(outside, fixture.path("d")) == 0)
+    #expect(await eventually(60, "the folder's move seen") { fixture.observedPaths.contains("d") })
+    #expect(await fixture.recorder.settled().isEmpty)
+    let bytes = Array("# written\n".utf8)
+    #expect(write(fd, bytes, bytes.count) == bytes.count)
+    close(fd)
+    let events = await fixture.recorder.settled(atLeast: 1)
+    #expect(events == [.saved(NoteSave(relativePath: "d/n.md", bytes: bytes))])
+  }
+
+  /// A note that really is empty is reported once the hold is over.
+  @Test func anEmptyNoteIsReportedAfterTheHold() async throws {
+    let fixture = try NotesFixture()
+    defer { fixture.close() }
+    try fixture.write("e.md", [])
+    let events = await fixture.recorder.settled(atLeast: 1)
+    #expect(events == [.saved(NoteSave(relativePath: "e.md", bytes: []))])
+  }
+
   /// Issue 16, item 4: the notes folder deleted (or moved away) and made
   /// again while the agent runs: its notes are reported removed, and notes
   /// saved in the new folder are reported again.

@@ -105,11 +105,12 @@ final class NotesFixture: Sendable {
 
   init(
     pattern: String = "*.md", maximumNoteSize: Int = 1 << 20,
+    tuning: NotesWatcher.Tuning = NotesWatcher.Tuning(),
     populate: (URL) throws -> Void = { _ in }
   ) throws {
     directory = try TestEnvironment.temporaryDirectory("baton-notes")
     try populate(directory)
-    var tuning = NotesWatcher.Tuning()
+    var tuning = tuning
     let sink = NotesObservedEvents()
     tuning.observer = { path, mask in sink.append(path, mask) }
     folder = try NotesFolder(
