@@ -1,6 +1,8 @@
 import BatonAgent
 import BatonHandoff
+import BatonSystem
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -14,7 +16,9 @@ import Foundation
 ///
 /// Then, with --burst N, saves N notes of 200 B in A one after another, as
 /// fast as the file system takes them, and prints how many reached every
-/// other agent and the slowest save-to-peer time.
+/// other agent and the slowest save-to-peer time; a thread watches the
+/// peers' folders during the writing, so each arrival is timed when it
+/// happens.
 ///
 /// With --arrivals N, N times over: a fresh agent comes into range (starts
 /// on a spare controller) while A holds notes, and the time to its first
@@ -200,56 +204,115 @@ enum HandoffBenchmark {
         Double(hciBytes.reduce(0, +)) / Double(noteBytes), hciBytes[0], hciBytes[1], noteBytes))
   }
 
-  /// Saves `count` notes of 200 B in `source`, one after another, then waits
-  /// (at most 120 s) until each is identical in every folder of `peers`;
-  /// prints how many arrived and the slowest save-to-arrival time.
+  /// Saves `count` notes of 200 B in `source`, one after another, while a
+  /// thread of its own watches every folder of `peers` (inotify), so an
+  /// arrival is timed when it happens, not after the writing;
+  /// waits at most 120 s until each note is identical in every peer folder,
+  /// then prints how many arrived and the slowest save-to-arrival time.
   static func runBurst(_ count: Int, from source: String, to peers: [String]) async throws {
-    var saved: [String: (bytes: [UInt8], at: ContinuousClock.Instant)] = [:]
-    var pending: [(String, String)] = []  // (peer folder, name)
-    let start = ContinuousClock.now
-    for i in 0..<count {
+    let notes: [(name: String, bytes: [UInt8])] = (0..<count).map { i in
       var bytes = Array("Burst \(i)\n".utf8)
       while bytes.count < 200 { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
-      let name = "burst-\(i).md"
-      let temporary = source + "/.tmp-" + name
-      _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
-      rename(temporary, source + "/" + name)
-      saved[name] = (bytes, ContinuousClock.now)
-      for peer in peers { pending.append((peer, name)) }
+      return ("burst-\(i).md", bytes)
+    }
+    let clock = BurstClock(notes: count, peers: peers.count)
+    // inotify on the peers' folders, so watching costs nothing between
+    // arrivals (a note is written to a temporary name, then renamed).
+    let inotify = try Inotify(nonBlocking: true)
+    var watches: [Inotify.Watch: Int] = [:]
+    for (p, peer) in peers.enumerated() {
+      watches[try inotify.addWatch(peer, mask: [.movedTo, .closeWrite])] = p
+    }
+    let byName = Dictionary(uniqueKeysWithValues: notes.enumerated().map { ($1.name, $0) })
+    let watcher = Thread { [watches] in
+      defer { inotify.descriptor.closeIgnoringErrors() }
+      var pending = Set(0..<(count * peers.count))
+      var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+      func check(_ i: Int, _ p: Int) {
+        guard pending.contains(p * count + i),
+          let data = FileManager.default.contents(atPath: peers[p] + "/" + notes[i].name),
+          Array(data) == notes[i].bytes
+        else { return }
+        clock.arrived(note: i, peer: p, at: ContinuousClock.now)
+        pending.remove(p * count + i)
+      }
+      let deadline = ContinuousClock.now + .seconds(120)
+      var sweep = ContinuousClock.now
+      while !pending.isEmpty && ContinuousClock.now < deadline {
+        _ = try? Socket.poll([(inotify.descriptor, Int16(POLLIN))], timeoutMilliseconds: 100)
+        for event in (try? inotify.readEvents(into: &buffer)) ?? [] {
+          guard let p = watches[event.watch], let i = byName[event.name] else { continue }
+          check(i, p)
+        }
+        // A lost event (queue overflow) must not hide an arrival: look at
+        // every pending note once a second.
+        if ContinuousClock.now - sweep > .seconds(1) {
+          sweep = ContinuousClock.now
+          for k in pending.sorted() { check(k % count, k / count) }
+        }
+      }
+      clock.finish()
+    }
+    watcher.start()
+    let start = ContinuousClock.now
+    for (i, note) in notes.enumerated() {
+      let temporary = source + "/.tmp-" + note.name
+      _ = FileManager.default.createFile(atPath: temporary, contents: Data(note.bytes))
+      clock.saved(note: i, at: ContinuousClock.now)
+      rename(temporary, source + "/" + note.name)
     }
     let wrote = ContinuousClock.now - start
-    var slowest: Duration = .zero
-    let deadline = ContinuousClock.now + .seconds(120)
-    while !pending.isEmpty && ContinuousClock.now < deadline {
-      var still: [(String, String)] = []
-      // One directory listing per peer per round; contents checked once listed.
-      var listed: [String: Set<String>] = [:]
-      for peer in peers {
-        listed[peer] = Set((try? FileManager.default.contentsOfDirectory(atPath: peer)) ?? [])
-      }
-      let now = ContinuousClock.now
-      for (peer, name) in pending {
-        guard listed[peer]?.contains(name) == true,
-          let data = FileManager.default.contents(atPath: peer + "/" + name),
-          Array(data) == saved[name]!.bytes
-        else {
-          still.append((peer, name))
-          continue
-        }
-        slowest = max(slowest, now - saved[name]!.at)
-      }
-      pending = still
-      if !pending.isEmpty { usleep(2000) }
-    }
-    let arrived = count * peers.count - pending.count
+    while !clock.isFinished { try await Task.sleep(for: .milliseconds(10)) }
+    let (arrived, slowest) = clock.result
     print(
       String(
         format:
           "burst of %d saves in a row (written in %.0f ms) to %d peer(s): %d of %d arrived; slowest save -> identical file on a peer: %.0f ms",
         count, wrote.secondsValue * 1000, peers.count, arrived, count * peers.count,
         slowest.secondsValue * 1000))
-    if !pending.isEmpty {
-      throw BenchError.failed("\(pending.count) notes did not arrive within 120 s")
+    if arrived < count * peers.count {
+      throw BenchError.failed("\(count * peers.count - arrived) notes did not arrive within 120 s")
+    }
+  }
+}
+
+/// The save and arrival instants of a burst, shared by the writer and the
+/// watcher thread.
+private final class BurstClock: Sendable {
+  private struct State {
+    var saved: [ContinuousClock.Instant?]
+    var arrived: [ContinuousClock.Instant?]
+    var finished = false
+  }
+  private let state: Mutex<State>
+  private let count: Int
+
+  init(notes: Int, peers: Int) {
+    count = notes
+    state = Mutex(State(saved: Array(repeating: nil, count: notes),
+      arrived: Array(repeating: nil, count: notes * peers)))
+  }
+
+  func saved(note: Int, at instant: ContinuousClock.Instant) {
+    state.withLock { $0.saved[note] = instant }
+  }
+  func arrived(note: Int, peer: Int, at instant: ContinuousClock.Instant) {
+    state.withLock { $0.arrived[peer * count + note] = instant }
+  }
+  func finish() { state.withLock { $0.finished = true } }
+  var isFinished: Bool { state.withLock { $0.finished } }
+
+  /// How many arrived, and the longest time from a save to its arrival.
+  var result: (arrived: Int, slowest: Duration) {
+    state.withLock { s in
+      var slowest = Duration.zero
+      var arrived = 0
+      for (k, instant) in s.arrived.enumerated() {
+        guard let instant, let saved = s.saved[k % count] else { continue }
+        arrived += 1
+        slowest = max(slowest, instant - saved)
+      }
+      return (arrived, slowest)
     }
   }
 }

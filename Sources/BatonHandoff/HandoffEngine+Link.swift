@@ -95,6 +95,7 @@ extension HandoffEngine {
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await self.linkReader(link) }
         group.addTask { try await self.linkSender(link) }
+        group.addTask { await self.linkApplier(link) }
         group.addTask { await link.watch() }
         // The first task to end ends the link: closing the channel wakes a
         // reader blocked on it and a sender waiting for credits.
@@ -125,16 +126,26 @@ extension HandoffEngine {
 
   // MARK: Reader
 
+  /// Reads the peer's messages. Those that change the index or what the
+  /// peer holds go, in order, to the inbox that `linkApplier` applies; when
+  /// the link ends, what arrived is applied before the reader returns.
   private nonisolated func linkReader(_ link: HandoffLink) async throws {
     var rx = link.secure
     rx.timeout = .zero  // the watchdog tells a quiet peer from a dead one
+    do {
+      try await linkRead(link, &rx)
+    } catch {
+      await linkApplyReceived(link)
+      throw error
+    }
+  }
+
+  private nonisolated func linkRead(_ link: HandoffLink, _ rx: inout SecureChannel) async throws {
     while true {
       let message = try await rx.receive()
       switch message {
-      case .note(let payload):
-        await linkApply(payload, link)
-      case .index(let entries):
-        link.setPeerIndex(entries)
+      case .note, .index, .have, .gone, .moved:
+        if link.queueReceived(message) { await linkApplyReceived(link) }
       case .getNodes(let requests):
         guard link.queueNodes(await answerNodes(requests)) else {
           await link.channel.close()
@@ -146,14 +157,6 @@ extension HandoffEngine {
           await link.channel.close()
           throw HandoffError.protocolViolation(peer: link.peerLabel, reason: "NODES not asked for")
         }
-      case .have(let entries):
-        for e in entries {
-          link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
-        }
-      case .gone(let entries):
-        await linkGone(entries, link)
-      case .moved(let from, let to):
-        await linkMoved(from, to, link)
       case .ping:
         link.requestPong()
       case .pong, .noteUnavailable:
@@ -168,39 +171,96 @@ extension HandoffEngine {
     }
   }
 
-  private func linkApply(_ payload: ActivityPayload, _ link: HandoffLink) {
-    let key = Self.key(payload.activityType, payload.path)
-    link.peerHolds(key, version: payload.version, hash: payload.hash)
-    // Both sides push at once, so both would meet a conflict and each write
-    // a copy. Only the initiator resolves one (section 6.2); the responder
-    // keeps its version, which it pushes, and takes the resolution after.
-    if !link.initiator, let local = index[key], !local.deleted,
-      local.entry.hash != payload.hash, payload.version.compare(local.entry.version) == .concurrent
-    {
-      logger.debug("\(payload.path): concurrent versions; \(link.peerLabel) resolves the conflict")
-      return
+  /// Applies the link's inbox whenever the reader has queued something.
+  private func linkApplier(_ link: HandoffLink) async {
+    var arrivals = link.arrivals.makeAsyncIterator()
+    while await arrivals.next(isolation: self) != nil { linkApplyReceived(link) }
+  }
+
+  /// The most notes written as one batch (one store transaction, one flush
+  /// of the folder: `applyAll`).
+  static var linkApplyBatch: Int { 64 }
+
+  /// Applies every message waiting in the link's inbox, in order, runs of
+  /// notes as batches (a batch ends before a note whose path it holds).
+  private func linkApplyReceived(_ link: HandoffLink) {
+    var notes: [ActivityPayload] = []
+    var keys: Set<String> = []
+    func flush() {
+      if !notes.isEmpty { linkApply(notes, link) }
+      notes = []
+      keys = []
     }
-    // A name the folder refuses is declined as a session would (counted once
-    // per version), not written and failed at every push.
-    if let reason = folders[payload.activityType]?.refusal(of: payload.path) {
-      decline(
-        HandoffIndexEntry(
-          activityType: payload.activityType, path: payload.path, hash: payload.hash,
-          size: payload.content.count, version: payload.version, origin: payload.origin),
-        from: link.peerLabel, reason: "the folder refuses the name: \(reason)")
-      return
+    for message in link.takeReceived() {
+      switch message {
+      case .note(let payload):
+        let key = Self.key(payload.activityType, payload.path)
+        if keys.contains(key) || notes.count >= Self.linkApplyBatch { flush() }
+        keys.insert(key)
+        notes.append(payload)
+      case .index(let entries):
+        flush()
+        link.setPeerIndex(entries)
+      case .have(let entries):
+        flush()
+        for e in entries {
+          link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
+        }
+      case .gone(let entries):
+        flush()
+        linkGone(entries, link)
+      case .moved(let from, let to):
+        flush()
+        linkMoved(from, to, link)
+      default:
+        break
+      }
     }
+    flush()
+  }
+
+  /// Notes pushed by the peer, of distinct paths: written as one batch.
+  private func linkApply(_ payloads: [ActivityPayload], _ link: HandoffLink) {
+    var accepted: [ActivityPayload] = []
+    for payload in payloads {
+      let key = Self.key(payload.activityType, payload.path)
+      link.peerHolds(key, version: payload.version, hash: payload.hash)
+      // Both sides push at once, so both would meet a conflict and each write
+      // a copy. Only the initiator resolves one (section 6.2); the responder
+      // keeps its version, which it pushes, and takes the resolution after.
+      if !link.initiator, let local = index[key], !local.deleted,
+        local.entry.hash != payload.hash, payload.version.compare(local.entry.version) == .concurrent
+      {
+        logger.debug("\(payload.path): concurrent versions; \(link.peerLabel) resolves the conflict")
+        continue
+      }
+      // A name the folder refuses is declined as a session would (counted once
+      // per version), not written and failed at every push.
+      if let reason = folders[payload.activityType]?.refusal(of: payload.path) {
+        decline(
+          HandoffIndexEntry(
+            activityType: payload.activityType, path: payload.path, hash: payload.hash,
+            size: payload.content.count, version: payload.version, origin: payload.origin),
+          from: link.peerLabel, reason: "the folder refuses the name: \(reason)")
+        continue
+      }
+      accepted.append(payload)
+    }
+    guard !accepted.isEmpty else { return }
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
-    apply(payload, from: link.peerLabel, summary: &summary)
+    applyAll(accepted, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
     // Received: the other links' peers may be getting it from its sender
     // too. Tell them we hold it (HAVE), and relay it to them only if they
     // still lack it after `relayHold`.
-    guard let note = index[key], !note.deleted, note.entry.hash == payload.hash else { return }
     let now = ContinuousClock.now
     if relayHolds.count > 1024 { relayHolds = relayHolds.filter { $0.value.until > now } }
-    relayHolds[key] = (now + Self.relayHold, payload.hash, ObjectIdentifier(link))
-    for other in links.values where other !== link { other.queueHave(note.entry) }
+    for payload in accepted {
+      let key = Self.key(payload.activityType, payload.path)
+      guard let note = index[key], !note.deleted, note.entry.hash == payload.hash else { continue }
+      relayHolds[key] = (now + Self.relayHold, payload.hash, ObjectIdentifier(link))
+      for other in links.values where other !== link { other.queueHave(note.entry) }
+    }
   }
 
   /// Tombstones pushed by the peer (section 7.2).

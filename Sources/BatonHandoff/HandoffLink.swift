@@ -36,6 +36,13 @@ public final class HandoffLink: Sendable {
   let secure: SecureChannel
   let wakes: AsyncStream<Void>
   private let wakeContinuation: AsyncStream<Void>.Continuation
+  /// Wakes the engine's applier: received messages wait in the inbox.
+  let arrivals: AsyncStream<Void>
+  private let arrivalContinuation: AsyncStream<Void>.Continuation
+
+  /// The most bytes of received notes the inbox holds before the reader
+  /// stops reading and applies them itself (back-pressure on the peer).
+  static let inboxLimit = 4 << 20
 
   /// What the peer is known to hold, per index key.
   struct PeerCopy {
@@ -77,6 +84,11 @@ public final class HandoffLink: Sendable {
     /// A wake-up scheduled for held relays, and when.
     var wakeAt: ContinuousClock.Instant?
     var wakeTask: Task<Void, Never>?
+    /// Received messages that change the index or what the peer holds, in
+    /// the order they came, until the engine applies them; with the bytes
+    /// of their notes.
+    var inbox: [HandoffMessage] = []
+    var inboxBytes = 0
   }
   private let state = Mutex(State())
 
@@ -89,6 +101,8 @@ public final class HandoffLink: Sendable {
     peerDevice = secure.peer.device
     peerLabel = secure.peerLabel
     (wakes, wakeContinuation) = AsyncStream.makeStream(
+      of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    (arrivals, arrivalContinuation) = AsyncStream.makeStream(
       of: Void.self, bufferingPolicy: .bufferingNewest(1))
     wakeContinuation.yield()
   }
@@ -152,6 +166,36 @@ public final class HandoffLink: Sendable {
   }
 
   // MARK: For the engine
+
+  /// Queues a received message for the engine's applier, which takes all
+  /// that wait at once (`takeReceived`): notes that arrive while it writes
+  /// are written together. Returns whether the inbox holds more than
+  /// `inboxLimit` bytes of notes.
+  func queueReceived(_ message: HandoffMessage) -> Bool {
+    let bytes: Int
+    if case .note(let payload) = message { bytes = payload.content.count } else { bytes = 0 }
+    let full = state.withLock { s in
+      s.inbox.append(message)
+      s.inboxBytes += bytes
+      return s.inboxBytes > Self.inboxLimit
+    }
+    arrivalContinuation.yield()
+    return full
+  }
+
+  /// How many received messages wait for the engine.
+  var waitingCount: Int { state.withLock { $0.inbox.count } }
+
+  /// The received messages not yet applied, in order; empties the inbox.
+  func takeReceived() -> [HandoffMessage] {
+    state.withLock { s in
+      defer {
+        s.inbox = []
+        s.inboxBytes = 0
+      }
+      return s.inbox
+    }
+  }
 
   /// The replies due (PONG, PING, NODES answers), each taken once.
   func takeReplies() -> (ping: Bool, pong: Bool, nodes: [[IndexReconciliation.Answer]]) {

@@ -104,6 +104,40 @@ import Testing
     _ = await (ra.value, rb.value)
   }
 
+  /// Notes pushed while the receiver is still writing wait in its inbox,
+  /// then are written in batches (one flush each, at most
+  /// `linkApplyBatch`), every one of them. The receiver's first write is
+  /// held until all the other notes are waiting, so the batching does not
+  /// depend on timing.
+  @Test func notesPushedWhileTheReceiverWritesAreWrittenInBatches() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (la, lb, ra, rb) = try await link(a, b)
+    let held = Mutex(false)
+    b.folder.beforeBatch.withLock {
+      $0 = { first in
+        let again = held.withLock { h in
+          defer { h = true }
+          return h
+        }
+        guard !again else { return }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while lb.waitingCount < 100 - first && ContinuousClock.now < deadline { usleep(1000) }
+      }
+    }
+    for i in 0..<100 { await a.save("n\(i).md", "Note \(i)\n") }
+    #expect(await until { b.folder.paths.count == 100 })
+    #expect((0..<100).allSatisfy { b.folder.text("n\($0).md") == "Note \($0)\n" })
+    let sizes = b.folder.batchSizes.withLock { $0 }
+    #expect(sizes.reduce(0, +) == 100, "\(sizes)")
+    // The held batch, then the 100 - k waiting notes in at most two.
+    #expect(sizes.count <= 3, "\(sizes)")
+    #expect(sizes.allSatisfy { $0 <= HandoffEngine.linkApplyBatch }, "\(sizes)")
+    #expect(await b.counter(HandoffCounter.received) == 100)
+    await la.close()
+    _ = await (ra.value, rb.value)
+  }
+
   @Test func aConflictOnALinkIsResolvedOnceWithOneCopyOnEachSide() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)

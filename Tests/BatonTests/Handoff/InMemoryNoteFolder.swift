@@ -12,6 +12,10 @@ final class InMemoryNoteFolder: NoteFolderAccess {
 
   /// Called with the path after each write-back lands (what a rename does).
   let afterWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
+  /// Called with the size of each batch (`writeNotes`) before it is written.
+  let beforeBatch = Mutex<(@Sendable (Int) -> Void)?>(nil)
+  /// The size of every batch written, in order.
+  let batchSizes = Mutex<[Int]>([])
 
   struct DiskFull: Error {}
 
@@ -56,6 +60,14 @@ final class InMemoryNoteFolder: NoteFolderAccess {
       throw NotesError.noSuchNote(path: relativePath)
     }
     return bytes
+  }
+
+  func writeNotes(_ writes: [NoteWrite]) -> [Result<NoteWriteOutcome, any Error>] {
+    beforeBatch.withLock { $0 }?(writes.count)
+    batchSizes.withLock { $0.append(writes.count) }
+    return writes.map { w in
+      Result { try writeNote(w.relativePath, bytes: w.bytes, replacing: w.expected, peer: w.peer) }
+    }
   }
 
   func writeNote(
