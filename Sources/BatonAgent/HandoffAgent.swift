@@ -171,6 +171,9 @@ public final class HandoffAgent: AgentCore {
       },
       policy: policy)
     await engine.rescan()
+    // The first scan of a large folder builds its indexes with much
+    // temporary memory (file lists, store batches); give it back.
+    HeapMemory.releaseFreePages()
     let radio = AgentRadio(configuration: configuration, engine: engine)
     state.withLock {
       $0.engine = engine

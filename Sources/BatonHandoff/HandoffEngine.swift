@@ -226,12 +226,16 @@ public actor HandoffEngine {
     var changed: [(type: String, path: String)] = []
     for (type, folder) in folders {
       var present: Set<String> = []
-      for entry in folder.indexEntries() where entry.size <= policy.maxNoteSize {
+      let entries = folder.indexEntries()
+      index.reserveCapacity(index.count + entries.count)
+      present.reserveCapacity(entries.count)
+      for entry in entries where entry.size <= policy.maxNoteSize {
         // A note grown over the limit counts as absent: no longer offered.
         present.insert(entry.relativePath)
         if recordLocal(type, entry.relativePath, hash: entry.hash, size: entry.size) {
           changed.append((type, entry.relativePath))
         }
+        commitBatchIfLarge()
       }
       guard folder.isAvailable else {
         logger.warning("\(folder.root) is gone; its notes are not taken as deleted")
@@ -480,6 +484,20 @@ public actor HandoffEngine {
     } else {
       persist { try store.completeWrite(activityType: type, path: path, saving: note) }
     }
+  }
+
+  /// The most updates a batch gathers before `commitBatchIfLarge` commits
+  /// them: a scan of 100,000 new notes commits 25 transactions instead of
+  /// holding 100,000 updates in memory for one.
+  static var storeBatchLimit: Int { 4096 }
+
+  /// Commits the batch under way, and starts another, once it holds
+  /// `storeBatchLimit` updates. Only for callers between two notes (a scan),
+  /// where no update depends on the next.
+  func commitBatchIfLarge() {
+    guard let batch = storeBatch, batch.count >= Self.storeBatchLimit else { return }
+    storeBatch = HandoffStoreBatch()
+    persist { try store.commit(batch) }
   }
 
   /// Runs `body` with its store updates gathered and committed in one

@@ -41,6 +41,10 @@ struct HandoffIndex: Sequence, Sendable {
       && note.entry.unencodableReason == nil
   }
 
+  /// Makes room for `count` notes at once (a first scan), so the table is
+  /// not copied at every doubling on the way.
+  mutating func reserveCapacity(_ count: Int) { notes.reserveCapacity(count) }
+
   var values: Dictionary<String, StoredNote>.Values { notes.values }
   var count: Int { notes.count }
 

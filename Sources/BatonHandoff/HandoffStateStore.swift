@@ -52,6 +52,7 @@ public struct HandoffStoreBatch: Sendable {
   public private(set) var operations: [Operation] = []
   public init() {}
   public var isEmpty: Bool { operations.isEmpty }
+  public var count: Int { operations.count }
   public mutating func append(_ operation: Operation) { operations.append(operation) }
 }
 
