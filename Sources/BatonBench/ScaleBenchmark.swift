@@ -204,6 +204,15 @@ enum ScaleBenchmark {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
   }
 
+  /// VmRSS (all resident pages, the program's own included), RssAnon (the
+  /// process's own memory: heap, stacks) and VmHWM (the peak), in MB.
+  static func memory(of pid: Int32) -> String {
+    String(
+      format: "VmRSS %.1f MB (RssAnon %.1f MB, RssFile %.1f MB), VmHWM %.1f MB",
+      Double(status(pid, "VmRSS")) / 1024, Double(status(pid, "RssAnon")) / 1024,
+      Double(status(pid, "RssFile")) / 1024, Double(status(pid, "VmHWM")) / 1024)
+  }
+
   static func status(_ pid: Int32, _ key: String) -> Int {
     let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
     let line = text.split(separator: "\n").first { $0.hasPrefix(key + ":") } ?? ""
@@ -359,13 +368,10 @@ enum ScaleBenchmark {
     }
     let startup = ContinuousClock.now - start
     try await Task.sleep(for: .seconds(2))
-    let pid = agent.process.processIdentifier
     print(
-      String(
-        format:
-          "agent holding %d notes in its index: VmRSS %.1f MB, VmHWM %.1f MB (target < 64 MB); first start (index built, every note new) %.1f s",
-        count, Double(status(pid, "VmRSS")) / 1024, Double(status(pid, "VmHWM")) / 1024,
-        startup.secondsValue))
+      "agent holding \(count) notes in its index, after its first start: "
+        + "\(memory(of: agent.process.processIdentifier)) (target VmRSS < 64 MB); first start"
+        + " (index built, every note new) \(String(format: "%.1f", startup.secondsValue)) s")
     // A second start on the same folder and state: nothing changed.
     agent.process.terminate()
     agent.process.waitUntilExit()
@@ -377,9 +383,11 @@ enum ScaleBenchmark {
     guard waitForLog(log, "advertising as", timeout: 600) else {
       throw BenchError.failed("the agent did not come up again (see \(log))")
     }
+    let restart = ContinuousClock.now - again
+    try await Task.sleep(for: .seconds(2))
     print(
-      String(
-        format: "  restart on the same %d notes (none changed): up and advertising after %.1f s",
-        count, (ContinuousClock.now - again).secondsValue))
+      "  restart on the same \(count) notes (none changed): up and advertising after"
+        + " \(String(format: "%.1f", restart.secondsValue)) s; "
+        + memory(of: pair.agents[0].process.processIdentifier))
   }
 }

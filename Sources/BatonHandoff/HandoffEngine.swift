@@ -158,8 +158,9 @@ public actor HandoffEngine {
     var candidates = changedWhileAway
     if candidates.isEmpty {
       if currentEntry != nil { return }
-      candidates = index.values.filter { !$0.deleted && folders[$0.entry.activityType] != nil }
-        .map { ($0.entry.activityType, $0.entry.path) }
+      for note in index.values where !note.deleted && folders[note.entry.activityType] != nil {
+        candidates.append((note.entry.activityType, note.entry.path))
+      }
     }
     var newest: (type: String, path: String, time: Int64)?
     for (type, path) in candidates {
@@ -367,7 +368,7 @@ public actor HandoffEngine {
   /// Only notes of folders configured now are offered, and only those whose
   /// fields fit the wire limits (others are logged once).
   /// A pass over the whole index: GET_INDEX, INDEX and a link's full pass use it.
-  var offered: [HandoffIndexEntry] { index.values.compactMap(offeredEntry) }
+  var offered: [HandoffIndexEntry] { index.values.compactMap { self.offeredEntry($0) } }
 
   /// The note's entry if we offer it now, else nil.
   func offeredEntry(_ note: StoredNote) -> HandoffIndexEntry? {

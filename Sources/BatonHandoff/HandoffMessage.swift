@@ -75,7 +75,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     if path.utf8.count > HandoffLimits.maxPathBytes {
       return "its path is over \(HandoffLimits.maxPathBytes) bytes"
     }
-    if version.counters.count > HandoffLimits.maxMergedDevices {
+    if version.deviceCount > HandoffLimits.maxMergedDevices {
       return "its version vector has over \(HandoffLimits.maxMergedDevices) devices"
     }
     return nil
@@ -94,7 +94,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
 
   /// The bytes `encode(into:)` writes.
   var encodedSize: Int {
-    2 + activityType.utf8.count + 2 + path.utf8.count + 32 + 8 + 2 + 16 * version.counters.count + 8
+    2 + activityType.utf8.count + 2 + path.utf8.count + 32 + 8 + 2 + 16 * version.deviceCount + 8
       + 1
   }
 }

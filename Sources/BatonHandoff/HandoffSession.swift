@@ -321,7 +321,7 @@ extension HandoffEngine {
       return "forged version of \(path): it claims \(claimed) changes by this device"
         + " (\(me.device)), which made \(local[me.device]); refused"
     }
-    let devices = Set(local.counters.keys).union(version.counters.keys).count
+    let devices = Set(local.devices).union(version.devices).count
     if devices > HandoffLimits.maxMergedDevices {
       return "version of \(path) would grow to \(devices) devices, over the limit of"
         + " \(HandoffLimits.maxMergedDevices); refused"

@@ -36,15 +36,56 @@ public enum VersionOrder: Sendable, Equatable {
 
 /// A note's version history, as in Syncthing: for each device that changed the
 /// note, how many changes of it this version includes (PROTOCOL.md, "Versions").
+///
+/// Stored as (device, counter) pairs sorted by device, the first one inline
+/// and the others in an array: almost every note's version names one device,
+/// and an empty array costs no allocation, so an index of 100,000 notes
+/// holds no heap block for its versions (a dictionary per version cost
+/// about 100 bytes each).
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
-  /// Device -> counter; counters are always >= 1 (absent means 0).
-  public private(set) var counters: [DeviceID: UInt64]
+  /// One device's counter; a counter of 0 in `first` means an empty vector.
+  struct Pair: Hashable, Sendable {
+    var device: DeviceID
+    var counter: UInt64
+  }
+  private var first = Pair(device: DeviceID(rawValue: 0), counter: 0)
+  /// The pairs after `first`, in ascending device order.
+  private var rest: [Pair] = []
 
+  /// Device -> counter; counters are always >= 1 (absent means 0).
   public init(_ counters: [DeviceID: UInt64] = [:]) {
-    self.counters = counters.filter { $0.value > 0 }
+    self.init(sorted: counters.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map {
+      Pair(device: $0.key, counter: $0.value)
+    })
   }
 
-  public subscript(device: DeviceID) -> UInt64 { counters[device] ?? 0 }
+  /// From pairs already in ascending device order, with no zero counter.
+  private init(sorted pairs: [Pair]) {
+    guard let head = pairs.first else { return }
+    first = head
+    rest = Array(pairs.dropFirst())
+  }
+
+  /// How many devices have a counter.
+  public var deviceCount: Int { first.counter == 0 ? 0 : 1 + rest.count }
+
+  /// The pairs in ascending device order.
+  var pairs: [Pair] { first.counter == 0 ? [] : [first] + rest }
+
+  /// The devices that have a counter.
+  public var devices: [DeviceID] { pairs.map(\.device) }
+
+  /// Device -> counter, as a dictionary.
+  public var counters: [DeviceID: UInt64] {
+    Dictionary(uniqueKeysWithValues: pairs.map { ($0.device, $0.counter) })
+  }
+
+  public subscript(device: DeviceID) -> UInt64 {
+    if first.counter == 0 { return 0 }
+    if first.device == device { return first.counter }
+    for pair in rest where pair.device == device { return pair.counter }
+    return 0
+  }
 
   /// The most devices a vector may hold (PROTOCOL.md, "Limits").
   public static let maximumDevices = 4096
@@ -55,23 +96,24 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
   public func incremented(by device: DeviceID) -> VersionVector? {
     let (next, overflow) = self[device].addingReportingOverflow(1)
     guard !overflow else { return nil }
-    var copy = self
-    copy.counters[device] = next
-    return copy
+    var out = pairs.filter { $0.device != device }
+    let at = out.firstIndex { $0.device > device } ?? out.count
+    out.insert(Pair(device: device, counter: next), at: at)
+    return VersionVector(sorted: out)
   }
 
   /// The least version that has seen both (element-wise maximum).
   public func merged(with other: VersionVector) -> VersionVector {
-    VersionVector(counters.merging(other.counters) { max($0, $1) })
+    var out: [Pair] = []
+    Self.walk(self, other) { device, a, b in out.append(Pair(device: device, counter: max(a, b))) }
+    return VersionVector(sorted: out)
   }
 
   /// Compares `self` with `other`.
   public func compare(_ other: VersionVector) -> VersionOrder {
     var selfAhead = false
     var otherAhead = false
-    for device in Set(counters.keys).union(other.counters.keys) {
-      let a = self[device]
-      let b = other[device]
+    Self.walk(self, other) { _, a, b in
       if a > b { selfAhead = true }
       if b > a { otherAhead = true }
     }
@@ -83,14 +125,38 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// Calls `body` for every device of either vector, in ascending order,
+  /// with its counter in each (0 where absent).
+  private static func walk(
+    _ x: VersionVector, _ y: VersionVector, _ body: (DeviceID, UInt64, UInt64) -> Void
+  ) {
+    let xs = x.pairs
+    let ys = y.pairs
+    var i = 0
+    var j = 0
+    while i < xs.count || j < ys.count {
+      if j == ys.count || (i < xs.count && xs[i].device < ys[j].device) {
+        body(xs[i].device, xs[i].counter, 0)
+        i += 1
+      } else if i == xs.count || ys[j].device < xs[i].device {
+        body(ys[j].device, 0, ys[j].counter)
+        j += 1
+      } else {
+        body(xs[i].device, xs[i].counter, ys[j].counter)
+        i += 1
+        j += 1
+      }
+    }
+  }
+
   /// Canonical encoding: `u16` count, then (`u64` device, `u64` counter) pairs,
   /// little-endian, sorted by device id, no zero counters.
   func encode(into writer: inout ByteWriter) {
-    let sorted = counters.sorted { $0.key < $1.key }
+    let sorted = pairs
     writer.u16(UInt16(clamping: sorted.count))
-    for (device, counter) in sorted.prefix(Int(UInt16.max)) {
-      writer.u64(device.rawValue)
-      writer.u64(counter)
+    for pair in sorted.prefix(Int(UInt16.max)) {
+      writer.u64(pair.device.rawValue)
+      writer.u64(pair.counter)
     }
   }
 
@@ -106,7 +172,8 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     guard count <= maximumDevices else {
       throw WireError("version vector with \(count) devices")
     }
-    var counters: [DeviceID: UInt64] = [:]
+    var pairs: [Pair] = []
+    pairs.reserveCapacity(count)
     var previous: UInt64?
     for _ in 0..<count {
       let device = try reader.u64()
@@ -116,9 +183,9 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
       }
       guard counter > 0 else { throw WireError("version vector with a zero counter") }
       previous = device
-      counters[DeviceID(rawValue: device)] = counter
+      pairs.append(Pair(device: DeviceID(rawValue: device), counter: counter))
     }
-    return VersionVector(counters)
+    return VersionVector(sorted: pairs)
   }
 
   package static func decode(_ bytes: [UInt8]) throws(WireError) -> VersionVector {
@@ -130,7 +197,6 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
   /// `{device:counter, ...}` sorted by device.
   public var description: String {
-    "{" + counters.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
-      + "}"
+    "{" + pairs.map { "\($0.device):\($0.counter)" }.joined(separator: ",") + "}"
   }
 }

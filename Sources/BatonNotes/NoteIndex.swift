@@ -6,8 +6,15 @@ import Synchronization
 /// the versions skipped as invalid (so each is warned about once), and the
 /// hashes of our own write-backs (echo suppression).
 final class NoteIndex: Sendable {
+  /// What the index holds per path: the path is the key, not stored twice
+  /// (at 100,000 notes the table has 262,144 slots).
+  private struct Indexed {
+    var size: Int
+    var hash: ContentHash
+  }
+
   private struct State {
-    var entries: [String: NoteIndexEntry] = [:]
+    var entries: [String: Indexed] = [:]
     var skipped: [String: NoteFile.Signature] = [:]
     /// Hash of the last write-back per path, until the watcher sees it.
     var echoes: [String: ContentHash] = [:]
@@ -29,11 +36,15 @@ final class NoteIndex: Sendable {
   }
 
   var entries: [NoteIndexEntry] {
-    state.withLock { Array($0.entries.values) }.sorted { $0.relativePath < $1.relativePath }
+    state.withLock { s in
+      s.entries.map { NoteIndexEntry(relativePath: $0.key, size: $0.value.size, hash: $0.value.hash) }
+    }.sorted { $0.relativePath < $1.relativePath }
   }
 
   func entry(_ relativePath: String) -> NoteIndexEntry? {
-    state.withLock { $0.entries[relativePath] }
+    state.withLock { $0.entries[relativePath] }.map {
+      NoteIndexEntry(relativePath: relativePath, size: $0.size, hash: $0.hash)
+    }
   }
 
   /// Records a write-back: the index holds it at once, and the watcher will
@@ -41,8 +52,7 @@ final class NoteIndex: Sendable {
   func recordWriteBack(_ relativePath: String, bytes: [UInt8], hash: ContentHash) {
     state.withLock {
       $0.echoes[relativePath] = hash
-      $0.entries[relativePath] = NoteIndexEntry(
-        relativePath: relativePath, size: bytes.count, hash: hash)
+      $0.entries[relativePath] = Indexed(size: bytes.count, hash: hash)
       $0.skipped[relativePath] = nil
     }
   }
@@ -51,7 +61,7 @@ final class NoteIndex: Sendable {
   func cancelWriteBack(_ relativePath: String, previous: NoteIndexEntry?) {
     state.withLock {
       $0.echoes[relativePath] = nil
-      $0.entries[relativePath] = previous
+      $0.entries[relativePath] = previous.map { Indexed(size: $0.size, hash: $0.hash) }
     }
   }
 
@@ -129,8 +139,7 @@ final class NoteIndex: Sendable {
     case .known(let stamp):
       state.withLock { s in
         if s.entries[stamp.relativePath] == nil {
-          s.entries[stamp.relativePath] = NoteIndexEntry(
-            relativePath: stamp.relativePath, size: stamp.size, hash: stamp.hash)
+          s.entries[stamp.relativePath] = Indexed(size: stamp.size, hash: stamp.hash)
         }
       }
       return nil
@@ -152,13 +161,11 @@ final class NoteIndex: Sendable {
         s.skipped[relativePath] = nil
         if s.echoes[relativePath] == hash {
           s.echoes[relativePath] = nil
-          s.entries[relativePath] = NoteIndexEntry(
-            relativePath: relativePath, size: bytes.count, hash: hash)
+          s.entries[relativePath] = Indexed(size: bytes.count, hash: hash)
           return false
         }
         if s.entries[relativePath]?.hash == hash { return false }
-        s.entries[relativePath] = NoteIndexEntry(
-          relativePath: relativePath, size: bytes.count, hash: hash)
+        s.entries[relativePath] = Indexed(size: bytes.count, hash: hash)
         return true
       }
       if !isNew { return nil }

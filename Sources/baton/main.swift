@@ -7,6 +7,8 @@ import BatonSystem
 
 // The executable is thin: everything lives in BatonCLI. Nothing may start a
 // thread before this call (`baton agent` blocks its signals first thing).
-// Swift concurrency runs on threads we own (see BatonExecutor's contract).
+// Swift concurrency runs on threads we own (see BatonExecutor's contract);
+// they share one malloc arena (see HeapMemory.limitArenas).
+HeapMemory.limitArenas(to: 1)
 BatonExecutor.install()
 exit(BatonCommand.main(Array(CommandLine.arguments.dropFirst())))

@@ -15,6 +15,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 Tests/Scripts/setup.sh
-swift build -c release --product baton >/dev/null
+# The agent as `make install` builds it (Swift runtime linked statically),
+# so that the memory figure is the installed program's.
+swift build -c release --static-swift-stdlib --product baton >/dev/null
 swift build -c release --product baton-bench >/dev/null
 exec .build/release/baton-bench scale "$@"

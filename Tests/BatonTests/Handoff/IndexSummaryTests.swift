@@ -125,6 +125,11 @@ import Testing
           $0.entry.deleted && index.isOffered($0)
         }.count
         #expect(index.tombstoneCount == tombstones)
+        // The dense store (a removal moves the last note into the gap)
+        // holds exactly the notes, by key and by iteration.
+        #expect(index.count == notes.count)
+        #expect(notes.allSatisfy { index[$0.key] == $0.value })
+        #expect(Dictionary(uniqueKeysWithValues: index.map { ($0.key, $0.value) }) == notes)
       }
     }
     #expect(index.summary.count > 0)
