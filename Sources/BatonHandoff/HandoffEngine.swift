@@ -138,7 +138,9 @@ public actor HandoffEngine {
     guard !scanned else { return }
     scanned = true
     do {
-      for note in try store.notes() {
+      let stored = try store.notes()
+      index.reserveCapacity(stored.count)
+      for note in stored {
         index[Self.key(note.entry.activityType, note.entry.path)] = note
       }
       current = try store.currentActivity()
@@ -228,7 +230,8 @@ public actor HandoffEngine {
     for (type, folder) in folders {
       var present: Set<String> = []
       let entries = folder.indexEntries()
-      index.reserveCapacity(index.count + entries.count)
+      // Room at once for a first scan; a rescan finds most notes indexed.
+      index.reserveCapacity(max(index.count, entries.count))
       present.reserveCapacity(entries.count)
       for entry in entries where entry.size <= policy.maxNoteSize {
         // A note grown over the limit counts as absent: no longer offered.
@@ -309,6 +312,10 @@ public actor HandoffEngine {
       if existing.deleted {
         index[key]?.deleted = false
         persistSave(index[key]!)
+      } else {
+        // The same bytes: hold the folder's copy of the hash rather than
+        // the one read from the store (one heap block per note, not two).
+        index[key]?.entry.hash = hash
       }
       return false
     }

@@ -133,6 +133,7 @@ public final class NotesFolder: NoteFolderAccess {
       do {
         watcher = try NotesWatcher(index: index, names: names, tuning: tuning, wakeRead: wakeRead)
         try watcher.prepare()
+        index.endTrust()
       } catch {
         wakeRead.closeIgnoringErrors()
         wakeWrite.closeIgnoringErrors()
@@ -145,7 +146,7 @@ public final class NotesFolder: NoteFolderAccess {
       continuation.onTermination = { [weak self] _ in self?.stop(only: id) }
       watcher.run(continuation)
       state = Running(wakeWrite: wakeWrite, watcher: watcher)
-      log.info("watching \(root): \(index.entries.count) notes matching \(names.pattern)")
+      log.info("watching \(root): \(index.count) notes matching \(names.pattern)")
       return stream
     }
   }

@@ -186,8 +186,23 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   /// Every stored note, deleted ones included.
   public func notes() throws(SQLiteError) -> [StoredNote] {
     try with { db throws(SQLiteError) in
-      try db.query("SELECT activity_type, path, hash, size, version, origin, deleted FROM notes")
-        .compactMap(HandoffStore.note(from:))
+      // Every note of a folder shares one activity type: keep one copy of
+      // each type's string, not one per note.
+      var types: [String: String] = [:]
+      var notes: [StoredNote] = []
+      try db.forEachRow(
+        "SELECT activity_type, path, hash, size, version, origin, deleted FROM notes"
+      ) { row in
+        guard var note = HandoffStore.note(from: row) else { return }
+        let type = note.entry.activityType
+        if let shared = types[type] {
+          note.entry.activityType = shared
+        } else {
+          types[type] = type
+        }
+        notes.append(note)
+      }
+      return notes
     }
   }
 
@@ -307,20 +322,23 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   /// inode, hash), so that a start need not read unchanged files again.
   public func fileStamps(activityType: String) throws(SQLiteError) -> [NoteFileStamp] {
     try with { db throws(SQLiteError) in
-      try db.query(
+      var stamps: [NoteFileStamp] = []
+      try db.forEachRow(
         """
         SELECT path, size, mtime_sec, mtime_nsec, inode, hash FROM stamps
         WHERE activity_type = ?
         """, [.text(activityType)]
-      ).compactMap { row in
+      ) { row in
         guard row.count == 6, let path = row[0].text, let size = row[1].integer,
           let seconds = row[2].integer, let nanoseconds = row[3].integer,
           let inode = row[4].integer, let hash = row[5].blob.flatMap(ContentHash.init(bytes:))
-        else { return nil }
-        return NoteFileStamp(
-          relativePath: path, size: Int(size), modifiedSeconds: seconds,
-          modifiedNanoseconds: nanoseconds, inode: UInt64(bitPattern: inode), hash: hash)
+        else { return }
+        stamps.append(
+          NoteFileStamp(
+            relativePath: path, size: Int(size), modifiedSeconds: seconds,
+            modifiedNanoseconds: nanoseconds, inode: UInt64(bitPattern: inode), hash: hash))
       }
+      return stamps
     }
   }
 

@@ -83,6 +83,16 @@ final class SQLiteDatabase {
   /// Prepares `sql`, binds `parameters`, and returns every row.
   @discardableResult
   func query(_ sql: String, _ parameters: [Value] = []) throws(SQLiteError) -> [[Value]] {
+    var rows: [[Value]] = []
+    try forEachRow(sql, parameters) { rows.append($0) }
+    return rows
+  }
+
+  /// Like `query`, but hands each row to `body` as it is stepped, so that a
+  /// table of 100,000 rows is never held whole in memory.
+  func forEachRow(_ sql: String, _ parameters: [Value] = [], _ body: ([Value]) -> Void)
+    throws(SQLiteError)
+  {
     var statement: OpaquePointer?
     var rc = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
     guard rc == SQLITE_OK, let statement else { throw error(rc, "preparing \(sql)") }
@@ -104,7 +114,6 @@ final class SQLiteDatabase {
       }
       guard rc == SQLITE_OK else { throw error(rc, "binding parameter \(index) of \(sql)") }
     }
-    var rows: [[Value]] = []
     while true {
       rc = sqlite3_step(statement)
       if rc == SQLITE_DONE { break }
@@ -125,9 +134,8 @@ final class SQLiteDatabase {
         default: row.append(.null)
         }
       }
-      rows.append(row)
+      body(row)
     }
-    return rows
   }
 
   /// Runs `body` inside `BEGIN IMMEDIATE ... COMMIT`, rolling back if it throws.
