@@ -12,6 +12,10 @@ space-separated KEY=VALUE filters and settings:
     delay      holds the packet `ms` milliseconds; packets behind it in the
                same direction wait too (a stalled UART: order is kept)
     duplicate  the packet arrives twice
+    disconnect the packet (an ACL packet) arrives, then the controller drops
+               its connection with `reason` (default 0x08, connection
+               timeout), as a link supervision timeout does: each side's
+               host gets a Disconnection Complete
 
 Filters (all optional; a rule with none matches every packet):
     to=host|controller  direction: controller to host (events, incoming ACL)
@@ -30,6 +34,7 @@ Settings:
                         limit)
     ms=N                the delay of `delay` (default 200)
     bits=N              how many bits `corrupt` flips (default 1)
+    reason=0xNN         the reason `disconnect` gives (default 0x08)
 
 Examples:
     drop event=0x0e opcode=0x0c03 count=1 controller=0
@@ -38,6 +43,9 @@ Examples:
         one LE Connection Complete is lost
     drop type=acl p=0.05; corrupt type=acl p=0.01
         5% of ACL packets both ways lost, 1% corrupted
+    disconnect type=acl to=controller controller=0 skip=20 count=1
+        controller 0 drops a connection after its host has sent 20 ACL
+        packets (mid-transfer)
 
 Each rule draws from its own random generator per controller and direction,
 seeded from the seed, the rule's index, the controller and the direction, so
@@ -49,8 +57,10 @@ import collections
 import random
 import time
 
+from bumble import ll
+
 ACTIONS = {"drop": "drop", "lose": "drop", "corrupt": "corrupt", "delay": "delay",
-           "duplicate": "duplicate"}
+           "duplicate": "duplicate", "disconnect": "disconnect"}
 TYPES = {"command": 0x01, "acl": 0x02, "sco": 0x03, "event": 0x04, "iso": 0x05}
 DIRECTIONS = ("host", "controller")
 # H4 header length (type byte included) by packet type: never corrupted.
@@ -82,6 +92,7 @@ class Rule:
         self.count = None
         self.ms = 200
         self.bits = 1
+        self.reason = 0x08
         self.matched = 0
         self.hits = 0
         for word in words[1:]:
@@ -96,6 +107,8 @@ class Rule:
             self.event = 0x3E
         if self.event is not None:
             self.type = TYPES["event"]
+        if self.action == "disconnect" and self.type != TYPES["acl"]:
+            raise FaultSpecError(f"fault rule '{text}': disconnect needs type=acl")
 
     def set(self, key: str, value: str) -> None:
         if key == "to":
@@ -108,7 +121,8 @@ class Rule:
             if value not in TYPES:
                 raise ValueError(f"expected one of {', '.join(TYPES)}")
             self.type = TYPES[value]
-        elif key in ("event", "subevent", "opcode", "handle", "skip", "count", "ms", "bits"):
+        elif key in ("event", "subevent", "opcode", "handle", "skip", "count", "ms", "bits",
+                     "reason"):
             number = int(value, 0)
             if number < 0:
                 raise ValueError("must not be negative")
@@ -184,6 +198,8 @@ class FaultPlan:
         self.generators = {}
         self.log = open(log_path, "a", buffering=1) if log_path else None
         self.started = time.monotonic()
+        # The bumble controllers by index, for `disconnect` (radio.py sets them).
+        self.controllers = {}
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -219,6 +235,19 @@ class FaultPlan:
             self.note(f"{rule.action} C{controller} to-{to} {describe(packet)} (rule {rule.index})")
         return hits
 
+    def disconnect(self, controller: int, handle: int, reason: int) -> None:
+        """Drops an LE connection as the controller would on a supervision
+        timeout: the peer's controller is told (LL_TERMINATE_IND) and each
+        reports a Disconnection Complete to its host."""
+        device = self.controllers.get(controller)
+        connection = device.find_le_connection_by_handle(handle) if device else None
+        if connection is None:
+            self.note(f"disconnect C{controller} handle 0x{handle:03x}: no such connection")
+            return
+        connection.send_ll_control_pdu(ll.TerminateInd(reason))
+        device.on_le_disconnected(connection, reason)
+        self.note(f"disconnected C{controller} handle 0x{handle:03x} reason 0x{reason:02x}")
+
     def note(self, line: str) -> None:
         if self.log:
             self.log.write(f"{time.monotonic() - self.started:.3f} {line}\n")
@@ -253,6 +282,10 @@ class FaultyLink:
                 delay = rule.ms / 1000
             elif rule.action == "duplicate":
                 copies = 2
+            elif rule.action == "disconnect":
+                handle = (packet[1] | packet[2] << 8) & 0x0FFF
+                asyncio.get_running_loop().call_soon(
+                    self.plan.disconnect, self.controller, handle, rule.reason)
         loop = asyncio.get_running_loop()
         if delay == 0 and not self.queue:
             for _ in range(copies):

@@ -17,16 +17,19 @@ dies takes its radio with it). Options:
                         Length Extension, such as nRF52, report)
     --log-level LEVEL   bumble's log level (default WARNING)
     --faults RULES      inject faults between the hosts and their controllers
-                        (drop, corrupt, delay, duplicate chosen packets; the
-                        rule syntax is in faults.py). Without the option, the
+                        (drop, corrupt, delay, duplicate chosen packets, or
+                        drop a connection; the rule syntax is in faults.py).
+                        Without the option, the
                         environment variable BATON_RADIO_FAULTS is used.
     --fault-seed N      the seed of the faults' random choices (default
                         BATON_RADIO_FAULT_SEED, else 1)
     --fault-log FILE    append one line per fault injected (and a summary at
                         exit) to FILE (default BATON_RADIO_FAULT_LOG)
+    --faults-off        start with the faults switched off
 
-While it runs, SIGUSR1 switches the faults off and SIGUSR2 on again (they
-start on), so a test can end a faulty phase and measure the recovery.
+While it runs, SIGUSR1 switches the faults off and SIGUSR2 on (they start
+on unless --faults-off), so a test can end a faulty phase and measure the
+recovery, or begin one at the moment it chooses.
 """
 import argparse
 import asyncio
@@ -62,6 +65,8 @@ async def main() -> None:
     parser.add_argument("--faults", default=os.environ.get("BATON_RADIO_FAULTS", ""))
     parser.add_argument(
         "--fault-seed", type=int, default=int(os.environ.get("BATON_RADIO_FAULT_SEED", "1")))
+    parser.add_argument("--faults-off", action="store_true",
+                        help="start with faults off (SIGUSR2 turns them on)")
     parser.add_argument("--fault-log", default=os.environ.get("BATON_RADIO_FAULT_LOG"))
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
@@ -69,6 +74,7 @@ async def main() -> None:
         plan = FaultPlan(args.faults, args.fault_seed, args.fault_log)
     except FaultSpecError as error:
         parser.error(str(error))
+    plan.enabled = not args.faults_off
 
     link = LocalLink()
     transports = []
@@ -87,6 +93,7 @@ async def main() -> None:
                 f"C{index}", host_sink=FaultyLink(plan, index, "host", transport.sink), link=link
             )
             transport.source.set_packet_sink(FaultyLink(plan, index, "controller", controller))
+            plan.controllers[index] = controller
         else:
             controller = Controller(
                 f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link

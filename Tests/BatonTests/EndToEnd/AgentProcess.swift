@@ -167,9 +167,15 @@ final class AgentGroup: @unchecked Sendable {
   let keyPath: String
   var agents: [AgentProcess] = []
 
-  /// `faults` (with `seed`) are the radio's fault rules (SimulatedRadio).
-  init(count: Int, controllers: Int? = nil, faults: String? = nil, seed: UInt64 = 1) throws {
-    radio = try SimulatedRadio(controllers: controllers ?? count, faults: faults, seed: seed)
+  /// `faults` (with `seed`) are the radio's fault rules (SimulatedRadio);
+  /// `faultsStartOff`: they wait for `radio.faultsOn()`.
+  init(
+    count: Int, controllers: Int? = nil, faults: String? = nil, seed: UInt64 = 1,
+    faultsStartOff: Bool = false
+  ) throws {
+    radio = try SimulatedRadio(
+      controllers: controllers ?? count, faults: faults, seed: seed,
+      faultsStartOff: faultsStartOff)
     base = try TestEnvironment.temporaryDirectory("baton-e2e")
     keyPath = base.appendingPathComponent("group.key").path
     try Self.writeKey(GroupKey.generate(), to: keyPath)

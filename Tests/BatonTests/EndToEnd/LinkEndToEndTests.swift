@@ -86,6 +86,42 @@ import Testing
       await eventually(30, "a later note in A") { a.read("later.md") != nil }, "\(group.logs)")
   }
 
+  /// The controller drops the connection in the middle of a note's
+  /// transfer (the radio's `disconnect` fault: a supervision timeout, reason
+  /// 0x08, reported to both hosts): the link goes down on both sides, comes
+  /// back up, and the note arrives whole, and so does the next one.
+  @Test func aLinkDroppedByTheControllerMidTransferComesBackAndTheNoteArrives() async throws {
+    let group = try AgentGroup(
+      count: 2, faults: "disconnect type=acl to=controller controller=0 skip=40 count=1",
+      faultsStartOff: true)
+    let (a, b) = (group.agents[0], group.agents[1])
+    try group.startAll()
+    #expect(await linked(a, to: ["agentB"]), "\(group.logs)")
+    #expect(await linked(b, to: ["agentA"]), "\(group.logs)")
+    // About 60 KB: hundreds of ACL packets, so the 41st from A's host is
+    // in the middle of it.
+    let big = "Big\n" + String(repeating: "a line of the long note that is cut\n", count: 1700)
+    group.radio.faultsOn()
+    try a.save("big.md", big)
+    #expect(
+      await eventually(90, "the long note whole in B") { b.read("big.md") == Array(big.utf8) },
+      "\(group.logs)")
+    #expect(
+      group.radio.injectedFaults.contains { $0.contains("disconnected C0") },
+      "\(group.radio.injectedFaults)")
+    // It was cut: the link went down, then up again, on A's side.
+    #expect(
+      await eventually(30, "A's link down and up again") {
+        let lines = a.log.split(separator: "\n").filter { $0.contains("handoff: link with agentB") }
+        return lines.contains { $0.contains(" down: ") }
+          && lines.filter { $0.contains(") up (") }.count >= 2
+      }, "\(group.logs)")
+    #expect(await linked(a, to: ["agentB"]), "\(group.logs)")
+    try a.save("after.md", "After\nthe cut\n")
+    #expect(
+      await eventually(30, "a later note in B") { b.read("after.md") != nil }, "\(group.logs)")
+  }
+
   @Test func threeAgentsAreAllLinkedAndStatusNamesEveryPeer() async throws {
     let group = try AgentGroup(count: 3)
     try group.startAll()

@@ -22,13 +22,15 @@ final class SimulatedRadio: @unchecked Sendable {
   /// The controller spec for controller `index`, as baton takes it.
   func spec(_ index: Int) -> String { "tcp:127.0.0.1:\(ports[index])" }
 
+  /// `faultsStartOff`: the faults wait for `faultsOn()`.
   init(
     controllers count: Int = 2, extendedAdvertising: Bool = true, faults: String? = nil,
-    seed: UInt64 = 1
+    seed: UInt64 = 1, faultsStartOff: Bool = false
   ) throws {
     let script = TestEnvironment.repository.appendingPathComponent("Tests/Radio/radio.py").path
     var arguments = [script, "--controllers", String(count), "--faults", faults ?? ""]
     if !extendedAdvertising { arguments.append("--no-extended-advertising") }
+    if faultsStartOff { arguments.append("--faults-off") }
     if faults != nil {
       let log = FileManager.default.temporaryDirectory
         .appendingPathComponent("baton-faults-\(UUID().uuidString.prefix(8)).log").path
