@@ -66,6 +66,32 @@ import Testing
     #expect(!group.logs.contains("sent nothing for 20"), "\(group.logs)")
   }
 
+  /// Issue 16 item 2: one lost LE Connection Complete, on the side that
+  /// connects or on the side connected to, no longer stops all syncing
+  /// between the pair. Each agent holds a note the other lacks; both get
+  /// through, and the two end up linked.
+  @Test(arguments: [0, 1])
+  func oneLostConnectionCompleteDoesNotStopSyncing(controller: Int) async throws {
+    let group = try AgentGroup(
+      count: 2,
+      faults: "drop subevent=0x0a controller=\(controller) count=1;"
+        + " drop subevent=0x01 controller=\(controller) count=1")
+    let (a, b) = (group.agents[0], group.agents[1])
+    try a.save("from-a.md", "From A\nbefore the lost event\n")
+    try b.save("from-b.md", "From B\nbefore the lost event\n")
+    try group.startAll()
+    #expect(
+      await eventually(120, "each note on the other side") {
+        b.read("from-a.md") != nil && a.read("from-b.md") != nil
+      }, "\(group.logs)")
+    #expect(
+      group.radio.injectedFaults.contains { $0.contains("subevent 0x0a") || $0.contains("subevent 0x01") },
+      "\(group.radio.injectedFaults)")
+    try a.save("later.md", "Later\nfrom A\n")
+    #expect(
+      await eventually(60, "a later note in B") { b.read("later.md") != nil }, "\(group.logs)")
+  }
+
   private func counter(_ agent: AgentProcess, _ name: String) throws -> Int {
     let status = try agent.status()
     let counters = status["counters"] as? [String: Any] ?? [:]
