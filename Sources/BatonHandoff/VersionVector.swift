@@ -130,24 +130,29 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
   private static func walk(
     _ x: VersionVector, _ y: VersionVector, _ body: (DeviceID, UInt64, UInt64) -> Void
   ) {
-    let xs = x.pairs
-    let ys = y.pairs
+    let (xn, yn) = (x.deviceCount, y.deviceCount)
     var i = 0
     var j = 0
-    while i < xs.count || j < ys.count {
-      if j == ys.count || (i < xs.count && xs[i].device < ys[j].device) {
-        body(xs[i].device, xs[i].counter, 0)
+    while i < xn || j < yn {
+      let a = i < xn ? x.pair(i) : nil
+      let b = j < yn ? y.pair(j) : nil
+      if let a, b == nil || a.device < b!.device {
+        body(a.device, a.counter, 0)
         i += 1
-      } else if i == xs.count || ys[j].device < xs[i].device {
-        body(ys[j].device, 0, ys[j].counter)
+      } else if let b, a == nil || b.device < a!.device {
+        body(b.device, 0, b.counter)
         j += 1
-      } else {
-        body(xs[i].device, xs[i].counter, ys[j].counter)
+      } else if let a, let b {
+        body(a.device, a.counter, b.counter)
         i += 1
         j += 1
       }
     }
   }
+
+  /// The `i`th pair in device order (0 ..< deviceCount), without building
+  /// the array `pairs` does: comparisons run for every entry a peer offers.
+  private func pair(_ i: Int) -> Pair { i == 0 ? first : rest[i - 1] }
 
   /// Canonical encoding: `u16` count, then (`u64` device, `u64` counter) pairs,
   /// little-endian, sorted by device id, no zero counters.

@@ -11,6 +11,10 @@ final class NoteIndex: Sendable {
   private struct Indexed {
     var size: Int
     var hash: ContentHash
+
+    func entry(at relativePath: String) -> NoteIndexEntry {
+      NoteIndexEntry(relativePath: relativePath, size: size, hash: hash)
+    }
   }
 
   private struct State {
@@ -36,15 +40,11 @@ final class NoteIndex: Sendable {
   }
 
   var entries: [NoteIndexEntry] {
-    state.withLock { s in
-      s.entries.map { NoteIndexEntry(relativePath: $0.key, size: $0.value.size, hash: $0.value.hash) }
-    }.sorted { $0.relativePath < $1.relativePath }
+    state.withLock { s in s.entries.map { $0.value.entry(at: $0.key) } }.sorted { $0.relativePath < $1.relativePath }
   }
 
   func entry(_ relativePath: String) -> NoteIndexEntry? {
-    state.withLock { $0.entries[relativePath] }.map {
-      NoteIndexEntry(relativePath: relativePath, size: $0.size, hash: $0.hash)
-    }
+    state.withLock { $0.entries[relativePath] }?.entry(at: relativePath)
   }
 
   /// Records a write-back: the index holds it at once, and the watcher will
