@@ -24,8 +24,11 @@ let package = Package(
     systemLibrary("CBluetooth", pkgConfig: "bluez", apt: ["libbluetooth-dev"]),
     systemLibrary("CInih", pkgConfig: "inih", apt: ["libinih-dev"]),
     systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
-    systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
-    // Small C shims for what Swift cannot reach directly (C globals, macros).
+    // libsystemd's headers only: baton opens the library when it first talks
+    // to D-Bus (Sources/CBatonShims/systemd.c), so it is not linked.
+    systemLibrary("CSystemd", pkgConfig: nil, apt: ["libsystemd-dev"]),
+    // Small C shims for what Swift cannot reach directly (C globals, macros),
+    // and libsystemd's sd-bus, opened when first called (systemd.c).
     .target(
       name: "CBatonShims",
       cSettings: [.define("_GNU_SOURCE")]

@@ -1,3 +1,4 @@
+import CBatonShims
 import CSystemd
 import FoundationEssentials
 import Synchronization
@@ -42,6 +43,7 @@ public final class DBusConnection: @unchecked Sendable {
   /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` if set, else
   /// /run/dbus/system_bus_socket).
   public static func system() throws(DBusError) -> DBusConnection {
+    try openLibrary()
     var bus: OpaquePointer?
     try DBusMessageCoding.check("connecting to the system bus", sd_bus_open_system(&bus))
     return try DBusConnection(bus: bus!, label: "the system bus")
@@ -49,6 +51,7 @@ public final class DBusConnection: @unchecked Sendable {
 
   /// Connects to the bus at `address` (`unix:path=...`), as a bus client.
   public static func connect(address: String) throws(DBusError) -> DBusConnection {
+    try openLibrary()
     var bus: OpaquePointer?
     try DBusMessageCoding.check("sd_bus_new", sd_bus_new(&bus))
     do {
@@ -60,6 +63,14 @@ public final class DBusConnection: @unchecked Sendable {
       throw error
     }
     return try DBusConnection(bus: bus!, label: address)
+  }
+
+  /// Opens libsystemd, which baton loads only when it first needs D-Bus
+  /// (Sources/CBatonShims/systemd.c).
+  private static func openLibrary() throws(DBusError) {
+    if let reason = baton_systemd_open_error() {
+      throw DBusError.libraryMissing(reason: String(cString: reason))
+    }
   }
 
   private init(bus: OpaquePointer, label: String) throws(DBusError) {

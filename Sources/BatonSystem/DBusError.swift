@@ -9,6 +9,9 @@ public enum DBusError: Error, Equatable, Sendable, CustomStringConvertible {
   case closed(reason: String)
   /// A reply or signal did not have the arguments we expect.
   case unexpectedReply(member: String, signature: String)
+  /// libsystemd, which baton opens for D-Bus, could not be opened
+  /// (dlerror's text).
+  case libraryMissing(reason: String)
 
   public static let accessDeniedName = "org.freedesktop.DBus.Error.AccessDenied"
   public static let serviceUnknownName = "org.freedesktop.DBus.Error.ServiceUnknown"
@@ -50,6 +53,8 @@ public enum DBusError: Error, Equatable, Sendable, CustomStringConvertible {
     case .closed(let reason): "the D-Bus connection is closed (\(reason))"
     case .unexpectedReply(let member, let signature):
       "unexpected arguments \"\(signature)\" in \(member)"
+    case .libraryMissing(let reason):
+      "cannot open libsystemd, which baton uses for D-Bus (\(reason)); install the libsystemd0 package"
     }
   }
 }

@@ -1,21 +1,43 @@
-import CSystemd
-
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Tells systemd how the service is doing, through `sd_notify(3)` from
-/// libsystemd (the unit is `Type=notify`). Without `NOTIFY_SOCKET` in the
-/// environment (not started by systemd) every call is a no-op.
+/// Tells systemd how the service is doing (the unit is `Type=notify`), by
+/// the protocol of `sd_notify(3)`: one datagram of `KEY=VALUE` lines to the
+/// socket named by `NOTIFY_SOCKET`, a path or "@" and an abstract name.
+/// systemd documents the protocol as stable and shows it written by hand
+/// for daemons that do not link libsystemd; done here, an agent under
+/// systemd does not load libsystemd until it talks to D-Bus. Without
+/// `NOTIFY_SOCKET` (not started by systemd) every call is a no-op.
 public struct SystemdNotifier: Sendable {
-  public init() {}
+  /// Where the notifications go: `NOTIFY_SOCKET` as systemd set it, or nil.
+  public let socket: String?
+
+  public init(socket: String? = SystemdNotifier.socketFromEnvironment()) {
+    self.socket = socket
+  }
+
+  /// `NOTIFY_SOCKET` when it names a UNIX socket, a path or an abstract
+  /// name (systemd's `vsock:` addresses are for virtual machines and are
+  /// not supported).
+  public static func socketFromEnvironment() -> String? {
+    guard let value = getenv("NOTIFY_SOCKET") else { return nil }
+    let socket = String(cString: value)
+    return socket.hasPrefix("/") || socket.hasPrefix("@") ? socket : nil
+  }
 
   /// Sends one or more `KEY=VALUE` assignments, newline-separated.
   /// Returns false when nothing was sent (no systemd, or an error).
   @discardableResult
   public func notify(_ assignments: [String]) -> Bool {
+    guard let socket else { return false }
     let text = assignments.joined(separator: "\n")
-    return sd_notify(0, text) > 0
+    do {
+      try UnixSocket.sendDatagram(Array(text.utf8), to: socket)
+      return true
+    } catch {
+      return false
+    }
   }
 
   /// `READY=1` with a `STATUS=` line: startup or a reload has finished.

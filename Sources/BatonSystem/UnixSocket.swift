@@ -29,13 +29,20 @@ public struct UnixSocket: Sendable {
     return UnixSocket(descriptor: FileDescriptor(rawValue: fd))
   }
 
-  /// Calls `body` with a `sockaddr_un` for `path`.
+  /// Calls `body` with a `sockaddr_un` for `path`. With `abstract`, a path
+  /// starting with "@" names a socket in Linux's abstract namespace: the "@"
+  /// becomes a NUL byte and the address ends with the name.
   private static func withAddress<T>(
-    _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T
+    _ path: String, abstract: Bool = false, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T
   ) throws(Errno) -> T {
-    let bytes = Array(path.utf8)
+    var bytes = Array(path.utf8)
     guard !bytes.isEmpty, bytes.count <= maximumPathLength else {
       throw Errno(rawValue: ENAMETOOLONG)
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+    if abstract && bytes[0] == UInt8(ascii: "@") {
+      bytes[0] = 0
+      length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
     }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
@@ -43,9 +50,31 @@ public struct UnixSocket: Sendable {
       for (index, byte) in bytes.enumerated() { raw[index] = byte }
     }
     return withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+    }
+  }
+
+  /// Sends `bytes` as one datagram to the `SOCK_DGRAM` socket at `path`
+  /// ("@name" for an abstract one), from a socket opened for this one
+  /// `sendto(2)`. Does not block on a full receiver (`MSG_DONTWAIT`).
+  public static func sendDatagram(_ bytes: [UInt8], to path: String) throws(Failure) {
+    let type = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    let fd: Int32
+    do { fd = try retryingOnInterrupt { Glibc.socket(AF_UNIX, type, 0) } } catch {
+      throw Failure(operation: "socket", path: path, errno: error)
+    }
+    defer { FileDescriptor(rawValue: fd).closeIgnoringErrors() }
+    do {
+      try withAddress(path, abstract: true) { address, length in
+        let sent = bytes.withUnsafeBytes { buffer in
+          Glibc.sendto(
+            fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), address,
+            length)
+        }
+        return Int32(sent < 0 ? -1 : 0)
+      }.throwingErrno()
+    } catch {
+      throw Failure(operation: "sendto", path: path, errno: error)
     }
   }
 

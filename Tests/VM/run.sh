@@ -172,6 +172,10 @@ cp /etc/bluetooth/main.conf "$root/etc/bluetooth/"
 printf '%s\n' 5eb1e00b5eb1e00b5eb1e00b5eb1e00b >"$root/etc/machine-id"
 if [ -x "$baton" ]; then
   install_binary "$baton" /usr/bin/baton
+  # baton opens libsystemd (for D-Bus) with dlopen, which ldd does not list:
+  # the library and what it needs.
+  libsystemd=$(/sbin/ldconfig -p | awk '/libsystemd\.so\.0 / {print $NF; exit}')
+  install_binary "$libsystemd" "$libsystemd"
   [ "$has_agent" = 1 ] && touch "$root/etc/baton-has-agent"
   [ "$has_bluez" = 1 ] && touch "$root/etc/baton-has-bluez"
   "$baton" keygen >"$work/baton.key"

@@ -228,37 +228,23 @@ import Testing
   @Test func tellsSystemdItIsReadyAndStopping() async throws {
     let sandbox = try BatonSandbox()
     let notifyPath = sandbox.path + "/notify"
-    let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-    #expect(receiver >= 0)
-    defer { close(receiver) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (index, byte) in notifyPath.utf8.enumerated() { raw[index] = byte }
-    }
-    let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(receiver, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    #expect(bound == 0)
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(receiver, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    func receive() -> String {
-      var buffer = [UInt8](repeating: 0, count: 4096)
-      let n = recv(receiver, &buffer, buffer.count, 0)
-      return n > 0 ? String(decoding: buffer[..<n], as: UTF8.self) : ""
-    }
-
+    let receiver = DatagramReceiver(notifyPath)
     let (agent, _) = try await start(sandbox, environment: ["NOTIFY_SOCKET": notifyPath])
-    let ready = receive()
+    let ready = receiver.receive()
     #expect(ready.hasPrefix("READY=1\nSTATUS=Running as desk on tcp:127.0.0.1:"))
     #expect(ready.hasSuffix(", watching \(sandbox.notes)"))
+    // Notified without libsystemd: an agent on its own controller never
+    // talks to D-Bus, so it does not load the library (CBatonShims/systemd.c).
+    let mapsFile = try #require(FileHandle(forReadingAtPath: "/proc/\(agent.pid)/maps"))
+    let maps = String(decoding: mapsFile.readDataToEndOfFile(), as: UTF8.self)
+    try mapsFile.close()
+    #expect(maps.contains("libsqlite3"))
+    #expect(!maps.contains("libsystemd"))
     agent.signal(SIGHUP)
-    #expect(receive().hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
-    #expect(receive().hasPrefix("READY=1\n"))
+    #expect(receiver.receive().hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
+    #expect(receiver.receive().hasPrefix("READY=1\n"))
     agent.signal(SIGTERM)
-    #expect(receive() == "STOPPING=1\nSTATUS=Stopping")
+    #expect(receiver.receive() == "STOPPING=1\nSTATUS=Stopping")
     #expect(await eventually(10, "the agent exits") { agent.hasExited })
     #expect(agent.wait() == 0)
   }
