@@ -6,6 +6,7 @@ import CBatonShims
 
 /// A UNIX-domain stream socket (`AF_UNIX`, `SOCK_STREAM`): a thin wrapper in
 /// the style of swift-system. Like `FileDescriptor` it does not close itself.
+/// `sendDatagram` sends a single datagram, with a socket of its own.
 public struct UnixSocket: Sendable {
   public let descriptor: FileDescriptor
 

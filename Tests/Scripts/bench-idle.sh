@@ -3,7 +3,8 @@
 #  - wake-ups: context switches of all its threads over the window (from
 #    /proc/PID/task/*/status, no tracer attached), then
 #  - syscalls: `strace -f -c` attached to every thread over the same window,
-#  - memory: VmRSS and VmHWM from /proc/PID/status,
+#  - memory: VmRSS (with its anonymous and file-backed parts) and VmHWM
+#    from /proc/PID/status,
 #  - the time it takes to stop on SIGTERM.
 #
 #   Tests/Scripts/bench-idle.sh [--seconds N] [--bin PATH]
@@ -11,8 +12,13 @@
 # The agent runs on a simulated controller (Tests/Radio/radio.py, one
 # controller, no peer), advertising and scanning as it always does.
 # BENCH_SHOW_LOG=1 prints the agent's log at the end.
-# BATON_BIN or --bin chooses the binary (default: the newer of the release
-# and debug builds).
+# The binary is the installed build: the release build as `make install`
+# builds it (Swift runtime linked statically), stripped into a scratch
+# folder. BATON_BIN or --bin runs another binary instead.
+# Before the agent starts, the binary is dropped from the page cache (as
+# after a boot): a file just written sits there in large folios, and the
+# kernel maps a whole folio at a fault, so the resident figure would depend
+# on how the file was last written (about 1 MB more for one just built).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=60
@@ -25,40 +31,26 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--seconds N] [--bin PATH]" >&2; exit 2 ;;
   esac
 done
-if [ -z "$bin" ]; then
-  # The newer of the release and debug builds.
-  bin=$top/.build/debug/baton
-  if [ -x "$top/.build/release/baton" ] && [ "$top/.build/release/baton" -nt "$bin" ]; then
-    bin=$top/.build/release/baton
-  fi
+if [ -n "$bin" ]; then
+  [ -x "$bin" ] || { echo "bench-idle: no baton binary at $bin" >&2; exit 1; }
+else
+  (cd "$top" && swift build -c release --static-swift-stdlib --product baton >/dev/null)
 fi
-[ -x "$bin" ] || { echo "bench-idle: no baton binary at $bin; run 'swift build' first" >&2; exit 1; }
 command -v strace >/dev/null || { echo "bench-idle: strace is missing (Tests/Scripts/setup.sh installs it)" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/baton-idle.XXXXXX)
-agent_pid=
-radio_pid=
-cleanup() {
-  [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null || true
-  [ -n "$radio_pid" ] && kill "$radio_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. "$top/Tests/Scripts/idle-agent.sh"
+idle_agent_workspace baton-idle
+if [ -z "$bin" ]; then
+  bin=$work/baton
+  strip -o "$bin" "$top/.build/release/baton"
+fi
 
-export HOME=$work XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state XDG_RUNTIME_DIR=$work/run
-mkdir -p "$work/config/baton" "$work/run" "$work/notes"
-"$bin" keygen > "$work/config/baton/key"
-chmod 600 "$work/config/baton/key"
+idle_agent_setup bench-idle "$bin" "$work"
 
-mkfifo "$work/radio.in"
-"$top/.venv/bin/python3" "$top/Tests/Radio/radio.py" --controllers 1 < "$work/radio.in" > "$work/radio.out" &
-radio_pid=$!
-exec 3> "$work/radio.in"   # the radio stops when this closes
-for _ in $(seq 100); do grep -q READY "$work/radio.out" 2>/dev/null && break; sleep 0.1; done
-port=$(awk '/READY/ {print $2}' "$work/radio.out")
-[ -n "$port" ] || { echo "bench-idle: the simulated radio did not start" >&2; exit 1; }
-controller=tcp:127.0.0.1:$port
-
+# Out of the page cache (see above): written back first (the kernel keeps
+# dirty pages), then GNU dd's nocache with no data read.
+sync "$bin"
+dd if="$bin" iflag=nocache count=0 status=none
 "$bin" agent --notes "$work/notes" --controller "$controller" --name idle 2> "$work/agent.log" &
 agent_pid=$!
 for _ in $(seq 100); do [ -S "$work/run/baton/control" ] && break; sleep 0.05; done
@@ -89,6 +81,8 @@ syscalls=$(awk '$NF == "total" {print $(NF-1)}' "$work/strace.txt")
 syscalls=${syscalls:-0}
 
 rss=$(awk '/^VmRSS/ {print $2}' /proc/"$agent_pid"/status)
+rss_anon=$(awk '/^RssAnon/ {print $2}' /proc/"$agent_pid"/status)
+rss_file=$(awk '/^RssFile/ {print $2}' /proc/"$agent_pid"/status)
 hwm=$(awk '/^VmHWM/ {print $2}' /proc/"$agent_pid"/status)
 
 start=$(date +%s%N)
@@ -106,6 +100,6 @@ echo "context switches (all threads, no tracer): $wakeups"
 echo "  per thread: $per_thread"
 echo "syscalls under strace -f -c: $syscalls"
 if [ "$syscalls" != 0 ]; then sed -n '1,20p' "$work/strace.txt"; fi
-echo "VmRSS: ${rss} kB, VmHWM: ${hwm} kB"
+echo "VmRSS: ${rss} kB (anonymous ${rss_anon} kB, files ${rss_file} kB), VmHWM: ${hwm} kB"
 echo "stop on SIGTERM: ${stop_ms} ms, exit status $status"
 if [ -n "${BENCH_SHOW_LOG:-}" ]; then echo "agent log:"; sed 's/^/  /' "$work/agent.log"; fi

@@ -4,8 +4,10 @@
 # drive (editors, btmon, mandoc), and a Python venv holding the simulated radio
 # (bumble). Quick and quiet when everything is already there.
 #
-#   Tests/Scripts/setup.sh            everything
-#   Tests/Scripts/setup.sh --build    only what building needs
+#   Tests/Scripts/setup.sh              everything the tests need
+#   Tests/Scripts/setup.sh --build      only what building needs
+#   Tests/Scripts/setup.sh --profiling  everything, and valgrind
+#                                       (for Tests/Scripts/link-order.sh)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -14,6 +16,7 @@ test_packages=(mandoc bluez dbus vim nano emacs-nox tmux strace)
 
 packages=("${build_packages[@]}")
 [ "${1:-}" = "--build" ] || packages+=("${test_packages[@]}")
+[ "${1:-}" = "--profiling" ] && packages+=(valgrind)
 
 missing=()
 for p in "${packages[@]}"; do
