@@ -15,14 +15,8 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
 
   /// From the printed form "AA:BB:CC:DD:EE:FF" (most significant first).
   public init?(_ text: String) {
-    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-    guard parts.count == 6 else { return nil }
-    var out: [UInt8] = []
-    for part in parts.reversed() {
-      guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
-      out.append(byte)
-    }
-    bytes = out
+    guard let bytes = littleEndianBytes(printedAddress: text) else { return nil }
+    self.bytes = bytes
   }
 
   public var description: String {

@@ -1,3 +1,5 @@
+import BatonSystem
+
 /// The radio address an agent advertises and connects from (PROTOCOL.md,
 /// "Addresses"): a Bluetooth *resolvable private address* whose hash part is
 /// keyed with the group key and the agent's device id.
@@ -42,14 +44,7 @@ public struct ResolvableAddress: Sendable, Equatable {
   /// The six little-endian bytes of an address printed "AA:BB:CC:DD:EE:FF"
   /// (most significant first), as the radio layers print them; nil otherwise.
   public static func bytes(printed text: String) -> [UInt8]? {
-    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-    guard parts.count == 6 else { return nil }
-    var out: [UInt8] = []
-    for part in parts.reversed() {
-      guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
-      out.append(byte)
-    }
-    return out
+    littleEndianBytes(printedAddress: text)
   }
 
   /// BLAKE2b-128(key k_address, u64 device || prand)[0..<3].
