@@ -1,3 +1,5 @@
+import BatonSystem
+
 /// The bound on connections caused by a replayed beacon across addresses
 /// (PROTOCOL.md section 3, "Replays").
 extension HandoffEngine {
@@ -17,7 +19,7 @@ extension HandoffEngine {
         && now - $0.value.time < policy.retryInterval
     }
     guard elsewhere else { return false }
-    if let bytes = ResolvableAddress.bytes(printed: address), peerName(resolving: bytes) != nil {
+    if let bytes = littleEndianBytes(printedAddress: address), peerName(resolving: bytes) != nil {
       return false
     }
     return true

@@ -1,5 +1,3 @@
-import BatonSystem
-
 /// The radio address an agent advertises and connects from (PROTOCOL.md,
 /// "Addresses"): a Bluetooth *resolvable private address* whose hash part is
 /// keyed with the group key and the agent's device id.
@@ -39,12 +37,6 @@ public struct ResolvableAddress: Sendable, Equatable {
     let prand = Array(address[3..<6])
     return HandoffCrypto.constantTimeEqual(
       hash(device: device, prand: prand, keys: keys), Array(address[0..<3]))
-  }
-
-  /// The six little-endian bytes of an address printed "AA:BB:CC:DD:EE:FF"
-  /// (most significant first), as the radio layers print them; nil otherwise.
-  public static func bytes(printed text: String) -> [UInt8]? {
-    littleEndianBytes(printedAddress: text)
   }
 
   /// BLAKE2b-128(key k_address, u64 device || prand)[0..<3].

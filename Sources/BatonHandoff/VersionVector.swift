@@ -136,15 +136,15 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     while i < xn || j < yn {
       let a = i < xn ? x.pair(i) : nil
       let b = j < yn ? y.pair(j) : nil
-      if let a, b == nil || a.device < b!.device {
-        body(a.device, a.counter, 0)
-        i += 1
-      } else if let b, a == nil || b.device < a!.device {
-        body(b.device, 0, b.counter)
-        j += 1
-      } else if let a, let b {
+      if let a, let b, a.device == b.device {
         body(a.device, a.counter, b.counter)
         i += 1
+        j += 1
+      } else if let a, b.map({ a.device < $0.device }) ?? true {
+        body(a.device, a.counter, 0)
+        i += 1
+      } else if let b {
+        body(b.device, 0, b.counter)
         j += 1
       }
     }

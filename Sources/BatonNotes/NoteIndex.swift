@@ -40,7 +40,8 @@ final class NoteIndex: Sendable {
   }
 
   var entries: [NoteIndexEntry] {
-    state.withLock { s in s.entries.map { $0.value.entry(at: $0.key) } }.sorted { $0.relativePath < $1.relativePath }
+    state.withLock { s in s.entries.map { $0.value.entry(at: $0.key) } }
+      .sorted { $0.relativePath < $1.relativePath }
   }
 
   func entry(_ relativePath: String) -> NoteIndexEntry? {

@@ -54,7 +54,8 @@ public enum DBusError: Error, Equatable, Sendable, CustomStringConvertible {
     case .unexpectedReply(let member, let signature):
       "unexpected arguments \"\(signature)\" in \(member)"
     case .libraryMissing(let reason):
-      "cannot open libsystemd, which baton uses for D-Bus (\(reason)); install the libsystemd0 package"
+      "cannot open libsystemd, which baton uses for D-Bus (\(reason)); "
+        + "install the libsystemd0 package"
     }
   }
 }
