@@ -135,6 +135,9 @@ public struct AgentStatus: Codable, Sendable, Equatable {
   public var name: String
   /// The controller's current (random) address; nil before it is known.
   public var address: String?
+  /// What the scan schedule does (baton(1), Scanning): "windows: off",
+  /// "windows: burst", "continuous", ...; nil while no controller is open.
+  public var scanning: String?
   public var folders: [Folder]
   public var peers: [Peer]
   public var currentActivity: Activity?

@@ -58,6 +58,12 @@ final class AgentRadio: Sendable {
     /// A peer that connected to us opened no channel in `channelWait`.
     case noChannel(BluetoothAddress, token: UInt64)
     case sessionEnded(address: String)
+    /// A link came up (handshake done).
+    case linkUp
+    /// A link ended: a peer may be back under a new address, scan for it.
+    case linkDown
+    /// The scan schedule asked to be looked at again.
+    case scanTick
     /// Give the controller up and reopen it.
     case reopen(reason: String)
     case closed(reason: String)
@@ -111,6 +117,10 @@ final class AgentRadio: Sendable {
     /// Links this controller holds: `maxLinks`, or fewer once it refused a
     /// connection for lack of room.
     var linkLimit = AgentRadio.maxLinks
+    /// When to scan (baton(1), Scanning), and whether the host scans now.
+    var schedule = ScanSchedule(mode: .windows, seed: 0)
+    var scanningOn = true
+    var scanActivity: ScanSchedule.Activity = .burst
   }
 
   let configuration: AgentConfiguration
@@ -125,6 +135,22 @@ final class AgentRadio: Sendable {
 
   /// Our current address, once the controller is open.
   var address: String? { state.withLock { $0.host?.address.description } }
+
+  /// How a keyed peer heard without a link keeps the schedule scanning: for
+  /// this long after its last beacon.
+  static let unlinkedPeerWindow: TimeInterval = 15
+
+  /// What the scan schedule does now, for `baton status`: "windows: off",
+  /// "windows: burst", "continuous", ...; nil while no controller is open.
+  var scanning: String? {
+    state.withLock { s in
+      guard s.host != nil else { return nil }
+      let mode = s.schedule.mode
+      if mode == .continuous { return mode.rawValue }
+      return "\(mode.rawValue): \(s.scanActivity.rawValue)"
+        + (s.schedule.current.audio ? " (audio stream)" : "")
+    }
+  }
 
   /// The engine's index or current activity changed: re-seal the beacon.
   func beaconChanged() {
@@ -231,6 +257,12 @@ final class AgentRadio: Sendable {
       $0.awaitingChannel = [:]
       $0.stuckAttempts = 0
       $0.linkLimit = Self.maxLinks
+      // A controller (re)opened: anyone may be around.
+      $0.schedule = ScanSchedule(
+        mode: configuration.scanning, seed: UInt64.random(in: 0...UInt64.max))
+      $0.schedule.startBurst(now: .now)
+      $0.scanningOn = true
+      $0.scanActivity = .burst
     }
     defer {
       state.withLock {
@@ -250,7 +282,9 @@ final class AgentRadio: Sendable {
       await host.close()
       return "bring-up failed: \(error)"
     }
-    log.info("advertising as \(host.address) every \(interval) ms and scanning")
+    log.info(
+      "advertising as \(host.address) every \(interval) ms and scanning"
+        + (configuration.scanning == .windows ? " (in windows, baton(1), Scanning)" : ""))
 
     return await withTaskGroup(of: Void.self, returning: String.self) { group in
       group.addTask { for await report in reports { continuation.yield(.report(report)) } }
@@ -271,13 +305,60 @@ final class AgentRadio: Sendable {
       }
 
       var reason = "stopped"
+      var scanTimer: (wake: ContinuousClock.Instant, task: Task<Void, Never>)?
+      /// Brings the host's scanning in line with the schedule, and arms the
+      /// schedule's next look.
+      func applySchedule() async {
+        let now = ContinuousClock.now
+        let (step, change) = state.withLock { s -> (ScanSchedule.Step, Bool) in
+          s.schedule.update(Self.situation(s))
+          let step = s.schedule.step(now: now)
+          defer {
+            s.scanningOn = step.scanning
+            s.scanActivity = step.activity
+          }
+          if step.activity != s.scanActivity && step.activity != .peers {
+            log.debug("scan schedule: \(step.activity.rawValue)")
+          }
+          return (step, step.scanning != s.scanningOn)
+        }
+        if change {
+          do {
+            try await host.setScanning(step.scanning)
+          } catch {
+            log.warning("cannot turn scanning \(step.scanning ? "on" : "off"): \(error)")
+          }
+        }
+        guard step.wake != scanTimer?.wake else { return }
+        scanTimer?.task.cancel()
+        scanTimer = step.wake.map { wake in
+          (
+            wake,
+            Task {
+              try? await Timers.shared.sleep(until: wake)
+              if !Task.isCancelled { continuation.yield(.scanTick) }
+            }
+          )
+        }
+      }
+      defer { scanTimer?.task.cancel() }
+      await applySchedule()
+
       loop: for await event in events {
         // Stopping: events still queued are not worth handling.
         if Task.isCancelled { break loop }
         switch event {
+        case .linkUp, .scanTick:
+          await applySchedule()
+        case .linkDown:
+          state.withLock { $0.schedule.startBurst(now: .now) }
+          await applySchedule()
         case .report(let report):
           let address = report.address.description
-          switch await decide(report, on: host) {
+          let action = await decide(report, on: host)
+          // Only a keyed peer's beacon can change the schedule.
+          if state.withLock({ $0.heard[address] != nil }) { await applySchedule() }
+          switch action {
           case .none:
             break
           case .link:
@@ -332,6 +413,7 @@ final class AgentRadio: Sendable {
           }
         case .sessionEnded(let address):
           state.withLock { _ = $0.busy.remove(address) }
+          await applySchedule()
           await refreshBeacon(host)
         case .reopen(let why):
           reason = why
@@ -372,6 +454,20 @@ final class AgentRadio: Sendable {
   }
 
   // MARK: Decisions and sessions
+
+  /// What the scan schedule depends on, from the radio's state.
+  private static func situation(_ s: State) -> ScanSchedule.Situation {
+    let cutoff = Date().addingTimeInterval(-unlinkedPeerWindow)
+    let linkedDevices = Set(s.links.values.compactMap(\.device))
+    let unlinked = s.heard.contains { address, peer in
+      guard peer.lastSeen >= cutoff, s.links[address] == nil else { return false }
+      guard let device = s.devices[address] else { return true }
+      return !linkedDevices.contains(device)
+    }
+    return ScanSchedule.Situation(
+      linksUp: s.links.values.filter { $0.link != nil }.count, unlinkedPeer: unlinked,
+      audio: false)
+  }
 
   private enum Action {
     case none
@@ -541,6 +637,7 @@ final class AgentRadio: Sendable {
       entry.name = link.peerName
       s.links[address] = entry
       s.waiting[address] = nil
+      s.events?.yield(.linkUp)
       return (true, losers)
     }
     for old in losers {
@@ -553,6 +650,7 @@ final class AgentRadio: Sendable {
     await engine.runLink(link)
     state.withLock { s in
       if s.links[address]?.link === link { s.links[address] = nil }
+      s.events?.yield(.linkDown)
     }
   }
 

@@ -105,6 +105,7 @@ public final class HandoffAgent: AgentCore {
         path: current.path, version: current.version.description)
     }
     status.peers = radio?.peersInRange() ?? []
+    status.scanning = radio?.scanning
     return status
   }
 

@@ -26,6 +26,9 @@ protocol RadioHost: AnyObject, Sendable {
   func stopAdvertising() async throws
   /// Advertisements heard, as a stream that ends when the host closes.
   func startScanning() async throws -> AsyncStream<AdvertisingReport>
+  /// Turns scanning off or on again without ending the stream
+  /// `startScanning` returned (the scan schedule, baton(1), Scanning).
+  func setScanning(_ on: Bool) async throws
   /// Channels peers open to `psm`.
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel>
   /// Peers that connected to us (they are about to open a channel).

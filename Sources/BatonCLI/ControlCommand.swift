@@ -101,6 +101,7 @@ public struct StatusFormatter: Sendable {
   public func format(_ status: AgentStatus) -> String {
     var lines: [String] = []
     lines.append("agent: \(status.name)" + (status.address.map { " (address \($0))" } ?? ""))
+    if let scanning = status.scanning { lines.append("scanning: \(scanning)") }
     lines.append("folders:")
     for folder in status.folders {
       lines.append(

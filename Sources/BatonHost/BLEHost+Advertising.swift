@@ -109,7 +109,7 @@ extension BLEHost {
     continuation.onTermination = { [weak self] _ in
       _ = self?.state.withLock { $0.scanSubscribers.removeValue(forKey: id) }
     }
-    if !state.withLock({ $0.scanning }) {
+    if !state.withLock({ $0.scanning || $0.scanPaused }) {
       // Forgotten before scanning starts, not after: a report can arrive
       // as soon as the controller has the command, and forgetting it then
       // would let its repeat through.
@@ -125,6 +125,24 @@ extension BLEHost {
       log.info("scanning")
     }
     return stream
+  }
+
+  /// Turns the controller's scan off (`on` false) or on again without
+  /// ending the scan streams: the agent's schedule (baton(1), Scanning).
+  /// Nothing is sent when the controller is already as asked.
+  public func setScanning(_ on: Bool) async throws {
+    // Not while an address rotation has the scan off and turns it back on.
+    try await advertisingGate.acquire()
+    defer { advertisingGate.release() }
+    let send = state.withLock { s -> Bool in
+      s.scanPaused = !on
+      return s.scanning != on && (!on || !s.scanSubscribers.isEmpty)
+    }
+    guard send else { return }
+    if on { state.withLock { $0.lastDelivered.removeAll() } }
+    try await controller.send(.leSetScanEnable(on, filterDuplicates: false))
+    state.withLock { $0.scanning = on }
+    log.debug(on ? "scanning again" : "scanning paused")
   }
 
   /// Stops scanning; every scan stream ends.

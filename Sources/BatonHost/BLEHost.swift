@@ -40,6 +40,8 @@ public final class BLEHost: Sendable {
     var advertisingInterval: UInt16 = 0x00A0
     var advertisingEnabled = false
     var scanning = false
+    /// Scanning is wanted off for now (`setScanning(false)`).
+    var scanPaused = false
     var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
     var lastDelivered: [[UInt8]: ContinuousClock.Instant] = [:]
     var nextID: UInt64 = 0

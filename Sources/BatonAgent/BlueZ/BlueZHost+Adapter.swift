@@ -202,6 +202,32 @@ extension BlueZHost {
     }
   }
 
+  /// Starts or stops our discovery session for the agent's scan schedule
+  /// (baton(1), Scanning); the scan stream stays open either way.
+  func setScanning(_ on: Bool) async throws {
+    if on {
+      state.withLock { $0.wantScanning = true }
+      try await startDiscovery(quietly: true)
+      return
+    }
+    let path = state.withLock { s -> String? in
+      s.wantScanning = false
+      guard s.discovering, s.up else { return nil }
+      s.discovering = false
+      return s.adapterPath
+    }
+    guard let path else { return }
+    do {
+      _ = try await bus.call(
+        Self.service, path, "org.bluez.Adapter1", "StopDiscovery", timeout: .seconds(2))
+      log.debug("discovery stopped until the next scan window")
+    } catch let error as DBusError where error.name == "org.bluez.Error.Failed" {
+      // "No discovery started": bluetoothd ended it already.
+    } catch {
+      throw BlueZError.from(error, operation: "StopDiscovery on \(path)")
+    }
+  }
+
   /// Starts discovery again after bluetoothd said it is busy: every 2 s,
   /// at most 10 times (the kernel's leftover scan ends within 10.24 s).
   func retryDiscoveryLater(attempt: Int) {

@@ -30,6 +30,8 @@ public struct AgentConfiguration: Sendable, Equatable {
   public var allowedPeers: [String]
   /// Where to write an HCI packet log in btsnoop format (`hci-log`), or nil.
   public var hciLog: String?
+  /// When the agent scans (`scanning`; default `windows`).
+  public var scanning: ScanningMode
   /// The watched folders, in file order (`[folder NAME]` sections).
   public var folders: [FolderConfiguration]
 
@@ -39,7 +41,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     addressRotation: Duration = AgentConfiguration.defaultAddressRotation,
     maxNoteSize: Int = AgentConfiguration.defaultMaxNoteSize,
     trashDays: Int = AgentConfiguration.defaultTrashDays,
-    allowedPeers: [String] = [], hciLog: String? = nil, folders: [FolderConfiguration]
+    allowedPeers: [String] = [], hciLog: String? = nil, scanning: ScanningMode = .windows,
+    folders: [FolderConfiguration]
   ) {
     self.name = name
     self.controller = controller
@@ -51,6 +54,7 @@ public struct AgentConfiguration: Sendable, Equatable {
     self.trashDays = trashDays
     self.allowedPeers = allowedPeers
     self.hciLog = hciLog
+    self.scanning = scanning
     self.folders = folders
   }
 
@@ -69,6 +73,17 @@ public struct AgentConfiguration: Sendable, Equatable {
   public func allows(peer: String) -> Bool {
     allowedPeers.isEmpty || allowedPeers.contains(peer)
   }
+}
+
+/// When the agent scans for peers' beacons (`scanning` in baton.conf(5),
+/// baton(1), Scanning).
+public enum ScanningMode: String, Sendable, Equatable, CaseIterable {
+  /// In bursts when a peer may be new, otherwise in short, rare windows;
+  /// not while an audio stream runs with a link up.
+  case windows
+  /// All the time, as before the schedule existed: for a controller that
+  /// serves nothing else.
+  case continuous
 }
 
 /// One watched folder: a `[folder NAME]` section, or `--notes DIR`.

@@ -24,7 +24,7 @@ public struct ConfigurationLoader: Sendable {
   /// The keys of the `[agent]` section.
   public static let agentKeys = [
     "address-rotation", "advertising-interval", "allowed-peers", "controller", "hci-log",
-    "key-file", "max-note-size", "name", "state-dir", "trash-days",
+    "key-file", "max-note-size", "name", "scanning", "state-dir", "trash-days",
   ]
   /// The keys of a `[folder NAME]` section.
   public static let folderKeys = ["activity-type", "path", "pattern"]
@@ -107,6 +107,7 @@ public struct ConfigurationLoader: Sendable {
       maxNoteSize: agent.maxNoteSize ?? AgentConfiguration.defaultMaxNoteSize,
       trashDays: agent.trashDays ?? AgentConfiguration.defaultTrashDays,
       allowedPeers: agent.allowedPeers, hciLog: agent.hciLog,
+      scanning: agent.scanning ?? .windows,
       folders: reader.folders.map(\.configuration))
     var folderLines: [[String: Int]?] = reader.folders.map {
       [

@@ -10,6 +10,15 @@ public enum ConfigurationValues {
     public var description: String { message }
   }
 
+  /// `scanning`: one of `ScanningMode`'s names.
+  public static func scanningMode(_ text: String) throws(Invalid) -> ScanningMode {
+    guard let mode = ScanningMode(rawValue: text) else {
+      let names = ScanningMode.allCases.map(\.rawValue).joined(separator: " or ")
+      throw Invalid("'\(text)' is not a scanning mode; expected \(names)")
+    }
+    return mode
+  }
+
   /// An agent or peer name: 1 to 32 bytes of UTF-8, no control characters,
   /// no commas (they separate `allowed-peers`).
   public static func name(_ text: String) throws(Invalid) -> String {

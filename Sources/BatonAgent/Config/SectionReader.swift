@@ -16,6 +16,7 @@ struct SectionReader {
     var trashDays: Int?
     var allowedPeers: [String] = []
     var hciLog: String?
+    var scanning: ScanningMode?
   }
 
   /// A `[folder NAME]` section being read.
@@ -190,6 +191,7 @@ struct SectionReader {
         agent.trashDays = try ConfigurationValues.integer(
           value, in: AgentConfiguration.trashDaysRange, unit: "d", what: "days")
       case "allowed-peers": readAllowedPeers(entry)
+      case "scanning": agent.scanning = try ConfigurationValues.scanningMode(value)
       default:
         problem(
           entry.line, entry.key,

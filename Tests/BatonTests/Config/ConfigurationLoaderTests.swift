@@ -60,6 +60,7 @@ import Testing
       allowed-peers = laptop, phone
         tablet
       hci-log = /tmp/hci.log
+      scanning = continuous
 
       [folder notes]
       path = /n
@@ -80,6 +81,7 @@ import Testing
     #expect(configuration.allowedPeers == ["laptop", "phone", "tablet"])
     #expect(configuration.allows(peer: "phone") && !configuration.allows(peer: "stranger"))
     #expect(configuration.hciLog == "/tmp/hci.log")
+    #expect(configuration.scanning == .continuous)
     #expect(configuration.folders.map(\.name) == ["notes", "todo"])
     #expect(configuration.folders[0].pattern == "*.txt")
     #expect(configuration.folders[1].activityType == "org.example.todo")
@@ -109,6 +111,7 @@ import Testing
       max-note-size = 2G
       address-rotation = 0
       colour = blue
+      scanning = always
       [folder notes]
       path = relative/dir
       activity-type = note
@@ -125,11 +128,12 @@ import Testing
         "CONTROLLER",
         "test.conf:5: key 'max-note-size': '2G' is not valid; expected a size in bytes from 1 to 16M, optionally with a K or M suffix (1K = 1024 bytes)",
         "test.conf:6: key 'address-rotation': '0' is not valid; expected a whole number of minutes from 1 to 1440",
-        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, key-file, max-note-size, name, state-dir, trash-days",
-        "test.conf:9: key 'path': 'relative/dir' is relative; expected an absolute path or one starting with ~",
-        "test.conf:10: key 'activity-type': 'note' is not a reverse-DNS name; expected dot-separated labels of letters, digits, '-' and '_', such as org.example.note",
-        "test.conf:11: duplicate section [folder notes] (first at line 8); expected a different name for each folder",
-        "test.conf:12: unknown section [elsewhere]; expected [agent] or [folder NAME]",
+        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, key-file, max-note-size, name, scanning, state-dir, trash-days",
+        "test.conf:8: key 'scanning': 'always' is not a scanning mode; expected windows or continuous",
+        "test.conf:10: key 'path': 'relative/dir' is relative; expected an absolute path or one starting with ~",
+        "test.conf:11: key 'activity-type': 'note' is not a reverse-DNS name; expected dot-separated labels of letters, digits, '-' and '_', such as org.example.note",
+        "test.conf:12: duplicate section [folder notes] (first at line 9); expected a different name for each folder",
+        "test.conf:13: unknown section [elsewhere]; expected [agent] or [folder NAME]",
       ])
   }
 

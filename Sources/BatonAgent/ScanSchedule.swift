@@ -1,0 +1,138 @@
+/// When the agent scans for beacons (baton(1), Scanning): a synchronous state
+/// machine that `AgentRadio` drives with what it knows (links up, keyed
+/// peers heard without a link, an audio stream on the adapter) and the time,
+/// and that answers whether to scan now and when to ask again.
+///
+/// The adapter is shared with the user's headphones, mice and Wi-Fi, and a
+/// linked peer needs no scanning: its changes travel over the link. So the
+/// agent scans continuously only in a `burst` after something that may have
+/// brought a new peer (start, the controller back, a link dropped, resume),
+/// and while a keyed peer is heard that has no link (its changes reach us by
+/// its beacon); otherwise in short windows: `window` every `searchingGap`
+/// while no link is up, every `linkedGap` while every peer heard is linked,
+/// and, while the adapter carries an audio stream, none while a link is up
+/// and one every `audioGap` otherwise. Every gap is jittered by ±`jitter`, so
+/// two agents that started together do not scan in step (or out of step)
+/// for ever.
+struct ScanSchedule: Sendable {
+  typealias Mode = ScanningMode
+
+  /// What the schedule is doing, for `baton status`.
+  enum Activity: String, Sendable, Equatable {
+    case continuous, burst, window, peers, off
+  }
+
+  /// What the agent knows that the schedule depends on.
+  struct Situation: Sendable, Equatable {
+    /// Links up (handshake done).
+    var linksUp = 0
+    /// A keyed peer heard recently has no link.
+    var unlinkedPeer = false
+    /// The adapter carries an active audio stream.
+    var audio = false
+  }
+
+  /// What to do now, and when to ask again (nil: only when something changes).
+  struct Step: Sendable, Equatable {
+    var scanning: Bool
+    var activity: Activity
+    var wake: ContinuousClock.Instant?
+  }
+
+  /// Continuous scanning after start, a link drop or the controller back:
+  /// one whole discovery cycle of bluetoothd (10.24 s) and two link
+  /// fallbacks, so a peer that came meanwhile is linked within it.
+  static let burst: Duration = .seconds(10)
+  /// One window: our beacons go out every 200 ms by default, and bluetoothd
+  /// sends them every 1.28 s; two seconds hears either at least once.
+  static let window: Duration = .seconds(2)
+  /// Between windows while no link is up: 10 % of the time, Android's limit
+  /// for background scanning; a peer in range is heard within 24 s.
+  static let searchingGap: Duration = .seconds(20)
+  /// Between windows while every peer heard is linked: 4.4 % of the time.
+  static let linkedGap: Duration = .seconds(45)
+  /// Between windows while an audio stream runs and no link is up.
+  static let audioGap: Duration = .seconds(300)
+  /// Each gap is drawn from gap × (1 ± jitter).
+  static let jitter = 0.2
+
+  let mode: Mode
+  private var situation = Situation()
+  private var burstUntil: ContinuousClock.Instant?
+  private var windowUntil: ContinuousClock.Instant?
+  private var nextWindow: ContinuousClock.Instant?
+  private var random: UInt64
+
+  init(mode: Mode, seed: UInt64) {
+    self.mode = mode
+    self.random = seed
+  }
+
+  /// Something happened that may have brought a new peer: scan for `burst`
+  /// (not while an audio stream runs and a link is up).
+  mutating func startBurst(now: ContinuousClock.Instant) {
+    burstUntil = now + Self.burst
+    windowUntil = nil
+  }
+
+  /// What the agent knows changed.
+  mutating func update(_ situation: Situation) {
+    self.situation = situation
+  }
+
+  var current: Situation { situation }
+
+  /// Moves the schedule to `now` and says what to do.
+  mutating func step(now: ContinuousClock.Instant) -> Step {
+    if mode == .continuous { return Step(scanning: true, activity: .continuous, wake: nil) }
+    let gap = self.gap
+    // An audio stream with a link up: nothing but what the links carry.
+    guard let gap else {
+      burstUntil = nil
+      windowUntil = nil
+      nextWindow = nil
+      return Step(scanning: false, activity: .off, wake: nil)
+    }
+    if let until = burstUntil {
+      if now < until { return Step(scanning: true, activity: .burst, wake: until) }
+      burstUntil = nil
+      nextWindow = now + jittered(gap)
+    }
+    if situation.unlinkedPeer && !situation.audio {
+      return Step(scanning: true, activity: .peers, wake: nil)
+    }
+    if let until = windowUntil {
+      if now < until { return Step(scanning: true, activity: .window, wake: until) }
+      windowUntil = nil
+      nextWindow = now + jittered(gap)
+    }
+    let next = nextWindow ?? now + jittered(gap)
+    // A shorter gap than the one this window was drawn from (a link went
+    // away, audio stopped) takes effect at once.
+    let due = min(next, now + gap + gap * Self.jitter)
+    nextWindow = due
+    if now >= due {
+      let until = now + Self.window
+      windowUntil = until
+      return Step(scanning: true, activity: .window, wake: until)
+    }
+    return Step(scanning: false, activity: .off, wake: due)
+  }
+
+  /// The gap between windows in the current situation; nil for no windows.
+  private var gap: Duration? {
+    if situation.audio { return situation.linksUp > 0 ? nil : Self.audioGap }
+    return situation.linksUp > 0 ? Self.linkedGap : Self.searchingGap
+  }
+
+  /// `gap` × (1 ± jitter), from a SplitMix64 sequence.
+  private mutating func jittered(_ gap: Duration) -> Duration {
+    random &+= 0x9E37_79B9_7F4A_7C15
+    var z = random
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    z ^= z >> 31
+    let unit = Double(z >> 11) / Double(1 << 53)  // [0, 1)
+    return gap * (1 - Self.jitter + 2 * Self.jitter * unit)
+  }
+}

@@ -1,0 +1,161 @@
+import Testing
+
+@testable import BatonAgent
+
+/// The scan schedule as a state machine, driven on a made-up clock.
+@Suite struct ScanScheduleTests {
+  let start = ContinuousClock.now
+
+  /// Runs `schedule` from `from` for `length`, waking when it asks to (and at
+  /// least every `poll`), and returns the time spent scanning, the longest
+  /// single scan, and the number of scans started.
+  func simulate(
+    _ schedule: inout ScanSchedule, from: ContinuousClock.Instant, for length: Duration,
+    poll: Duration = .seconds(1)
+  ) -> (scanning: Duration, longest: Duration, scans: Int) {
+    var now = from
+    let end = from + length
+    var total = Duration.zero
+    var longest = Duration.zero
+    var scans = 0
+    var scanStart: ContinuousClock.Instant?
+    while now < end {
+      let step = schedule.step(now: now)
+      if step.scanning && scanStart == nil {
+        scanStart = now
+        scans += 1
+      }
+      if !step.scanning, let began = scanStart {
+        total += now - began
+        longest = max(longest, now - began)
+        scanStart = nil
+      }
+      let next = min(step.wake ?? now + poll, now + poll, end)
+      now = max(next, now + .milliseconds(1))
+    }
+    if let began = scanStart {
+      total += end - began
+      longest = max(longest, end - began)
+    }
+    return (total, longest, scans)
+  }
+
+  @Test func continuousModeAlwaysScans() {
+    var schedule = ScanSchedule(mode: .continuous, seed: 1)
+    schedule.update(.init(linksUp: 3, unlinkedPeer: false, audio: true))
+    let step = schedule.step(now: start)
+    #expect(step == .init(scanning: true, activity: .continuous, wake: nil))
+  }
+
+  @Test func aBurstScansThenWindowsFollow() {
+    var schedule = ScanSchedule(mode: .windows, seed: 1)
+    schedule.startBurst(now: start)
+    let first = schedule.step(now: start)
+    #expect(first.scanning && first.activity == .burst)
+    #expect(first.wake == start + ScanSchedule.burst)
+    let after = schedule.step(now: start + ScanSchedule.burst)
+    #expect(!after.scanning && after.activity == .off)
+    let wake = try! #require(after.wake)
+    let gap = wake - (start + ScanSchedule.burst)
+    #expect(gap >= ScanSchedule.searchingGap * 0.8 && gap <= ScanSchedule.searchingGap * 1.2)
+    let window = schedule.step(now: wake)
+    #expect(window.scanning && window.activity == .window)
+    #expect(window.wake == wake + ScanSchedule.window)
+    #expect(!schedule.step(now: wake + ScanSchedule.window).scanning)
+  }
+
+  /// The target: every peer linked, ten minutes, at most 5 % and no
+  /// scan longer than 3 s once the start burst is over.
+  @Test(arguments: [1, 2, 3, 42, 1000] as [UInt64])
+  func linkedScansAtMostFivePercent(seed: UInt64) {
+    var schedule = ScanSchedule(mode: .windows, seed: seed)
+    schedule.startBurst(now: start)
+    schedule.update(.init(linksUp: 1))
+    _ = schedule.step(now: start)
+    let steady = start + ScanSchedule.burst
+    let run = simulate(&schedule, from: steady, for: .seconds(600))
+    #expect(run.scanning <= .seconds(30), "scanned \(run.scanning) of 600 s")
+    #expect(run.scanning >= .seconds(10), "windows still run: \(run.scanning)")
+    #expect(run.longest <= .seconds(3))
+  }
+
+  /// No link: 10 % and a window at most `searchingGap` × 1.2 after the last.
+  @Test func searchingScansTenPercent() {
+    var schedule = ScanSchedule(mode: .windows, seed: 7)
+    let run = simulate(&schedule, from: start, for: .seconds(600))
+    #expect(run.scanning <= .seconds(66) && run.scanning >= .seconds(45))
+    #expect(run.scans >= 600 / 24)
+  }
+
+  @Test func audioWithALinkStopsScanningAltogether() {
+    var schedule = ScanSchedule(mode: .windows, seed: 3)
+    schedule.startBurst(now: start)
+    #expect(schedule.step(now: start).scanning)
+    schedule.update(.init(linksUp: 1, unlinkedPeer: true, audio: true))
+    let step = schedule.step(now: start + .milliseconds(10))
+    #expect(step == .init(scanning: false, activity: .off, wake: nil))
+    let run = simulate(&schedule, from: start, for: .seconds(600))
+    #expect(run.scanning == .zero)
+    // The stream ends: windows come back.
+    schedule.update(.init(linksUp: 1))
+    let later = simulate(&schedule, from: start + .seconds(600), for: .seconds(120))
+    #expect(later.scans >= 2)
+  }
+
+  @Test func audioWithoutALinkScansRarely() {
+    var schedule = ScanSchedule(mode: .windows, seed: 5)
+    schedule.update(.init(linksUp: 0, unlinkedPeer: false, audio: true))
+    let run = simulate(&schedule, from: start, for: .seconds(1200))
+    #expect(run.scans >= 2 && run.scans <= 6, "\(run.scans) windows in 20 minutes")
+    #expect(run.scanning <= ScanSchedule.window * 6)
+  }
+
+  /// A keyed peer without a link is followed continuously (its changes come
+  /// by beacon), and the windows resume once it is linked.
+  @Test func anUnlinkedPeerIsFollowedUntilLinked() {
+    var schedule = ScanSchedule(mode: .windows, seed: 9)
+    schedule.update(.init(linksUp: 0, unlinkedPeer: true))
+    let followed = schedule.step(now: start)
+    #expect(followed == .init(scanning: true, activity: .peers, wake: nil))
+    schedule.update(.init(linksUp: 1, unlinkedPeer: false))
+    let linked = schedule.step(now: start + .seconds(1))
+    #expect(!linked.scanning)
+  }
+
+  /// A link going away shortens the next gap to the searching one at once.
+  @Test func aShorterGapTakesEffectAtOnce() {
+    var schedule = ScanSchedule(mode: .windows, seed: 11)
+    schedule.update(.init(linksUp: 1))
+    let linked = schedule.step(now: start)
+    let linkedWake = try! #require(linked.wake)
+    #expect(linkedWake - start >= ScanSchedule.linkedGap * 0.8)
+    schedule.update(.init(linksUp: 0))
+    let searching = schedule.step(now: start + .seconds(1))
+    let wake = try! #require(searching.wake)
+    #expect(wake - start <= .seconds(1) + ScanSchedule.searchingGap * 1.2)
+  }
+
+  /// Two agents with other seeds drift apart: their windows do not keep
+  /// one fixed offset.
+  @Test func gapsAreJittered() {
+    var a = ScanSchedule(mode: .windows, seed: 1)
+    var gaps: Set<Int64> = []
+    var now = start
+    for _ in 0..<10 {
+      var step = a.step(now: now)
+      while !step.scanning, let wake = step.wake {
+        now = wake
+        step = a.step(now: now)
+      }
+      let began = now
+      now = step.wake ?? now
+      step = a.step(now: now)
+      gaps.insert((step.wake ?? now).duration(to: began).components.seconds)
+    }
+    #expect(gaps.count > 3)
+  }
+}
+
+extension ContinuousClock.Instant {
+  fileprivate func duration(to other: ContinuousClock.Instant) -> Duration { self - other }
+}
