@@ -544,6 +544,9 @@ final class AgentRadio: Sendable {
           if since == nil { state.withLock { $0.waiting[address] = now } }
           return .none
         }
+        // A beacon replayed from fresh addresses gets no more connections
+        // for links than for sessions (PROTOCOL.md 3, "Replays").
+        guard await engine.shouldLink(beacon: report.data, from: address) else { return .none }
         let claimed = state.withLock { s -> Bool in
           guard s.busy.insert(address).inserted else { return false }
           s.waiting[address] = nil

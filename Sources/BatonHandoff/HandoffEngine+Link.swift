@@ -43,6 +43,7 @@ extension HandoffEngine {
         throw HandoffError.protocolViolation(
           peer: secure.peerLabel, reason: "expected LINK, got \(answer.kind)")
       }
+      attempts[peerAddress] = nil
       return HandoffLink(
         secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit))
     } catch {

@@ -24,4 +24,26 @@ extension HandoffEngine {
     }
     return true
   }
+
+  /// Whether to connect to `address` for a link (PROTOCOL.md 6.2), on the
+  /// beacon `data` heard from it: the replay bound holds on this path too.
+  /// An address whose handshake failed for this content waits
+  /// `retryInterval` (or a day, for another protocol version), and the same
+  /// content from another unknown address waits while an attempt for it is
+  /// under way or failed within `retryInterval`. Records the attempt; a
+  /// link's successful handshake clears it (`openLink`).
+  public func shouldLink(beacon data: [UInt8], from address: String) -> Bool {
+    guard let content = Beacon.open(advertisingData: data, keys: keys) else { return false }
+    let now = ContinuousClock.now
+    if let until = failedBeacons[address + "|\(content)"], now < until { return false }
+    if let last = attempts[address], last.content == content, now - last.time < last.retryAfter {
+      return false
+    }
+    guard !isContentAttemptedElsewhere(content, from: address, now: now) else { return false }
+    if attempts.count > 512 {
+      attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
+    }
+    attempts[address] = (content, indexDigest, now, 0, policy.retryDelay(after: 0))
+    return true
+  }
 }

@@ -107,6 +107,32 @@ struct DiskAgent {
     #expect(await b.engine.shouldConnect(beacon: captured, from: real))
   }
 
+  /// The same bound on the link path (issue 25): a replayed beacon from
+  /// fresh addresses gets one link attempt per content per `retryInterval`,
+  /// the replayer's own address is held back after its handshake failed,
+  /// and the real peer's resolvable address is not.
+  @Test func replayedBeaconGetsOneLinkAttemptAcrossAddresses() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let mallory = try HandoffTestAgent("mallory", key: GroupKey.generate())
+    await a.save("s.md", "s")
+    #expect(await runSession(b, a).0.succeeded)  // bob now knows alice
+    let captured = await a.engine.currentBeacon()
+    #expect(await b.engine.shouldLink(beacon: captured, from: "M1"))
+    // Mallory cannot answer the handshake of the link bob opens.
+    let (bobEnd, malloryEnd) = InMemoryMessageChannel.pair()
+    async let refused = try? mallory.engine.respond(over: malloryEnd, peerAddress: "B")
+    let link = try? await b.engine.openLink(over: bobEnd, peerAddress: "M1")
+    _ = await refused
+    #expect(link == nil)
+    for address in ["M1", "M2", "M3", "12:34:56:78:9A:BC"] {
+      #expect(await !b.engine.shouldLink(beacon: captured, from: address), "\(address)")
+    }
+    let real = BluetoothAddress(littleEndian: a.engine.newAddress())!.description
+    #expect(await b.engine.shouldLink(beacon: captured, from: real))
+    #expect(await !b.engine.shouldLink(beacon: [0x02, 0x01, 0x06], from: "M5"))
+  }
+
   /// While a connection for some content is pending, the same content from
   /// another unknown address waits too; after `retryInterval` one more try.
   @Test func contentBoundExpiresAfterRetryInterval() async throws {
