@@ -64,6 +64,8 @@ final class AgentRadio: Sendable {
     case linkDown
     /// The scan schedule asked to be looked at again.
     case scanTick
+    /// The adapter started or stopped carrying an audio stream.
+    case audio(Bool)
     /// Give the controller up and reopen it.
     case reopen(reason: String)
     case closed(reason: String)
@@ -121,6 +123,8 @@ final class AgentRadio: Sendable {
     var schedule = ScanSchedule(mode: .windows, seed: 0)
     var scanningOn = true
     var scanActivity: ScanSchedule.Activity = .burst
+    /// The adapter carries an audio stream (BlueZ's MediaTransport1).
+    var audio = false
   }
 
   let configuration: AgentConfiguration
@@ -263,6 +267,7 @@ final class AgentRadio: Sendable {
       $0.schedule.startBurst(now: .now)
       $0.scanningOn = true
       $0.scanActivity = .burst
+      $0.audio = false
     }
     defer {
       state.withLock {
@@ -292,6 +297,7 @@ final class AgentRadio: Sendable {
       group.addTask {
         for await peer in host.incomingPeers() { continuation.yield(.connected(peer)) }
       }
+      group.addTask { for await on in host.audioStreams() { continuation.yield(.audio(on)) } }
       let rotation = configuration.addressRotation
       group.addTask {
         while !Task.isCancelled {
@@ -349,6 +355,18 @@ final class AgentRadio: Sendable {
         if Task.isCancelled { break loop }
         switch event {
         case .linkUp, .scanTick:
+          await applySchedule()
+        case .audio(let on):
+          let changed = state.withLock { s -> Bool in
+            defer { s.audio = on }
+            return s.audio != on
+          }
+          if changed {
+            log.info(
+              on
+                ? "the adapter carries an audio stream: no scan windows while a link is up"
+                : "the adapter's audio stream ended: scan windows resume")
+          }
           await applySchedule()
         case .linkDown:
           state.withLock { $0.schedule.startBurst(now: .now) }
@@ -466,7 +484,7 @@ final class AgentRadio: Sendable {
     }
     return ScanSchedule.Situation(
       linksUp: s.links.values.filter { $0.link != nil }.count, unlinkedPeer: unlinked,
-      audio: false)
+      audio: s.audio)
   }
 
   private enum Action {

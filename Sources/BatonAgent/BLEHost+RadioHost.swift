@@ -9,6 +9,14 @@ extension BLEHost: RadioHost {
   var ownsAddress: Bool { true }
   var connectsFromAnotherAddress: Bool { false }
 
+  /// Our own host on an exclusive controller carries no audio.
+  func audioStreams() -> AsyncStream<Bool> {
+    AsyncStream { continuation in
+      continuation.yield(false)
+      continuation.finish()
+    }
+  }
+
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
     let channels = listen(psm: psm)
     return AsyncStream { continuation in

@@ -29,6 +29,10 @@ protocol RadioHost: AnyObject, Sendable {
   /// Turns scanning off or on again without ending the stream
   /// `startScanning` returned (the scan schedule, baton(1), Scanning).
   func setScanning(_ on: Bool) async throws
+  /// Whether the adapter carries an audio stream, now and at every change
+  /// (the scan schedule then holds its windows back); an exclusive
+  /// controller carries none, and its stream only says false.
+  func audioStreams() -> AsyncStream<Bool>
   /// Channels peers open to `psm`.
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel>
   /// Peers that connected to us (they are about to open a channel).

@@ -30,8 +30,12 @@ extension BlueZHost {
     }
     var adapters: [String: [String: DBusValue]] = [:]
     var devices: [String: [String: DBusValue]] = [:]
+    var transports: [String: String] = [:]
     for (path, value) in objects {
       let interfaces = value.stringDictionary ?? [:]
+      if let transport = interfaces[Self.mediaTransport]?.stringDictionary {
+        transports[path] = transport["State"]?.unwrapped.string ?? "idle"
+      }
       if let adapter = interfaces["org.bluez.Adapter1"]?.stringDictionary {
         adapters[path] = adapter.mapValues(\.unwrapped)
       }
@@ -83,6 +87,7 @@ extension BlueZHost {
       log.info("adapter \(name) (\(address), \(addressType)) is up, managed by bluetoothd")
     }
     for waiter in waiters { waiter.resume() }
+    setTransports(transports)
     ensureListener()
     do {
       try await registerAdvertisement()
@@ -319,6 +324,43 @@ extension BlueZHost {
     }
   }
 
+  // MARK: Audio
+
+  static let mediaTransport = "org.bluez.MediaTransport1"
+
+  /// Whether the adapter carries an audio stream: a MediaTransport1 of its
+  /// devices whose State is "active" or "pending" (bluetoothd's words for a
+  /// stream playing, or about to).
+  static func carriesAudio(_ s: State) -> Bool {
+    guard let adapter = s.adapterPath else { return false }
+    return s.transports.contains {
+      $0.key.hasPrefix(adapter + "/") && ($0.value == "active" || $0.value == "pending")
+    }
+  }
+
+  /// Records a transport's state (nil: it went away), and says so on the
+  /// audio stream when that changes whether the adapter carries audio.
+  func updateTransport(_ path: String, state value: String?) {
+    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<Bool>.Continuation?) in
+      let before = Self.carriesAudio(s)
+      s.transports[path] = value
+      let after = Self.carriesAudio(s)
+      return (before != after, after, s.audio)
+    }
+    if changed { stream?.yield(now) }
+  }
+
+  /// Replaces the transports known (bring-up: bluetoothd's objects).
+  func setTransports(_ transports: [String: String]) {
+    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<Bool>.Continuation?) in
+      let before = Self.carriesAudio(s)
+      s.transports = transports
+      let after = Self.carriesAudio(s)
+      return (before != after, after, s.audio)
+    }
+    if changed { stream?.yield(now) }
+  }
+
   // MARK: Signals (bus thread)
 
   func nameOwnerChanged(_ signal: DBusSignal) {
@@ -327,6 +369,7 @@ extension BlueZHost {
     if strings[2].isEmpty {
       // Its Device1 objects died with it; the new one announces its own.
       state.withLock { $0.devices.removeAll() }
+      setTransports([:])
       wait(because: "bluetoothd left the system bus; baton carries on when it is back")
     } else {
       log.info("bluetoothd is on the system bus (\(strings[2])); registering again")
@@ -346,6 +389,8 @@ extension BlueZHost {
         let adapterPath, path.hasPrefix(adapterPath + "/")
       {
         updateDevice(path, with: device.mapValues(\.unwrapped))
+      } else if let transport = interfaces[Self.mediaTransport]?.stringDictionary {
+        updateTransport(path, state: transport["State"]?.unwrapped.string ?? "idle")
       }
     case "InterfacesRemoved":
       let interfaces = signal.arguments.dropFirst().first?.elements?.compactMap(\.string) ?? []
@@ -353,6 +398,8 @@ extension BlueZHost {
         wait(because: "adapter \(path) was removed; baton resumes when it is back")
       } else if interfaces.contains("org.bluez.Device1") {
         _ = state.withLock { $0.devices.removeValue(forKey: path) }
+      } else if interfaces.contains(Self.mediaTransport) {
+        updateTransport(path, state: nil)
       }
     default:
       break
@@ -378,6 +425,8 @@ extension BlueZHost {
       signal.path.hasPrefix(adapterPath + "/")
     {
       updateDevice(signal.path, with: changed)
+    } else if interface == Self.mediaTransport, let value = changed["State"]?.string {
+      updateTransport(signal.path, state: value)
     }
   }
 

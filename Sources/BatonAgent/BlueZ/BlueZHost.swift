@@ -59,6 +59,9 @@ public final class BlueZHost: RadioHost {
     /// here: bluetoothd may hold a link of its own with no session on it).
     var openChannels: [WeakChannel] = []
     var devices: [String: Device] = [:]
+    /// bluetoothd's audio transports (MediaTransport1), by path: their State.
+    var transports: [String: String] = [:]
+    var audio: AsyncStream<Bool>.Continuation?
     var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
     var nextID: UInt64 = 0
     var listenPSM: UInt16?
@@ -269,6 +272,21 @@ public final class BlueZHost: RadioHost {
       [.objectPath(Self.advertisementPath)], timeout: .seconds(1))
   }
 
+  /// Whether the adapter carries an audio stream (a MediaTransport1 of
+  /// bluetoothd's "active" or "pending"): now, then at every change. One
+  /// subscriber; a later call replaces it.
+  func audioStreams() -> AsyncStream<Bool> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Bool.self)
+    let (previous, now, finished) = state.withLock { s in
+      defer { s.audio = continuation }
+      return (s.audio, Self.carriesAudio(s), s.finished)
+    }
+    previous?.finish()
+    continuation.yield(now)
+    if finished { continuation.finish() }
+    return stream
+  }
+
   public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
@@ -415,6 +433,8 @@ public final class BlueZHost: RadioHost {
       guard !s.finished else { return nil }
       s.finished = true
       s.closeReason = reason
+      s.audio?.finish()
+      s.audio = nil
       defer {
         s.scanSubscribers.removeAll()
         s.channels = nil

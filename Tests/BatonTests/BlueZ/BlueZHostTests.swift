@@ -188,4 +188,32 @@ struct BlueZHostTests {
     #expect(BlueZHost.advertisingData(manufacturerBytes: bytes!) == Self.beacon)
     #expect(BlueZHost.advertisingData(manufacturerBytes: [1, 2]) == [5, 0xFF, 0xFF, 0xFF, 1, 2])
   }
+
+  /// The scan schedule's audio input: a MediaTransport1 whose State is
+  /// "pending" or "active" means a stream plays on the adapter.
+  @Test func reportsAnAudioStreamFromMediaTransportState() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus)
+    let host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    var audio = host.audioStreams().makeAsyncIterator()
+    #expect(await audio.next() == false)
+    // Headphones connect (idle: no change), then play.
+    try await fake.setTransport("fd0", state: "idle")
+    try await fake.setTransport("fd0", state: "pending")
+    #expect(await audio.next() == true)
+    try await fake.setTransport("fd0", state: "active")
+    try await fake.setTransport("fd0", state: "idle")
+    #expect(await audio.next() == false)
+    // A second transport known at bring-up counts too.
+    try await fake.setTransport("fd1", state: "active")
+    #expect(await audio.next() == true)
+    let again = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    var fresh = again.audioStreams().makeAsyncIterator()
+    #expect(await fresh.next() == true)
+    await again.close()
+    await host.close()
+    #expect(await audio.next() == nil)
+    await fake.kill()
+  }
 }

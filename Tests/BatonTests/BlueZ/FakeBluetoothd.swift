@@ -35,6 +35,7 @@ final class FakeBluetoothd: Sendable {
   /// Error names by member, for one member's calls only.
   let failMember = Shared<[String: String]>([:])
   private let devices = Shared<[String: Shared<[UInt8]>]>([:])
+  private let transports = Shared<[String: Shared<String>]>([:])
 
   init(bus: PrivateBus) async throws {
     connection = try bus.connect()
@@ -129,6 +130,34 @@ final class FakeBluetoothd: Sendable {
     devices.value.withLock { $0[path] = data }
     try await connection.export(device)
     try await connection.emitInterfaces(added: true, path: path, interfaces: ["org.bluez.Device1"])
+  }
+
+  /// Sets the State of an audio transport (MediaTransport1) of a device on
+  /// the adapter, adding it first if it is new, as bluetoothd does when
+  /// headphones connect ("idle") and play ("pending", then "active").
+  func setTransport(_ name: String, state: String) async throws {
+    let path = Self.adapterPath + "/dev_00_11_22_33_44_55/" + name
+    if let current = transports.value.withLock({ $0[path] }) {
+      current.value.withLock { $0 = state }
+      try await connection.emitPropertiesChanged(
+        path: path, interface: "org.bluez.MediaTransport1", names: ["State"])
+      return
+    }
+    let value = Shared(state)
+    let transport = DBusObject(
+      path: path, interface: "org.bluez.MediaTransport1",
+      properties: [.init("State", "s"), .init("UUID", "s")],
+      property: { name in
+        switch name {
+        case "State": .string(value.value.withLock { $0 })
+        case "UUID": .string("0000110b-0000-1000-8000-00805f9b34fb")
+        default: nil
+        }
+      })
+    transports.value.withLock { $0[path] = value }
+    try await connection.export(transport)
+    try await connection.emitInterfaces(
+      added: true, path: path, interfaces: ["org.bluez.MediaTransport1"])
   }
 
   /// The next call of `member` (earlier calls of others are dropped); nil
