@@ -60,8 +60,9 @@ final class AgentRadio: Sendable {
     case sessionEnded(address: String)
     /// A link came up (handshake done).
     case linkUp
-    /// A link ended: a peer may be back under a new address, scan for it.
-    case linkDown
+    /// A link ended, or the adapter came back: a peer may be back (under
+    /// a new address) or new; the schedule starts a burst.
+    case burst
     /// The scan schedule asked to be looked at again.
     case scanTick
     /// The adapter started or stopped carrying an audio stream.
@@ -297,7 +298,14 @@ final class AgentRadio: Sendable {
       group.addTask {
         for await peer in host.incomingPeers() { continuation.yield(.connected(peer)) }
       }
-      group.addTask { for await on in host.audioStreams() { continuation.yield(.audio(on)) } }
+      group.addTask {
+        for await change in host.changes() {
+          switch change {
+          case .audio(let on): continuation.yield(.audio(on))
+          case .adapterBack: continuation.yield(.burst)
+          }
+        }
+      }
       let rotation = configuration.addressRotation
       group.addTask {
         while !Task.isCancelled {
@@ -368,7 +376,7 @@ final class AgentRadio: Sendable {
                 : "the adapter's audio stream ended: scan windows resume")
           }
           await applySchedule()
-        case .linkDown:
+        case .burst:
           state.withLock { $0.schedule.startBurst(now: .now) }
           await applySchedule()
         case .report(let report):
@@ -671,7 +679,7 @@ final class AgentRadio: Sendable {
     await engine.runLink(link)
     state.withLock { s in
       if s.links[address]?.link === link { s.links[address] = nil }
-      s.events?.yield(.linkDown)
+      s.events?.yield(.burst)
     }
   }
 

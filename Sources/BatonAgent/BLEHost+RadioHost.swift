@@ -10,9 +10,9 @@ extension BLEHost: RadioHost {
   var connectsFromAnotherAddress: Bool { false }
 
   /// Our own host on an exclusive controller carries no audio.
-  func audioStreams() -> AsyncStream<Bool> {
+  func changes() -> AsyncStream<RadioHostChange> {
     AsyncStream { continuation in
-      continuation.yield(false)
+      continuation.yield(.audio(false))
       continuation.finish()
     }
   }

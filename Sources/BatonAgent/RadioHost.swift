@@ -29,10 +29,12 @@ protocol RadioHost: AnyObject, Sendable {
   /// Turns scanning off or on again without ending the stream
   /// `startScanning` returned (the scan schedule, baton(1), Scanning).
   func setScanning(_ on: Bool) async throws
-  /// Whether the adapter carries an audio stream, now and at every change
-  /// (the scan schedule then holds its windows back); an exclusive
-  /// controller carries none, and its stream only says false.
-  func audioStreams() -> AsyncStream<Bool>
+  /// What the scan schedule needs to know of the adapter, as it changes:
+  /// whether it carries an audio stream (said at once, then at every
+  /// change), and that it came back after it was lost or powered off. An
+  /// exclusive controller carries no audio and is reopened, not brought
+  /// back: its stream only says `.audio(false)`.
+  func changes() -> AsyncStream<RadioHostChange>
   /// Channels peers open to `psm`.
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel>
   /// Peers that connected to us (they are about to open a channel).
@@ -57,6 +59,14 @@ protocol RadioHost: AnyObject, Sendable {
   func close() async
   /// nil after `close()`, the error when the host was lost.
   func waitUntilClosed() async -> (any Error)?
+}
+
+/// A change of the adapter that the scan schedule depends on.
+enum RadioHostChange: Sendable, Equatable {
+  /// The adapter carries an audio stream (true) or no longer does.
+  case audio(Bool)
+  /// The adapter is usable again (powered on, plugged in, bluetoothd back).
+  case adapterBack
 }
 
 /// A message channel to a known peer.

@@ -85,6 +85,8 @@ extension BlueZHost {
     }
     if wasDown {
       log.info("adapter \(name) (\(address), \(addressType)) is up, managed by bluetoothd")
+      // Peers may have come meanwhile: the scan schedule starts a burst.
+      _ = state.withLock { $0.changes }?.yield(.adapterBack)
     }
     for waiter in waiters { waiter.resume() }
     setTransports(transports)
@@ -341,24 +343,24 @@ extension BlueZHost {
   /// Records a transport's state (nil: it went away), and says so on the
   /// audio stream when that changes whether the adapter carries audio.
   func updateTransport(_ path: String, state value: String?) {
-    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<Bool>.Continuation?) in
+    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<RadioHostChange>.Continuation?) in
       let before = Self.carriesAudio(s)
       s.transports[path] = value
       let after = Self.carriesAudio(s)
-      return (before != after, after, s.audio)
+      return (before != after, after, s.changes)
     }
-    if changed { stream?.yield(now) }
+    if changed { stream?.yield(.audio(now)) }
   }
 
   /// Replaces the transports known (bring-up: bluetoothd's objects).
   func setTransports(_ transports: [String: String]) {
-    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<Bool>.Continuation?) in
+    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<RadioHostChange>.Continuation?) in
       let before = Self.carriesAudio(s)
       s.transports = transports
       let after = Self.carriesAudio(s)
-      return (before != after, after, s.audio)
+      return (before != after, after, s.changes)
     }
-    if changed { stream?.yield(now) }
+    if changed { stream?.yield(.audio(now)) }
   }
 
   // MARK: Signals (bus thread)

@@ -61,7 +61,7 @@ public final class BlueZHost: RadioHost {
     var devices: [String: Device] = [:]
     /// bluetoothd's audio transports (MediaTransport1), by path: their State.
     var transports: [String: String] = [:]
-    var audio: AsyncStream<Bool>.Continuation?
+    var changes: AsyncStream<RadioHostChange>.Continuation?
     var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
     var nextID: UInt64 = 0
     var listenPSM: UInt16?
@@ -273,16 +273,17 @@ public final class BlueZHost: RadioHost {
   }
 
   /// Whether the adapter carries an audio stream (a MediaTransport1 of
-  /// bluetoothd's "active" or "pending"): now, then at every change. One
-  /// subscriber; a later call replaces it.
-  func audioStreams() -> AsyncStream<Bool> {
-    let (stream, continuation) = AsyncStream.makeStream(of: Bool.self)
+  /// bluetoothd's "active" or "pending"): now, then at every change; and
+  /// every bring-up after the adapter was lost. One subscriber; a later
+  /// call replaces it.
+  func changes() -> AsyncStream<RadioHostChange> {
+    let (stream, continuation) = AsyncStream.makeStream(of: RadioHostChange.self)
     let (previous, now, finished) = state.withLock { s in
-      defer { s.audio = continuation }
-      return (s.audio, Self.carriesAudio(s), s.finished)
+      defer { s.changes = continuation }
+      return (s.changes, Self.carriesAudio(s), s.finished)
     }
     previous?.finish()
-    continuation.yield(now)
+    continuation.yield(.audio(now))
     if finished { continuation.finish() }
     return stream
   }
@@ -433,8 +434,8 @@ public final class BlueZHost: RadioHost {
       guard !s.finished else { return nil }
       s.finished = true
       s.closeReason = reason
-      s.audio?.finish()
-      s.audio = nil
+      s.changes?.finish()
+      s.changes = nil
       defer {
         s.scanSubscribers.removeAll()
         s.channels = nil
