@@ -3,6 +3,7 @@
 //   baton-bench l2cap [options]     L2CAP transfer time and HCI overhead
 //   baton-bench handoff [options]   save-to-peer-file latency between two agents
 //   baton-bench scale [options]     issue 14: many notes, one save among many, memory
+//   baton-bench scan [options]      issue 25: scan duty and wake-ups of a linked pair
 //   baton-bench fuzz [options]      every decoder of outside bytes (Tests/Scripts/fuzz.sh)
 import BatonSystem
 
@@ -31,10 +32,11 @@ do {
   case "l2cap": try await L2CAPBenchmark.run(Array(arguments.dropFirst()))
   case "handoff": try await HandoffBenchmark.run(Array(arguments.dropFirst()))
   case "scale": try await ScaleBenchmark.run(Array(arguments.dropFirst()))
+  case "scan": try await ScanBenchmark.run(Array(arguments.dropFirst()))
   case "fuzz": try FuzzCommand.run(Array(arguments.dropFirst()))
   case "fuzz-child": try FuzzCommand.child(Array(arguments.dropFirst()))
   default:
-    print("usage: baton-bench notes|l2cap|handoff|scale|fuzz [options]")
+    print("usage: baton-bench notes|l2cap|handoff|scale|scan|fuzz [options]")
     exit(2)
   }
 } catch {

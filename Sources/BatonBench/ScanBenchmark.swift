@@ -1,0 +1,227 @@
+import BatonHandoff
+import BatonSystem
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `baton-bench scan`: what scanning costs a linked pair (issue 25), for
+/// `scanning = continuous` (what the agent did before the schedule) and
+/// `scanning = windows` (the default), one after the other in the same run,
+/// each on a fresh simulated radio with two real agents.
+///
+/// For each mode: once both agents show the link up and the start burst is
+/// over, A's own HCI log (btsnoop, every LE Set Scan Enable it sent) gives
+/// the share of `--seconds` it scanned, its longest single scan and how
+/// many scans it started; /proc gives A's wake-ups per second (context
+/// switches of all its threads) and CPU; then 10 saves of 200 B in A are
+/// timed to B's folder (median), so the link's latency sits beside the
+/// scan figures.
+///
+/// The simulated radio has no airtime: what it shows is what the agent
+/// asks of the controller, not what a real radio then does.
+///
+/// Options: --seconds N (default 300 per mode), --keep (leave the folders).
+enum ScanBenchmark {
+  struct Figures {
+    var linkedAfter: Double
+    var duty: Double
+    var longest: Double
+    var scans: Int
+    var wakeups: Double
+    var cpu: Double
+    var median: Double
+  }
+
+  static func run(_ arguments: [String]) async throws {
+    var seconds = 300
+    var keep = false
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--seconds": seconds = max(10, Int(rest.popFirst() ?? "") ?? seconds)
+      case "--keep": keep = true
+      default: throw BenchError.usage("unknown option \(argument)")
+      }
+    }
+    let baton = Bench.repository + "/.build/release/baton"
+    guard FileManager.default.isExecutableFile(atPath: baton) else {
+      throw BenchError.usage("build first: swift build -c release (no \(baton))")
+    }
+    print("scan benchmark: a linked pair on the simulated radio, \(seconds) s per mode")
+    var results: [(String, Figures)] = []
+    for mode in ["continuous", "windows"] {
+      let figures = try await measure(mode: mode, seconds: seconds, baton: baton, keep: keep)
+      results.append((mode, figures))
+    }
+    print(
+      "mode        linked after  scan duty  longest scan  scans  wake-ups/s  CPU    save median")
+    for (mode, f) in results {
+      print(
+        mode.padding(toLength: 11, withPad: " ", startingAt: 0)
+          + String(
+          format: "%9.1f s   %7.2f %%  %10.1f s  %5d  %10.2f  %5.2f %%  %8.1f ms",
+          f.linkedAfter, f.duty * 100, f.longest, f.scans, f.wakeups,
+          f.cpu * 100, f.median))
+    }
+  }
+
+  static func measure(mode: String, seconds: Int, baton: String, keep: Bool) async throws
+    -> Figures
+  {
+    let base = try Bench.temporaryDirectory("baton-bench-scan-\(mode)")
+    defer { if !keep { try? FileManager.default.removeItem(atPath: base) } }
+    let radio = try Bench.startRadio(controllers: 2, in: base)
+    defer { radio.process.terminate() }
+    let keyPath = base + "/group.key"
+    _ = FileManager.default.createFile(
+      atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
+    chmod(keyPath, 0o600)
+    var agents: [(home: String, process: Process)] = []
+    for (index, name) in ["A", "B"].enumerated() {
+      let home = base + "/" + name
+      for sub in ["notes", "state", "run"] {
+        try FileManager.default.createDirectory(
+          atPath: home + "/" + sub, withIntermediateDirectories: true)
+      }
+      chmod(home + "/run", 0o700)
+      try "[agent]\nscanning = \(mode)\n".write(
+        toFile: home + "/baton.conf", atomically: true, encoding: .utf8)
+      let process = try Bench.spawn(
+        baton,
+        [
+          "agent", "--name", name, "--notes", home + "/notes", "--controller",
+          "tcp:127.0.0.1:\(radio.ports[index])", "--key-file", keyPath, "--state-dir",
+          home + "/state", "--hci-log", home + "/hci.btsnoop", "-f", home + "/baton.conf",
+        ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
+      agents.append((home, process))
+    }
+    defer {
+      for agent in agents {
+        agent.process.terminate()
+        agent.process.waitUntilExit()
+      }
+    }
+    let started = ContinuousClock.now
+    func linked(_ home: String) -> Bool {
+      let log = (try? String(contentsOfFile: home + "/agent.log", encoding: .utf8)) ?? ""
+      return log.contains("handoff: link with") && log.contains(") up (")
+    }
+    while !agents.allSatisfy({ linked($0.home) }) {
+      guard ContinuousClock.now - started < .seconds(60) else {
+        throw BenchError.failed("\(mode): no link within 60 s (see \(base), --keep)")
+      }
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    let linkedAfter = (ContinuousClock.now - started).secondsValue
+    // The start burst (10 s) is not steady state.
+    try await Task.sleep(for: .seconds(12))
+    let pid = agents[0].process.processIdentifier
+    let from = (Date(), switches(pid), cpuTicks(pid))
+    try await Task.sleep(for: .seconds(seconds))
+    let to = (Date(), switches(pid), cpuTicks(pid))
+    let elapsed = to.0.timeIntervalSince(from.0)
+    let scan = scanTimeline(agents[0].home + "/hci.btsnoop", from: from.0, to: to.0)
+    let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
+    var latencies: [Double] = []
+    for i in 0..<10 {
+      let name = "scan-bench-\(i).md"
+      let bytes = Array(("Note \(i)\n" + String(repeating: "a", count: 190)).utf8)
+      let temporary = agents[0].home + "/notes/.tmp-" + name
+      _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+      let start = ContinuousClock.now
+      rename(temporary, agents[0].home + "/notes/" + name)
+      let target = agents[1].home + "/notes/" + name
+      while FileManager.default.contents(atPath: target).map(Array.init) != bytes {
+        guard ContinuousClock.now - start < .seconds(30) else {
+          throw BenchError.failed("\(mode): \(name) did not arrive within 30 s")
+        }
+        usleep(1000)
+      }
+      latencies.append((ContinuousClock.now - start).secondsValue * 1000)
+    }
+    latencies.sort()
+    return Figures(
+      linkedAfter: linkedAfter, duty: scan.on / elapsed, longest: scan.longest,
+      scans: scan.starts, wakeups: Double(to.1 - from.1) / elapsed,
+      cpu: Double(to.2 - from.2) / hertz / elapsed, median: latencies[latencies.count / 2])
+  }
+
+  /// Context switches, voluntary and not, of every thread of `pid`.
+  static func switches(_ pid: Int32) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    var total = 0
+    for task in tasks {
+      let status =
+        (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+      for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
+        total += Int(line.split(separator: "\t").last ?? "") ?? 0
+      }
+    }
+    return total
+  }
+
+  /// utime + stime of `pid`, in clock ticks.
+  static func cpuTicks(_ pid: Int32) -> Int {
+    let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+    // Fields after the command name's closing parenthesis: state is field 3.
+    guard let close = stat.lastIndex(of: ")") else { return 0 }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    guard fields.count > 12 else { return 0 }
+    return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+  }
+
+  /// From a btsnoop log: how long the scan was on between `from` and `to`,
+  /// the longest single scan (clipped to the span), and the scans started.
+  static func scanTimeline(_ path: String, from: Date, to: Date) -> (
+    on: Double, longest: Double, starts: Int
+  ) {
+    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else {
+      return (0, 0, 0)
+    }
+    let bytes = [UInt8](data)
+    func u32(_ at: Int) -> UInt64 {
+      bytes[at..<at + 4].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+    // btsnoop: microseconds since 0000-01-01; Unix epoch at 0x00DCDDB30F2F8000.
+    let epoch: UInt64 = 0x00DC_DDB3_0F2F_8000
+    let start = from.timeIntervalSince1970
+    let end = to.timeIntervalSince1970
+    var on: Double = 0
+    var longest: Double = 0
+    var starts = 0
+    var since: Double?
+    var offset = 16
+    func close(at time: Double) {
+      guard let began = since else { return }
+      let a = max(began, start)
+      let b = min(time, end)
+      if b > a {
+        on += b - a
+        longest = max(longest, b - a)
+      }
+      since = nil
+    }
+    while offset + 24 <= bytes.count {
+      let length = Int(u32(offset + 4))
+      let packet = offset + 24
+      guard packet + length <= bytes.count else { break }
+      let stamp = u32(offset + 16) << 32 | u32(offset + 20)
+      let time = Double(stamp &- epoch) / 1_000_000
+      if length >= 5, bytes[packet] == 0x01, bytes[packet + 1] == 0x0C, bytes[packet + 2] == 0x20 {
+        if bytes[packet + 4] != 0 {
+          if since == nil {
+            since = time
+            if time >= start && time < end { starts += 1 }
+          }
+        } else {
+          close(at: time)
+        }
+      }
+      offset = packet + length
+    }
+    close(at: end)
+    return (on, longest, starts)
+  }
+}
