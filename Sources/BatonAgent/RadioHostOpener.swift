@@ -15,6 +15,9 @@ enum RadioHostOpener {
         Logger(label: "radio").warning(
           "hci-log applies to exclusive controllers only; with bluez, record with btmon -w FILE")
       }
+      if let privacy = BluetoothdPrivacy.current(), !BluetoothdPrivacy.isPrivate(privacy) {
+        Logger(label: "radio").warning(BluetoothdPrivacy.advice(privacy))
+      }
       return try await BlueZHost.open(adapter: index.map { "hci\($0)" })
     case .kernel, .tcp, .serial:
       return try await BLEHost.open(

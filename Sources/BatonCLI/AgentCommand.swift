@@ -140,8 +140,21 @@ enum AgentCommand {
         + (configuration.allowedPeers.isEmpty
           ? "any peer with the group key" : configuration.allowedPeers.joined(separator: ", ")),
       "HCI log: \(configuration.hciLog ?? "none")",
+      "scanning: \(configuration.scanning.rawValue) (baton(1), Scanning)",
       "control socket: \(socketPath(parsed, paths))",
     ]
+    if case .bluez = configuration.controller {
+      // What address the beacon goes out on is bluetoothd's choice.
+      if let privacy = BluetoothdPrivacy.current() {
+        lines.append(
+          "adapter privacy: \(privacy)"
+            + (BluetoothdPrivacy.isPrivate(privacy)
+              ? " (the beacon goes out on a private address)"
+              : " (\(BluetoothdPrivacy.advice(privacy)))"))
+      } else {
+        lines.append("adapter privacy: unknown (cannot read \(BluetoothdPrivacy.mainConf))")
+      }
+    }
     for folder in configuration.folders {
       lines.append(
         "folder \(folder.name): \(folder.path), notes matching \(folder.pattern), activity type \(folder.activityType)"

@@ -99,6 +99,7 @@ import Testing
       "maximum note size: 524288 bytes",
       "allowed peers: laptop",
       "HCI log: none",
+      "scanning: windows (baton(1), Scanning)",
       "control socket: \(sandbox.socketPath)",
       "folder notes: \(sandbox.notes), notes matching *.md, activity type org.example.note",
       "configuration OK",

@@ -1,0 +1,53 @@
+import BatonSystem
+import FoundationEssentials
+
+/// bluetoothd's `Privacy` setting (`[General]` of /etc/bluetooth/main.conf),
+/// which decides what address our advertisement goes out on with
+/// `controller = bluez`: with `off` (Debian's default) and the `limited-*`
+/// modes (which publish the identity address when discoverable, as our
+/// advertisement is), the sealed beacon is heard on the adapter's public
+/// address, which links every beacon to this machine (issue 25). Read by
+/// `baton check` and logged by the agent once at start.
+public enum BluetoothdPrivacy {
+  public static let mainConf = "/etc/bluetooth/main.conf"
+
+  /// The value of `Privacy` in `[General]` of a main.conf text (comments
+  /// and other sections skipped), lower-cased; "off" when it is not set.
+  public static func setting(inMainConf text: String) -> String {
+    var section = ""
+    var value = "off"
+    for raw in text.split(whereSeparator: \.isNewline) {
+      let line = raw.trimmingSpaces
+      if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+      if line.hasPrefix("[") && line.hasSuffix("]") {
+        section = String(line.dropFirst().dropLast()).trimmingSpaces
+        continue
+      }
+      guard section == "General", let equals = line.firstIndex(of: "=") else { continue }
+      if line[..<equals].trimmingSpaces == "Privacy" {
+        value = line[line.index(after: equals)...].trimmingSpaces.lowercased()
+      }
+    }
+    return value
+  }
+
+  /// The setting of this machine's bluetoothd; nil when main.conf cannot be
+  /// read.
+  public static func current() -> String? {
+    guard let data = FileManager.default.contents(atPath: mainConf) else { return nil }
+    return setting(inMainConf: String(decoding: data, as: UTF8.self))
+  }
+
+  /// Whether the setting keeps the adapter's identity address off the air
+  /// for our (discoverable) advertisement.
+  public static func isPrivate(_ setting: String) -> Bool {
+    ["network", "on", "true", "device"].contains(setting)
+  }
+
+  /// What to do about a setting that is not private.
+  public static func advice(_ setting: String) -> String {
+    "bluetoothd's Privacy is '\(setting)' (\(mainConf)): the beacon is advertised on the"
+      + " adapter's public address, which links it to this machine; set 'Privacy = device'"
+      + " under [General] there and restart bluetoothd (systemctl restart bluetooth)"
+  }
+}
