@@ -216,3 +216,14 @@ final class AgentGroup: @unchecked Sendable {
     }
   }
 }
+
+/// Waits until `agent`'s status shows a link up with each of `peers`, by
+/// name (PROTOCOL.md 6.2); false after 60 s.
+func linked(_ agent: AgentProcess, to peers: Set<String>) async -> Bool {
+  await eventually(60, "\(agent.name) linked with \(peers.sorted())") {
+    let shown = (try? agent.status()["peers"] as? [[String: Any]]) ?? []
+    let up = Set(
+      shown.filter { $0["link"] as? String == "up" }.compactMap { $0["name"] as? String })
+    return up.isSuperset(of: peers)
+  }
+}

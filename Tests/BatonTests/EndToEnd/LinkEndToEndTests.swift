@@ -169,16 +169,4 @@ import Testing
     try a.save("after.md", "After\nthe stray connection\n")
     #expect(await eventually(30, "the note in B") { b.read("after.md") != nil }, "\(group.logs)")
   }
-
-  // MARK: helpers
-
-  /// Waits until `agent`'s status shows a link up with each of `peers`, by name.
-  private func linked(_ agent: AgentProcess, to peers: Set<String>) async -> Bool {
-    await eventually(60, "\(agent.name) linked with \(peers.sorted())") {
-      let shown = (try? agent.status()["peers"] as? [[String: Any]]) ?? []
-      let up = Set(
-        shown.filter { $0["link"] as? String == "up" }.compactMap { $0["name"] as? String })
-      return up.isSuperset(of: peers)
-    }
-  }
 }

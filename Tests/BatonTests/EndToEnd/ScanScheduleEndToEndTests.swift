@@ -83,13 +83,4 @@ import Testing
     }
     return enables
   }
-
-  private func linked(_ agent: AgentProcess, to peers: Set<String>) async -> Bool {
-    await eventually(60, "\(agent.name) linked with \(peers.sorted())") {
-      let shown = (try? agent.status()["peers"] as? [[String: Any]]) ?? []
-      let up = Set(
-        shown.filter { $0["link"] as? String == "up" }.compactMap { $0["name"] as? String })
-      return up.isSuperset(of: peers)
-    }
-  }
 }
