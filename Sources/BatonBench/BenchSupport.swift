@@ -1,3 +1,4 @@
+import BatonHandoff
 import Foundation
 
 #if canImport(Glibc)
@@ -15,6 +16,25 @@ enum Bench {
     let path = NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
+  }
+
+  /// An agent's folders under `home`: notes/, state/ and run/ (mode 0700,
+  /// its XDG_RUNTIME_DIR).
+  static func makeAgentHome(_ home: String) throws {
+    for sub in ["notes", "state", "run"] {
+      try FileManager.default.createDirectory(
+        atPath: home + "/" + sub, withIntermediateDirectories: true)
+    }
+    chmod(home + "/run", 0o700)
+  }
+
+  /// A fresh group key file at `path`, mode 0600.
+  static func writeGroupKey(to path: String) throws {
+    guard
+      FileManager.default.createFile(
+        atPath: path, contents: Data(GroupKey.generate().fileText.utf8))
+    else { throw BenchError.failed("cannot write the key file \(path)") }
+    chmod(path, 0o600)
   }
 
   /// Starts `command` with stdout and stderr appended to `log`.

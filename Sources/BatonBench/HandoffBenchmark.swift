@@ -59,18 +59,12 @@ enum HandoffBenchmark {
       controllers: agentCount + (arrivals > 0 ? 1 : 0), in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
-    _ = FileManager.default.createFile(
-      atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
-    chmod(keyPath, 0o600)
+    try Bench.writeGroupKey(to: keyPath)
 
     var agents: [(notes: String, hciLog: String, process: Process)] = []
     for (index, name) in ["A", "B", "C"].prefix(agentCount).enumerated() {
       let home = base + "/" + name
-      for sub in ["notes", "state", "run"] {
-        try FileManager.default.createDirectory(
-          atPath: home + "/" + sub, withIntermediateDirectories: true)
-      }
-      chmod(home + "/run", 0o700)
+      try Bench.makeAgentHome(home)
       var args = [
         "agent", "--name", name, "--notes", home + "/notes", "--controller",
         "tcp:127.0.0.1:\(radio.ports[index])", "--key-file", keyPath, "--state-dir",
@@ -160,11 +154,7 @@ enum HandoffBenchmark {
       var firsts: [Double] = []
       for round in 0..<arrivals {
         let home = base + "/arrival\(round)"
-        for sub in ["notes", "state", "run"] {
-          try FileManager.default.createDirectory(
-            atPath: home + "/" + sub, withIntermediateDirectories: true)
-        }
-        chmod(home + "/run", 0o700)
+        try Bench.makeAgentHome(home)
         let start = ContinuousClock.now
         let process = try Bench.spawn(
           baton,

@@ -120,17 +120,11 @@ enum ScaleBenchmark {
     func start(_ names: [String], ports: [UInt16]) throws {
       let keyPath = base + "/group.key"
       if !FileManager.default.fileExists(atPath: keyPath) {
-        _ = FileManager.default.createFile(
-          atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
-        chmod(keyPath, 0o600)
+        try Bench.writeGroupKey(to: keyPath)
       }
       for (index, name) in names.enumerated() {
         let home = base + "/" + name
-        for sub in ["notes", "state", "run"] {
-          try FileManager.default.createDirectory(
-            atPath: home + "/" + sub, withIntermediateDirectories: true)
-        }
-        chmod(home + "/run", 0o700)
+        try Bench.makeAgentHome(home)
         let process = try Bench.spawn(
           Bench.repository + "/.build/release/baton",
           [

@@ -1,4 +1,3 @@
-import BatonHandoff
 import BatonSystem
 import Foundation
 
@@ -75,17 +74,11 @@ enum ScanBenchmark {
     let radio = try Bench.startRadio(controllers: 2, in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
-    _ = FileManager.default.createFile(
-      atPath: keyPath, contents: Data(GroupKey.generate().fileText.utf8))
-    chmod(keyPath, 0o600)
+    try Bench.writeGroupKey(to: keyPath)
     var agents: [(home: String, process: Process)] = []
     for (index, name) in ["A", "B"].enumerated() {
       let home = base + "/" + name
-      for sub in ["notes", "state", "run"] {
-        try FileManager.default.createDirectory(
-          atPath: home + "/" + sub, withIntermediateDirectories: true)
-      }
-      chmod(home + "/run", 0o700)
+      try Bench.makeAgentHome(home)
       try "[agent]\nscanning = \(mode)\n".write(
         toFile: home + "/baton.conf", atomically: true, encoding: .utf8)
       let process = try Bench.spawn(
