@@ -120,9 +120,9 @@ final class AgentRadio: Sendable {
     /// Links this controller holds: `maxLinks`, or fewer once it refused a
     /// connection for lack of room.
     var linkLimit = AgentRadio.maxLinks
-    /// When to scan (baton(1), Scanning), and whether the host scans now.
+    /// When to scan (baton(1), Scanning), and what the host was last told
+    /// (it scans unless `.off`).
     var schedule = ScanSchedule(mode: .windows, seed: 0)
-    var scanningOn = true
     var scanActivity: ScanSchedule.Activity = .burst
     /// The adapter carries an audio stream (BlueZ's MediaTransport1).
     var audio = false
@@ -266,7 +266,6 @@ final class AgentRadio: Sendable {
       $0.schedule = ScanSchedule(
         mode: configuration.scanning, seed: UInt64.random(in: 0...UInt64.max))
       $0.schedule.startBurst(now: .now)
-      $0.scanningOn = true
       $0.scanActivity = .burst
       $0.audio = false
     }
@@ -327,14 +326,11 @@ final class AgentRadio: Sendable {
         let (step, change) = state.withLock { s -> (ScanSchedule.Step, Bool) in
           s.schedule.update(Self.situation(s))
           let step = s.schedule.step(now: now)
-          defer {
-            s.scanningOn = step.scanning
-            s.scanActivity = step.activity
-          }
+          defer { s.scanActivity = step.activity }
           if step.activity != s.scanActivity && step.activity != .peers {
             log.debug("scan schedule: \(step.activity.rawValue)")
           }
-          return (step, step.scanning != s.scanningOn)
+          return (step, step.scanning != (s.scanActivity != .off))
         }
         if change {
           do {

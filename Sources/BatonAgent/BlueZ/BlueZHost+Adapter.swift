@@ -340,23 +340,23 @@ extension BlueZHost {
     }
   }
 
-  /// Records a transport's state (nil: it went away), and says so on the
-  /// audio stream when that changes whether the adapter carries audio.
+  /// Records a transport's state (nil: it went away).
   func updateTransport(_ path: String, state value: String?) {
-    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<RadioHostChange>.Continuation?) in
-      let before = Self.carriesAudio(s)
-      s.transports[path] = value
-      let after = Self.carriesAudio(s)
-      return (before != after, after, s.changes)
-    }
-    if changed { stream?.yield(.audio(now)) }
+    changeTransports { $0[path] = value }
   }
 
   /// Replaces the transports known (bring-up: bluetoothd's objects).
   func setTransports(_ transports: [String: String]) {
-    let (changed, now, stream) = state.withLock { s -> (Bool, Bool, AsyncStream<RadioHostChange>.Continuation?) in
+    changeTransports { $0 = transports }
+  }
+
+  /// Applies `change` to the transports and says so on the changes stream
+  /// when that changes whether the adapter carries audio.
+  private func changeTransports(_ change: (inout [String: String]) -> Void) {
+    let (changed, now, stream) = state.withLock {
+      s -> (Bool, Bool, AsyncStream<RadioHostChange>.Continuation?) in
       let before = Self.carriesAudio(s)
-      s.transports = transports
+      change(&s.transports)
       let after = Self.carriesAudio(s)
       return (before != after, after, s.changes)
     }
