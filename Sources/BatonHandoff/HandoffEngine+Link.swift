@@ -45,7 +45,8 @@ extension HandoffEngine {
       }
       attempts[peerAddress] = nil
       return HandoffLink(
-        secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit))
+        secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit),
+        keepAlive: policy.keepAlive, silenceLimit: policy.silenceLimit)
     } catch {
       await watched.close()
       fail(activityType: "-", peer: secure.peerLabel, reason: "link: \(error)")
@@ -70,7 +71,8 @@ extension HandoffEngine {
         try await secure.send(.link(maxNoteSize: UInt32(clamping: policy.maxNoteSize)))
         return .link(
           HandoffLink(
-            secure: secure, channel: watched, initiator: false, peerMaxNoteSize: Int(limit)))
+            secure: secure, channel: watched, initiator: false, peerMaxNoteSize: Int(limit),
+            keepAlive: policy.keepAlive, silenceLimit: policy.silenceLimit))
       }
     } catch {
       await watched.close()

@@ -8,9 +8,9 @@ import Synchronization
 /// link's reader, sender and watchdog share, and is how the agent (or the
 /// engine, after a change of the index) wakes its sender.
 ///
-/// Liveness: the link sends PING after `keepAlive` without receiving
-/// anything, and closes when nothing at all (any frame counts) arrives for
-/// `silenceLimit` after the PING went out. A PING waits behind a message
+/// Liveness: the link sends PING after `keepAlive` (the policy's) without
+/// receiving anything, and closes when nothing at all (any frame counts)
+/// arrives for `silenceLimit` after the PING went out. A PING waits behind a message
 /// being sent (a large note takes many seconds on a slow radio): meanwhile
 /// the link lives as long as that message's frames keep going out, and is
 /// closed after `silenceLimit` with nothing out or in. `probe()` sends one at once (the agent does
@@ -18,9 +18,9 @@ import Synchronization
 /// restarted with this link left half-open).
 public final class HandoffLink: Sendable {
   /// Quiet time after which a PING is sent.
-  public static let keepAlive: Duration = .seconds(3)
+  let keepAlive: Duration
   /// How long after a PING with nothing received the link counts as dead.
-  public static let silenceLimit: Duration = .seconds(6)
+  let silenceLimit: Duration
 
   /// Who the handshake proved the peer to be.
   public let peerName: String
@@ -84,6 +84,9 @@ public final class HandoffLink: Sendable {
     /// A wake-up scheduled for held relays, and when.
     var wakeAt: ContinuousClock.Instant?
     var wakeTask: Task<Void, Never>?
+    /// The watchdog's sleep until its next deadline; `probe()` and a
+    /// resync cancel it so that it looks again at once.
+    var watchdogNap: Task<Void, Never>?
     /// Received messages that change the index or what the peer holds, in
     /// the order they came, until the engine applies them; with the bytes
     /// of their notes.
@@ -92,7 +95,12 @@ public final class HandoffLink: Sendable {
   }
   private let state = Mutex(State())
 
-  init(secure: SecureChannel, channel: WatchedChannel, initiator: Bool, peerMaxNoteSize: Int) {
+  init(
+    secure: SecureChannel, channel: WatchedChannel, initiator: Bool, peerMaxNoteSize: Int,
+    keepAlive: Duration, silenceLimit: Duration
+  ) {
+    self.keepAlive = keepAlive
+    self.silenceLimit = silenceLimit
     self.secure = secure
     self.channel = channel
     self.initiator = initiator
@@ -142,13 +150,15 @@ public final class HandoffLink: Sendable {
 
   /// Checks at once that the peer still answers (PING now, unless one is out).
   public func probe() {
-    let send = state.withLock { s -> Bool in
-      guard s.pingSent == nil, s.pingAsked == nil, s.closed == nil else { return false }
+    let nap = state.withLock { s -> Task<Void, Never>?? in
+      guard s.pingSent == nil, s.pingAsked == nil, s.closed == nil else { return nil }
       s.pingDue = true
       s.pingAsked = .now
-      return true
+      return .some(s.watchdogNap)
     }
-    if send { wakeContinuation.yield() }
+    guard let nap else { return }
+    wakeContinuation.yield()
+    nap?.cancel()
   }
 
   /// Ends the link (its channel closes; `runLink` returns); `peerGone`: the
@@ -399,19 +409,54 @@ public final class HandoffLink: Sendable {
   /// A note could not be written here: ask the peer for everything again
   /// (our INDEX) after `delay`.
   func scheduleResync(after delay: Duration) {
-    state.withLock { if $0.resyncAt == nil { $0.resyncAt = .now + delay } }
+    let nap = state.withLock { s -> Task<Void, Never>? in
+      guard s.resyncAt == nil else { return nil }
+      s.resyncAt = .now + delay
+      return s.watchdogNap
+    }
+    nap?.cancel()
+  }
+
+  /// When the watchdog must look next: when a PING out (or waiting to go
+  /// out) has had `silenceLimit`, when a quiet link is due a PING, or when a
+  /// resync is due, whichever is first.
+  private func nextWatch() -> ContinuousClock.Instant {
+    let last = channel.lastReceived
+    let lastOut = channel.lastSent
+    return state.withLock { s in
+      var next: ContinuousClock.Instant
+      if let sent = s.pingSent {
+        next = sent + silenceLimit
+      } else if let asked = s.pingAsked {
+        next = max(asked, lastOut) + silenceLimit
+      } else {
+        next = last + keepAlive
+      }
+      if let at = s.resyncAt { next = min(next, at) }
+      return next
+    }
   }
 
   /// The watchdog: PING after `keepAlive` of silence, close after
-  /// `silenceLimit` more; a due resync sends our INDEX. Returns when the link
-  /// ends.
+  /// `silenceLimit` more; a due resync sends our INDEX. It sleeps until the
+  /// next of these is due (an idle link wakes it once per `keepAlive`), or
+  /// until `probe()` or a resync changes that. Returns when the link ends.
   func watch() async {
-    while true {
-      do {
-        try await Timers.shared.sleep(for: Self.keepAlive)
-      } catch {
-        return
+    while !Task.isCancelled {
+      let deadline = nextWatch()
+      let nap = Task { _ = try? await Timers.shared.sleep(until: deadline) }
+      let closed = state.withLock { s -> Bool in
+        s.watchdogNap = nap
+        return s.closed != nil
       }
+      if closed { nap.cancel() }
+      await withTaskCancellationHandler {
+        await nap.value
+      } onCancel: {
+        nap.cancel()
+      }
+      state.withLock { $0.watchdogNap = nil }
+      if Task.isCancelled { return }
       let now = ContinuousClock.now
       let last = channel.lastReceived
       let lastOut = channel.lastSent
@@ -422,8 +467,8 @@ public final class HandoffLink: Sendable {
         if let sent = s.pingSent {
           if last >= sent {
             s.pingSent = nil
-          } else if now - sent >= Self.silenceLimit {
-            s.closed = "the peer has not answered for \(Self.silenceLimit) (a PING went unanswered)"
+          } else if now - sent >= silenceLimit {
+            s.closed = "the peer has not answered for \(silenceLimit) (a PING went unanswered)"
             s.dead = true
             return .dead
           }
@@ -433,14 +478,14 @@ public final class HandoffLink: Sendable {
           if last >= asked {
             s.pingAsked = nil
             s.pingDue = false
-          } else if now - max(asked, lastOut) >= Self.silenceLimit {
+          } else if now - max(asked, lastOut) >= silenceLimit {
             s.closed =
-              "nothing went out to the peer or came from it for \(Self.silenceLimit) (sends blocked)"
+              "nothing went out to the peer or came from it for \(silenceLimit) (sends blocked)"
             s.dead = true
             return .dead
           }
         }
-        if s.pingSent == nil, s.pingAsked == nil, now - last >= Self.keepAlive {
+        if s.pingSent == nil, s.pingAsked == nil, now - last >= keepAlive {
           s.pingDue = true
           s.pingAsked = now
           verdict = .wake

@@ -29,6 +29,15 @@ public struct HandoffPolicy: Sendable {
   /// for the same beacon content (a fault that broke a session usually is
   /// gone at once); then `retryInterval`.
   public var firstRetryDelays: [Duration] = [.seconds(2), .seconds(5), .seconds(10)]
+  /// Quiet time on a link after which it sends PING (PROTOCOL.md 6.2, rule
+  /// 7). Long, because the radio watches a link already: a peer that goes
+  /// out of range or whose agent exits is noticed by the controller's
+  /// supervision timeout or the channel's end; the PING is for a peer that
+  /// hangs, or died with its controller still holding the connection. Each
+  /// PING and its PONG wake both hosts' threads about 30 times.
+  public var keepAlive: Duration = .seconds(120)
+  /// How long after its PING a link with nothing received is closed.
+  public var silenceLimit: Duration = .seconds(6)
 
   /// How long to wait before retrying after `failures` failed attempts in a
   /// row. The first retries get up to half as long again at random: two

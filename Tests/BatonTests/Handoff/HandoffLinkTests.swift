@@ -197,8 +197,8 @@ import Testing
   /// stays up because the note's frames keep going out, and the note is
   /// sent once.
   @Test func aLongTransferOutlivesTheKeepAlive() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
-    let b = try HandoffTestAgent("bob", key: key)
+    let a = try HandoffTestAgent("alice", key: key, policy: Self.quickKeepAlive)
+    let b = try HandoffTestAgent("bob", key: key, policy: Self.quickKeepAlive)
     let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
     let (la, lb, ra, rb) = try await link(a, b, over: (SlowChannel(ca, delay: .milliseconds(70)), cb))
     #expect(await until { la.endReason == nil && lb.endReason == nil && a.folder.paths.isEmpty })
@@ -212,8 +212,16 @@ import Testing
     _ = await rb.value
   }
 
+  /// The keep-alive of links before it became 120 s: short enough for a
+  /// test to outlive it.
+  static var quickKeepAlive: HandoffPolicy {
+    var policy = HandoffPolicy()
+    policy.keepAlive = .seconds(3)
+    return policy
+  }
+
   @Test func aLinkWhosePeerStopsAnsweringIsClosed() async throws {
-    let a = try HandoffTestAgent("alice", key: key)
+    let a = try HandoffTestAgent("alice", key: key, policy: Self.quickKeepAlive)
     let b = try HandoffTestAgent("bob", key: key)
     let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
     async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
@@ -228,6 +236,38 @@ import Testing
     let reason = await a.engine.runLink(la)
     #expect(la.isDead, "\(reason)")
     #expect(reason.contains("PING"), "\(reason)")
+    await cb.close()
+  }
+}
+
+extension HandoffLinkTests {
+  /// With the default keep-alive (120 s) an idle link sends no PING for
+  /// minutes; `probe()` (the peer's beacon heard under another address)
+  /// sends one at once and wakes the watchdog, so a peer that does not
+  /// answer is closed after the silence limit, not after the keep-alive.
+  @Test func aProbeOfASilentPeerClosesTheLinkAfterTheSilenceLimit() async throws {
+    var policy = HandoffPolicy()
+    policy.silenceLimit = .milliseconds(500)
+    let a = try HandoffTestAgent("alice", key: key, policy: policy)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    let la = try await opened
+    guard case .link = outcome else {
+      Issue.record("no link")
+      return
+    }
+    // Bob's side never runs, as in the test above.
+    let run = Task { await a.engine.runLink(la) }
+    // Give the watchdog time to go to sleep (for 120 s): the probe must
+    // wake it. (Were it not asleep yet, the test would pass all the same.)
+    try await Task.sleep(for: .milliseconds(300))
+    la.probe()
+    #expect(await until(20) { la.endReason != nil }, "still up 20 s after the probe")
+    let reason = await run.value
+    #expect(reason.contains("PING"), "\(reason)")
+    #expect(la.isDead)
     await cb.close()
   }
 }
