@@ -54,8 +54,9 @@ enum Bench {
     return process
   }
 
-  /// A fresh simulated radio (Tests/Radio/radio.py in the project's venv).
-  static func startRadio(controllers: Int, in directory: String) throws -> (
+  /// A fresh simulated radio (Tests/Radio/radio.py in the project's venv),
+  /// with `strangers` more devices advertising (not baton peers).
+  static func startRadio(controllers: Int, strangers: Int = 0, in directory: String) throws -> (
     process: Process, ports: [UInt16]
   ) {
     let python = repository + "/.venv/bin/python3"
@@ -64,8 +65,11 @@ enum Bench {
     }
     let log = directory + "/radio.out"
     let process = try spawn(
-      python, [repository + "/Tests/Radio/radio.py", "--controllers", String(controllers)], log: log
-    )
+      python,
+      [
+        repository + "/Tests/Radio/radio.py", "--controllers", String(controllers),
+        "--strangers", String(strangers),
+      ], log: log)
     for _ in 0..<200 {
       if let text = try? String(contentsOfFile: log, encoding: .utf8),
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") })

@@ -21,7 +21,13 @@ import Foundation
 /// The simulated radio has no airtime: what it shows is what the agent
 /// asks of the controller, not what a real radio then does.
 ///
-/// Options: --seconds N (default 300 per mode), --keep (leave the folders).
+/// With `--strangers N`, N more devices on the radio advertise every 100 ms
+/// with data that change each time (a busy room; Tests/Radio/strangers.py),
+/// and the link is let settle (the strangers slow the Python radio down) so
+/// the figures are of the linked, idle pair.
+///
+/// Options: --seconds N (default 300 per mode), --strangers N (default 0),
+/// --keep (leave the folders).
 enum ScanBenchmark {
   struct Figures {
     var linkedAfter: Double
@@ -36,11 +42,13 @@ enum ScanBenchmark {
   static func run(_ arguments: [String]) async throws {
     var seconds = 300
     var keep = false
+    var strangers = 0
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
       case "--seconds": seconds = max(10, Int(rest.popFirst() ?? "") ?? seconds)
       case "--keep": keep = true
+      case "--strangers": strangers = max(0, Int(rest.popFirst() ?? "") ?? 0)
       default: throw BenchError.usage("unknown option \(argument)")
       }
     }
@@ -48,10 +56,13 @@ enum ScanBenchmark {
     guard FileManager.default.isExecutableFile(atPath: baton) else {
       throw BenchError.usage("build first: swift build -c release (no \(baton))")
     }
-    print("scan benchmark: a linked pair on the simulated radio, \(seconds) s per mode")
+    print(
+      "scan benchmark: a linked pair on the simulated radio, \(seconds) s per mode, "
+        + "\(strangers) strangers")
     var results: [(String, Figures)] = []
     for mode in ["continuous", "windows"] {
-      let figures = try await measure(mode: mode, seconds: seconds, baton: baton, keep: keep)
+      let figures = try await measure(
+        mode: mode, seconds: seconds, strangers: strangers, baton: baton, keep: keep)
       results.append((mode, figures))
     }
     print(
@@ -66,12 +77,13 @@ enum ScanBenchmark {
     }
   }
 
-  static func measure(mode: String, seconds: Int, baton: String, keep: Bool) async throws
+  static func measure(mode: String, seconds: Int, strangers: Int, baton: String, keep: Bool)
+    async throws
     -> Figures
   {
     let base = try Bench.temporaryDirectory("baton-bench-scan-\(mode)")
     defer { if !keep { try? FileManager.default.removeItem(atPath: base) } }
-    let radio = try Bench.startRadio(controllers: 2, in: base)
+    let radio = try Bench.startRadio(controllers: 2, strangers: strangers, in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
     try Bench.writeGroupKey(to: keyPath)
@@ -108,8 +120,29 @@ enum ScanBenchmark {
       try await Task.sleep(for: .milliseconds(50))
     }
     let linkedAfter = (ContinuousClock.now - started).secondsValue
-    // The start burst (10 s) is not steady state.
-    try await Task.sleep(for: .seconds(12))
+    // The start burst (10 s) is not steady state, nor is a link that still
+    // comes and goes: wait until both logs have shown no link change for
+    // 15 s with a link up.
+    func changes(_ home: String) -> (ups: Int, downs: Int) {
+      let log = (try? String(contentsOfFile: home + "/agent.log", encoding: .utf8)) ?? ""
+      let lines = log.split(separator: "\n").filter { $0.contains("handoff: link with") }
+      return (lines.filter { $0.contains(") up (") }.count, lines.filter { $0.contains(") down: ") }.count)
+    }
+    var last = agents.map { changes($0.home) }
+    var stableSince = ContinuousClock.now
+    while ContinuousClock.now - stableSince < .seconds(15) {
+      guard ContinuousClock.now - started < .seconds(300) else {
+        throw BenchError.failed("\(mode): the link did not settle within 300 s (see \(base), --keep)")
+      }
+      try await Task.sleep(for: .milliseconds(500))
+      let now = agents.map { changes($0.home) }
+      if now.map(\.ups) != last.map(\.ups) || now.map(\.downs) != last.map(\.downs)
+        || now.contains(where: { $0.ups <= $0.downs })
+      {
+        stableSince = ContinuousClock.now
+      }
+      last = now
+    }
     let pid = agents[0].process.processIdentifier
     let from = (Date(), switches(pid), cpuTicks(pid))
     try await Task.sleep(for: .seconds(seconds))

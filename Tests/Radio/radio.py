@@ -26,6 +26,12 @@ dies takes its radio with it). Options:
     --fault-log FILE    append one line per fault injected (and a summary at
                         exit) to FILE (default BATON_RADIO_FAULT_LOG)
     --faults-off        start with the faults switched off
+    --strangers N       N more devices on the radio that are not baton peers,
+                        each advertising every 100 ms with changing data
+                        (strangers.py); they have no port
+
+Every controller honours the Filter_Duplicates of LE Set (Extended) Scan
+Enable, as real controllers do and bumble's do not (strangers.py).
 
 While it runs, SIGUSR1 switches the faults off and SIGUSR2 on (they start
 on unless --faults-off), so a test can end a faulty phase and measure the
@@ -41,11 +47,11 @@ import stat
 import sys
 
 from bumble import hci
-from bumble.controller import Controller
 from bumble.link import LocalLink
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 from faults import FaultPlan, FaultSpecError, FaultyLink
+from strangers import DeduplicatingController, add_strangers
 
 
 # A test process may have started us with SIGTERM/SIGINT blocked (the Swift
@@ -68,6 +74,7 @@ async def main() -> None:
     parser.add_argument("--faults-off", action="store_true",
                         help="start with faults off (SIGUSR2 turns them on)")
     parser.add_argument("--fault-log", default=os.environ.get("BATON_RADIO_FAULT_LOG"))
+    parser.add_argument("--strangers", type=int, default=0)
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     try:
@@ -89,13 +96,13 @@ async def main() -> None:
         ports.append(sock.getsockname()[1])
         transport = await open_tcp_server_transport_with_socket(sock)
         if plan:
-            controller = Controller(
+            controller = DeduplicatingController(
                 f"C{index}", host_sink=FaultyLink(plan, index, "host", transport.sink), link=link
             )
             transport.source.set_packet_sink(FaultyLink(plan, index, "controller", controller))
             plan.controllers[index] = controller
         else:
-            controller = Controller(
+            controller = DeduplicatingController(
                 f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
             )
         if args.le_acl_length:
@@ -104,6 +111,7 @@ async def main() -> None:
             controller.le_features &= ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
         transports.append(transport)
 
+    strangers = add_strangers(link, args.strangers)
     print("READY " + " ".join(str(p) for p in ports), flush=True)
 
     loop = asyncio.get_running_loop()
