@@ -124,6 +124,9 @@ final class AgentRadio: Sendable {
     /// (it scans unless `.off`).
     var schedule = ScanSchedule(mode: .windows, seed: 0)
     var scanActivity: ScanSchedule.Activity = .burst
+    /// Whether the host was told to report every advertisement (nil: not
+    /// told yet; it starts scanning with every report).
+    var everyReport: Bool?
     /// The adapter carries an audio stream (BlueZ's MediaTransport1).
     var audio = false
   }
@@ -267,6 +270,7 @@ final class AgentRadio: Sendable {
         mode: configuration.scanning, seed: UInt64.random(in: 0...UInt64.max))
       $0.schedule.startBurst(now: .now)
       $0.scanActivity = .burst
+      $0.everyReport = nil
       $0.audio = false
     }
     defer {
@@ -282,7 +286,9 @@ final class AgentRadio: Sendable {
     do {
       try await host.startAdvertising(
         data: await engine.currentBeacon(), intervalMilliseconds: interval)
-      reports = try await host.startScanning()
+      // Strangers' advertisements (most of what a busy room sends) end
+      // in the host, on the thread that received them.
+      reports = try await host.startScanning(accepting: { [engine] in engine.isGroupBeacon($0) })
     } catch {
       await host.close()
       return "bring-up failed: \(error)"
@@ -330,11 +336,14 @@ final class AgentRadio: Sendable {
           if step.activity != s.scanActivity && step.activity != .peers {
             log.debug("scan schedule: \(step.activity.rawValue)")
           }
-          return (step, step.scanning != (s.scanActivity != .off))
+          let every = step.activity.needsEveryReport
+          let filterChanged = step.scanning && s.everyReport != every
+          if step.scanning { s.everyReport = every }
+          return (step, step.scanning != (s.scanActivity != .off) || filterChanged)
         }
         if change {
           do {
-            try await host.setScanning(step.scanning)
+            try await host.setScanning(step.scanning, everyReport: step.activity.needsEveryReport)
           } catch {
             log.warning("cannot turn scanning \(step.scanning ? "on" : "off"): \(error)")
           }
@@ -501,7 +510,7 @@ final class AgentRadio: Sendable {
 
   /// Records a keyed peer's beacon and decides what to do about it.
   private func decide(_ report: AdvertisingReport, on host: any RadioHost) async -> Action {
-    guard await engine.isGroupBeacon(report.data) else { return .none }
+    guard engine.isGroupBeacon(report.data) else { return .none }
     let address = report.address.description
     let unknown = state.withLock { s -> Bool in
       s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi, beacon: report.data)

@@ -24,11 +24,18 @@ protocol RadioHost: AnyObject, Sendable {
   /// Replaces the advertised beacon in place.
   func updateAdvertisingData(_ data: [UInt8]) async throws
   func stopAdvertising() async throws
-  /// Advertisements heard, as a stream that ends when the host closes.
-  func startScanning() async throws -> AsyncStream<AdvertisingReport>
+  /// Advertisements heard whose data `accepts` takes (asked on the thread
+  /// that received them, so the rest cost no wake-up of another), as a
+  /// stream that ends when the host closes.
+  func startScanning(accepting accepts: @escaping @Sendable ([UInt8]) -> Bool) async throws
+    -> AsyncStream<AdvertisingReport>
   /// Turns scanning off or on again without ending the stream
   /// `startScanning` returned (the scan schedule, baton(1), Scanning).
-  func setScanning(_ on: Bool) async throws
+  /// `everyReport`: every advertisement heard is reported (a keyed peer's
+  /// beacon tells of its changes); otherwise each advertiser may be
+  /// reported once per scan (a search for new peers), so that a busy room
+  /// costs the host little.
+  func setScanning(_ on: Bool, everyReport: Bool) async throws
   /// What the scan schedule needs to know of the adapter, as it changes:
   /// whether it carries an audio stream (said at once, then at every
   /// change), and that it came back after it was lost or powered off. An

@@ -20,6 +20,12 @@ struct ScanSchedule: Sendable {
   /// What the schedule is doing, for `baton status`.
   enum Activity: String, Sendable, Equatable {
     case continuous, burst, window, peers, off
+
+    /// Whether every advertisement must be reported: a keyed peer without a
+    /// link tells of its changes by its beacon (`peers`), and `continuous`
+    /// is the agent as it was. A burst or a window searches for new peers,
+    /// for which one report per advertiser and scan is enough.
+    var needsEveryReport: Bool { self == .peers || self == .continuous }
   }
 
   /// What the agent knows that the schedule depends on.

@@ -18,8 +18,10 @@ extension HandoffEngine {
     return content.indexDigest != indexDigest
   }
 
-  /// Whether `data` is a beacon sealed with our group key.
-  public func isGroupBeacon(_ data: [UInt8]) -> Bool {
+  /// Whether `data` is a beacon sealed with our group key. Nonisolated (the
+  /// keys never change): every advertisement heard asks, most of them
+  /// strangers', and none should wait for the engine's thread or wake it.
+  public nonisolated func isGroupBeacon(_ data: [UInt8]) -> Bool {
     Beacon.open(advertisingData: data, keys: keys) != nil
   }
 }

@@ -98,12 +98,16 @@ extension BLEHost {
   /// advertisements, both legacy and extended reports, with repeats of the
   /// same address and data within `duplicateWindow` removed. The stream ends
   /// with `stopScanning()` or when the host closes.
-  public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
+  /// `accepts` chooses the advertisements the stream gets, by their data
+  /// (on the reader's thread; the rest are dropped there).
+  public func startScanning(
+    accepting accepts: @escaping @Sendable ([UInt8]) -> Bool = { _ in true }
+  ) async throws -> AsyncStream<AdvertisingReport> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
     let id = state.withLock { s -> UInt64 in
       s.nextID += 1
-      s.scanSubscribers[s.nextID] = continuation
+      s.scanSubscribers[s.nextID] = ScanSubscriber(accepts: accepts, continuation: continuation)
       return s.nextID
     }
     continuation.onTermination = { [weak self] _ in
@@ -116,7 +120,8 @@ extension BLEHost {
       state.withLock { $0.lastDelivered.removeAll() }
       do {
         try await controller.send(.leSetScanParameters(.init()))
-        try await controller.send(.leSetScanEnable(true, filterDuplicates: false))
+        let filter = state.withLock { $0.filterDuplicates }
+        try await controller.send(.leSetScanEnable(true, filterDuplicates: filter))
       } catch {
         continuation.finish()
         throw error
@@ -129,18 +134,24 @@ extension BLEHost {
 
   /// Turns the controller's scan off (`on` false) or on again without
   /// ending the scan streams: the agent's schedule (baton(1), Scanning).
-  /// Nothing is sent when the controller is already as asked.
-  public func setScanning(_ on: Bool) async throws {
+  /// `everyReport` false lets the controller report each advertiser once
+  /// per scan (its Filter_Duplicates), which is all a search for new peers
+  /// needs, and spares the host a report per advertisement of every device
+  /// in range. Nothing is sent when the controller is already as asked
+  /// (LE Set Scan Enable again while scanning changes only the filter).
+  public func setScanning(_ on: Bool, everyReport: Bool) async throws {
     // Not while an address rotation has the scan off and turns it back on.
     try await advertisingGate.acquire()
     defer { advertisingGate.release() }
-    let send = state.withLock { s -> Bool in
+    let (send, filter) = state.withLock { s -> (Bool, Bool) in
       s.scanPaused = !on
-      return s.scanning != on && (!on || !s.scanSubscribers.isEmpty)
+      let newFilter = on && s.scanning && s.filterDuplicates == everyReport
+      if on { s.filterDuplicates = !everyReport }
+      return ((s.scanning != on || newFilter) && (!on || !s.scanSubscribers.isEmpty), !everyReport)
     }
     guard send else { return }
     if on { state.withLock { $0.lastDelivered.removeAll() } }
-    try await controller.send(.leSetScanEnable(on, filterDuplicates: false))
+    try await controller.send(.leSetScanEnable(on, filterDuplicates: on && filter))
     state.withLock { $0.scanning = on }
     log.debug(on ? "scanning again" : "scanning paused")
   }
@@ -161,7 +172,7 @@ extension BLEHost {
   func deliver(_ report: AdvertisingReport) {
     let now = ContinuousClock.now
     let key = report.address.bytes + [report.addressType.rawValue] + report.data
-    let subscribers = state.withLock { s -> [AsyncStream<AdvertisingReport>.Continuation] in
+    let subscribers = state.withLock { s -> [ScanSubscriber] in
       if let last = s.lastDelivered[key], now - last < duplicateWindow { return [] }
       if s.lastDelivered.count > 512 {
         s.lastDelivered = s.lastDelivered.filter { now - $0.value < duplicateWindow }
@@ -169,6 +180,6 @@ extension BLEHost {
       s.lastDelivered[key] = now
       return Array(s.scanSubscribers.values)
     }
-    for subscriber in subscribers { subscriber.yield(report) }
+    for subscriber in subscribers { subscriber.offer(report) }
   }
 }

@@ -42,7 +42,10 @@ public final class BLEHost: Sendable {
     var scanning = false
     /// Scanning is wanted off for now (`setScanning(false)`).
     var scanPaused = false
-    var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
+    /// The controller reports each advertiser once per scan (the schedule's
+    /// bursts and windows, `setScanning(_:everyReport: false)`).
+    var filterDuplicates = false
+    var scanSubscribers: [UInt64: ScanSubscriber] = [:]
     var lastDelivered: [[UInt8]: ContinuousClock.Instant] = [:]
     var nextID: UInt64 = 0
     var connections: [UInt16: LEConnection] = [:]
@@ -217,7 +220,10 @@ public final class BLEHost: Sendable {
       try await controller.send(.leSetAdvertisingData(data))
       state.withLock { if $0.advertisingData != nil { $0.advertisingData = data } }
     }
-    if scanning { try await controller.send(.leSetScanEnable(true, filterDuplicates: false)) }
+    if scanning {
+      let filter = state.withLock { $0.filterDuplicates }
+      try await controller.send(.leSetScanEnable(true, filterDuplicates: filter))
+    }
     if advertising { try await setAdvertisingEnabled(true) }
     return address
   }

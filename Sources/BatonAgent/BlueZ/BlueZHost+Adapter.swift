@@ -159,27 +159,20 @@ extension BlueZHost {
   }
 
   func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
-    let (path, generation) = state.withLock { s -> (String?, Int) in
-      guard s.up, s.wantScanning, !s.discovering, !s.finished else { return (nil, s.generation) }
+    let (path, generation, duplicateData) = state.withLock { s -> (String?, Int, Bool) in
+      guard s.up, s.wantScanning, !s.discovering, !s.finished else {
+        return (nil, s.generation, s.duplicateData)
+      }
       // Paused while we connect: the last connection made starts it.
       if s.connecting > 0 {
         s.discoveryPaused = true
-        return (nil, s.generation)
+        return (nil, s.generation, s.duplicateData)
       }
-      return (s.adapterPath, s.generation)
+      return (s.adapterPath, s.generation, s.duplicateData)
     }
     guard let path else { return }
     do {
-      _ = try await bus.call(
-        Self.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter",
-        [
-          .stringVariantDictionary([
-            // No RSSI threshold: with one the kernel drops every report whose
-            // RSSI the controller leaves unknown (127); our peers advertise
-            // as discoverable, which unfiltered discovery reports.
-            "Transport": .string("le"), "DuplicateData": .boolean(true),
-          ])
-        ])
+      try await setDiscoveryFilter(on: path, duplicateData: duplicateData)
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
     } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
       // Either our discovery session is on already (then the adapter
@@ -209,11 +202,41 @@ extension BlueZHost {
     }
   }
 
+  /// Our discovery filter: LE only, and every advertisement reported as a
+  /// signal (`duplicateData`) or only changes and new devices.
+  func setDiscoveryFilter(on path: String, duplicateData: Bool) async throws {
+    _ = try await bus.call(
+      Self.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter",
+      [
+        .stringVariantDictionary([
+          // No RSSI threshold: with one the kernel drops every report whose
+          // RSSI the controller leaves unknown (127); our peers advertise
+          // as discoverable, which unfiltered discovery reports.
+          "Transport": .string("le"), "DuplicateData": .boolean(duplicateData),
+        ])
+      ])
+  }
+
   /// Starts or stops our discovery session for the agent's scan schedule
   /// (baton(1), Scanning); the scan stream stays open either way.
-  func setScanning(_ on: Bool) async throws {
+  /// `everyReport` false sets DuplicateData off: bluetoothd then signals a
+  /// device when it is new or its data change, not at every advertisement.
+  /// A new filter while our discovery runs is applied by bluetoothd itself.
+  func setScanning(_ on: Bool, everyReport: Bool) async throws {
     if on {
-      state.withLock { $0.wantScanning = true }
+      let refilter = state.withLock { s -> String? in
+        s.wantScanning = true
+        defer { s.duplicateData = everyReport }
+        guard s.discovering, s.up, s.duplicateData != everyReport else { return nil }
+        return s.adapterPath
+      }
+      if let refilter {
+        do {
+          try await setDiscoveryFilter(on: refilter, duplicateData: everyReport)
+        } catch {
+          throw BlueZError.from(error, operation: "SetDiscoveryFilter on \(refilter)")
+        }
+      }
       try await startDiscovery(quietly: true)
       return
     }
@@ -442,7 +465,7 @@ extension BlueZHost {
       return (fresh ? Self.report(device) : nil, Array(s.scanSubscribers.values))
     }
     guard let report else { return }
-    for subscriber in subscribers { subscriber.yield(report) }
+    for subscriber in subscribers { subscriber.offer(report) }
   }
 
   static func update(_ device: Device, with properties: [String: DBusValue]) -> Device {

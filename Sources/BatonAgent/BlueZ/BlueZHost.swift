@@ -50,6 +50,9 @@ public final class BlueZHost: RadioHost {
     var waitingSaid: String?
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
+    /// Our discovery filter's DuplicateData: every advertisement reported
+    /// (`setScanning(_:everyReport:)`).
+    var duplicateData = true
     var discovering = false
     /// Connections being made (`openChannel`); our discovery is paused
     /// while there are any (see `openChannel`).
@@ -62,7 +65,7 @@ public final class BlueZHost: RadioHost {
     /// bluetoothd's audio transports (MediaTransport1), by path: their State.
     var transports: [String: String] = [:]
     var changes: AsyncStream<RadioHostChange>.Continuation?
-    var scanSubscribers: [UInt64: AsyncStream<AdvertisingReport>.Continuation] = [:]
+    var scanSubscribers: [UInt64: ScanSubscriber] = [:]
     var nextID: UInt64 = 0
     var listenPSM: UInt16?
     var listener: L2CAPListener?
@@ -288,12 +291,16 @@ public final class BlueZHost: RadioHost {
     return stream
   }
 
-  public func startScanning() async throws -> AsyncStream<AdvertisingReport> {
+  /// `accepts` chooses the advertisements the stream gets, by their data
+  /// (on sd-bus's thread; the rest are dropped there).
+  public func startScanning(
+    accepting accepts: @escaping @Sendable ([UInt8]) -> Bool = { _ in true }
+  ) async throws -> AsyncStream<AdvertisingReport> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: AdvertisingReport.self, bufferingPolicy: .bufferingNewest(256))
     let (id, known) = state.withLock { s -> (UInt64, [AdvertisingReport]) in
       s.nextID += 1
-      s.scanSubscribers[s.nextID] = continuation
+      s.scanSubscribers[s.nextID] = ScanSubscriber(accepts: accepts, continuation: continuation)
       s.wantScanning = true
       return (s.nextID, s.devices.values.compactMap(Self.report))
     }
@@ -303,7 +310,7 @@ public final class BlueZHost: RadioHost {
     if isClosed { continuation.finish() }
     try await startDiscovery()
     // Devices bluetoothd already knows report only changes from now on.
-    for report in known { continuation.yield(report) }
+    for report in known where accepts(report.data) { continuation.yield(report) }
     return stream
   }
 
@@ -427,7 +434,7 @@ public final class BlueZHost: RadioHost {
   private func finish(_ reason: (any Error)?) {
     let taken = state.withLock {
       s -> (
-        [AsyncStream<AdvertisingReport>.Continuation], AsyncStream<any PeerChannel>.Continuation?,
+        [ScanSubscriber], AsyncStream<any PeerChannel>.Continuation?,
         [AsyncStream<BluetoothAddress>.Continuation], L2CAPListener?,
         [CheckedContinuation<Void, any Error>], [CheckedContinuation<(any Error)?, Never>]
       )? in

@@ -73,6 +73,15 @@ struct BlueZHostTests {
     try await fake.advertise(address: "C0:00:00:00:00:02", manufacturerData: changedPeer)
     #expect(await iterator.next()?.data == Beacon.header + changedPeer)
 
+    // The schedule's search: the same discovery, DuplicateData off (new
+    // devices and changed data only), and back.
+    try await host.setScanning(true, everyReport: false)
+    let search = await fake.next("SetDiscoveryFilter")
+    #expect(search?.arguments.first?.stringDictionary?["DuplicateData"]?.unwrapped == .boolean(false))
+    try await host.setScanning(true, everyReport: true)
+    let every = await fake.next("SetDiscoveryFilter")
+    #expect(every?.arguments.first?.stringDictionary?["DuplicateData"]?.unwrapped == .boolean(true))
+
     await host.close()
     #expect(host.isClosed)
     #expect(await iterator.next() == nil)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import BatonHCI
@@ -83,6 +84,40 @@ struct BLEHostTests {
         if ContinuousClock.now > deadline { break }
       }
       #expect(seen)
+    }
+  }
+
+  /// The scan schedule's search (a burst or a window) asks for each
+  /// advertiser once per scan (the controller's Filter_Duplicates, which the
+  /// simulated radio models): a peer's changed beacon is not reported again
+  /// until every report is asked for. An advertisement the subscriber does
+  /// not accept (a stranger's) never reaches its stream.
+  @Test func aSearchHearsEachAdvertiserOnceAndStrangersNotAtAll() async throws {
+    try await Self.withHosts(3) { hosts, _ in
+      let (peer, stranger, scanner) = (hosts[0], hosts[1], hosts[2])
+      func beacon(_ fill: UInt8) -> [UInt8] { [0x02, 0x01, 0x06, 0x05, 0xFF, 0xFF, 0xFF, fill, fill] }
+      try await peer.startAdvertising(data: beacon(1), intervalMilliseconds: 40)
+      try await stranger.startAdvertising(
+        data: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x4C, 0x00], intervalMilliseconds: 40)
+      let scan = try await scanner.startScanning(accepting: { $0.count > 6 && $0[5] == 0xFF })
+      try await scanner.setScanning(true, everyReport: false)
+      final class Heard: Sendable { let reports = Mutex<[AdvertisingReport]>([]) }
+      let heardSoFar = Heard()
+      let collector = Task {
+        for await report in scan { heardSoFar.reports.withLock { $0.append(report) } }
+      }
+      defer { collector.cancel() }
+      func heard(_ data: [UInt8]) -> Bool {
+        heardSoFar.reports.withLock { $0.contains { $0.data == data } }
+      }
+      #expect(await eventually(5) { heard(beacon(1)) })
+      try await peer.updateAdvertisingData(beacon(2))
+      // About 25 advertisements of the changed beacon go out meanwhile.
+      try await Task.sleep(for: .seconds(1))
+      #expect(!heard(beacon(2)), "the controller reported the peer twice in one search")
+      try await scanner.setScanning(true, everyReport: true)
+      #expect(await eventually(5) { heard(beacon(2)) })
+      #expect(heardSoFar.reports.withLock { $0.allSatisfy { $0.address == peer.address } })
     }
   }
 
