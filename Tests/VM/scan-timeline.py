@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""The host's half of the VM case agent-bluez-scan (Tests/VM/run.sh).
+
+Reads the case's btmon recording (btsnoop), decodes it with `btmon -r`, and
+from one adapter's HCI commands and their Command Complete events builds:
+
+- the scan timeline: each LE Set Scan Enable / LE Set Extended Scan Enable
+  that the controller accepted (status 0), enable=1 opening a scan and
+  enable=0 closing it; over the steady period (link-up + the 10 s burst, to
+  the end of the idle wait) the duty (time scanning / length), the longest
+  single scan (clipped to the period) and the number of scans;
+- the beacon: for every advertising set enabled, the advertising type
+  (LE Set (Extended) Advertising Parameters) and the address it went out on
+  (the public address, or the one LE Set Random Address / LE Set Advertising
+  Set Random Address gave it).
+
+The guest marks link-up and the end of the idle wait by running `btmgmt`
+(btmon logs "@ MGMT Open: btmgmt ..." on the recording's own clock): the
+first such line is link-up, the last the end.
+
+Prints `FACT ...` lines (run.sh shows them as vm: lines), `TIMELINE ...`
+lines, and one `RESULT ...` line; exits 1 if the duty is above --max-duty
+(percent) or a scan in the steady period is longer than --max-scan seconds
+(or the recording cannot be read), else 0. Nothing about addresses is a
+condition (yet).
+
+    scan-timeline.py [--index 0] [--burst 10] [--max-duty 5] [--max-scan 3] FILE
+    scan-timeline.py --strip-data IN OUT   (only writes IN without ACL/SCO/ISO data)
+
+The ACL data is always left out before decoding: it says nothing about
+scanning or advertising, and btmon 5.66 (Debian 12) crashes on it here. When
+it reads a file, btmon 5.66 learns a connection only if hciN exists on the
+machine reading it (assign_handle asks the live adapter for its address), so
+the first ATT Read By Type Request of bluetoothd's GATT discovery finds no
+connection and dereferences NULL (fixed in BlueZ 5.67, commit 35947e2,
+"monitor/att: Fix crash when accessing packet_conn"). bluetoothd sends that
+request when it has no GATT cache of the peer (the case run alone).
+"""
+import argparse
+import collections
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+# btsnoop "monitor" records (datalink 2001): flags = index << 16 | opcode.
+# Opcodes of data packets: ACL TX/RX, SCO TX/RX, ISO TX/RX.
+DATA_OPCODES = {4, 5, 6, 7, 18, 19}
+
+
+def strip_data(src, dst):
+    """Copies btsnoop file SRC to DST without its data packets; returns the
+    number of records kept."""
+    with open(src, "rb") as f:
+        raw = f.read()
+    if raw[:8] != b"btsnoop\0":
+        raise ValueError(f"{src}: not a btsnoop file")
+    out, kept, offset = [raw[:16]], 0, 16
+    while offset + 24 <= len(raw):
+        _, length, flags, _, _ = struct.unpack(">IIIIq", raw[offset:offset + 24])
+        record = raw[offset:offset + 24 + length]
+        if len(record) < 24 + length:
+            break  # a truncated last record (btmon killed mid-write)
+        if flags & 0xFFFF not in DATA_OPCODES:
+            out.append(record)
+            kept += 1
+        offset += 24 + length
+    with open(dst, "wb") as f:
+        f.write(b"".join(out))
+    return kept
+
+
+def decode(path):
+    """btmon's text for PATH, without data packets, one packet per header."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stripped = os.path.join(tmp, "no-data.btsnoop")
+        strip_data(path, stripped)
+        # Wide columns: a header line never loses its index and time.
+        run = subprocess.run(["btmon", "-r", stripped, "-C", "400", "-c", "never"],
+                             capture_output=True, text=True, errors="replace")
+    if run.returncode != 0:
+        raise RuntimeError(f"btmon -r exited {run.returncode}: {run.stderr.strip()[:300]}")
+    return run.stdout
+
+
+# A packet's header line: direction (< command, > event, @ mgmt, = note),
+# title, then (right-aligned) frame number, mgmt cookie, [hciN], time offset.
+HEADER = re.compile(r"^([<>@=]) (.*?)\s+(?:#\d+ )?(?:\{0x[0-9a-f]+\} )?(?:\[hci(\d+)\] )?(\d+\.\d+)$")
+OPCODE = re.compile(r"\((0x[0-9a-f]{2}\|0x[0-9a-f]{4})\)")
+Packet = collections.namedtuple("Packet", "kind title index time body")
+
+
+def packets(text):
+    """The decoded packets: (kind, title, index or None, time, body lines)."""
+    current = None
+    for line in text.splitlines():
+        m = HEADER.match(line)
+        if m:
+            if current:
+                yield current
+            kind, title, index, time = m.groups()
+            current = Packet(kind, title.strip(), None if index is None else int(index),
+                             float(time), [])
+        elif current and line.startswith(" "):
+            current.body.append(line.strip())
+    if current:
+        yield current
+
+
+def field(body, label):
+    """The value of the first 'label: value' line of a body, or None."""
+    for line in body:
+        if line.startswith(label + ": "):
+            return line[len(label) + 2:]
+    return None
+
+
+def raw(value):
+    """The hex number a btmon field ends with, '... (0x01)' -> 1."""
+    m = re.search(r"\((0x[0-9a-f]+)\)$", value or "")
+    return int(m.group(1), 16) if m else None
+
+
+def number(value):
+    """A field that is a bare hex number, 'Handle: 0x01' -> 1."""
+    try:
+        return int((value or "").split(" ")[0], 16)
+    except ValueError:
+        return None
+
+
+def address(value):
+    return (value or "").split(" ")[0]
+
+
+SCAN_ENABLE = {"0x08|0x000c": "Scanning", "0x08|0x0042": "Extended scan"}
+LE_SET_RANDOM_ADDRESS = "0x08|0x0005"
+LE_SET_ADV_PARAMS = "0x08|0x0006"
+LE_SET_ADV_ENABLE = "0x08|0x000a"
+LE_SET_ADV_SET_RANDOM_ADDRESS = "0x08|0x0035"
+LE_SET_EXT_ADV_PARAMS = "0x08|0x0036"
+LE_SET_EXT_ADV_ENABLE = "0x08|0x0039"
+LEGACY = "legacy"  # the advertising "set" of the legacy commands
+
+
+class Adapter:
+    """What one adapter's accepted commands did, in order."""
+
+    def __init__(self):
+        self.public = None
+        self.random = None          # LE Set Random Address (scanning, legacy advertising)
+        self.set_random = {}        # advertising handle -> LE Set Advertising Set Random Address
+        self.params = {}            # advertising handle -> (type text, connectable, own type)
+        self.scans = []             # [start, end or None]
+        self.scan_commands = 0
+        self.failed = []            # (time, command, status)
+        self.adv_enables = []       # (time, handle, type text, connectable, address kind, address)
+        self.random_addresses = []  # (time, command, handle, address)
+        self.discovery = collections.Counter()  # mgmt discovery commands (bluetoothd's)
+
+    def accepted(self, time, opcode, name, body):
+        """The command OPCODE with BODY completed with status 0 at TIME."""
+        if opcode in SCAN_ENABLE:
+            self.scan_commands += 1
+            on = raw(field(body, SCAN_ENABLE[opcode])) == 1
+            scanning = bool(self.scans) and self.scans[-1][1] is None
+            if on and not scanning:
+                self.scans.append([time, None])
+            elif not on and scanning:
+                self.scans[-1][1] = time
+        elif opcode == LE_SET_RANDOM_ADDRESS:
+            self.random = address(field(body, "Address"))
+            self.random_addresses.append((time, "LE Set Random Address", None, self.random))
+        elif opcode == LE_SET_ADV_SET_RANDOM_ADDRESS:
+            handle = number(field(body, "Advertising handle"))
+            value = address(field(body, "Advertising random address"))
+            self.set_random[handle] = value
+            self.random_addresses.append((time, "LE Set Advertising Set Random Address", handle, value))
+        elif opcode == LE_SET_ADV_PARAMS:
+            kind = field(body, "Type") or "?"
+            self.params[LEGACY] = (kind.rsplit(" (", 1)[0], raw(kind) in (0, 1, 4),
+                                   raw(field(body, "Own address type")))
+        elif opcode == LE_SET_EXT_ADV_PARAMS:
+            handle = number(field(body, "Handle"))
+            props = number(field(body, "Properties")) or 0
+            legacy = [line for line in body if line.startswith("Use legacy advertising PDUs")]
+            kind = legacy[0].split(": ", 1)[-1] if legacy else "extended PDUs"
+            self.params[handle] = (f"{kind} (properties 0x{props:04x})", bool(props & 1),
+                                   raw(field(body, "Own address type")))
+        elif opcode == LE_SET_ADV_ENABLE:
+            if raw(field(body, "Advertising")) == 1:
+                self.enabled(time, LEGACY)
+        elif opcode == LE_SET_EXT_ADV_ENABLE:
+            if raw(field(body, "Extended advertising")) == 1:
+                for line in body:
+                    if line.startswith("Handle: "):
+                        self.enabled(time, number(line[8:]))
+
+    def enabled(self, time, handle):
+        """Advertising set HANDLE went on the air: with which address."""
+        kind, connectable, own = self.params.get(handle, ("?", None, None))
+        if own in (0, 2):     # public (2: an RPA if the controller resolves, else public)
+            where = ("public", self.public)
+        elif own in (1, 3):   # random: the set's own, else the controller's
+            value = self.random if handle == LEGACY else self.set_random.get(handle, self.random)
+            where = ("random", value)
+        else:
+            where = ("?", None)
+        self.adv_enables.append((time, handle, kind, connectable) + where)
+
+
+def read_recording(path):
+    """The adapters (by index) and the btmgmt markers' times."""
+    adapters = collections.defaultdict(Adapter)
+    pending = {}  # (index, opcode) -> (name, body) of the command awaiting completion
+    markers = []
+    for p in packets(decode(path)):
+        if p.kind == "=" and p.title.startswith("New Index: ") and p.index is not None:
+            adapters[p.index].public = p.title.split()[2]
+        elif p.kind == "@" and p.title.startswith("MGMT Open: btmgmt"):
+            markers.append(p.time)
+        elif p.kind == "@" and re.match(r"MGMT Command: (Start|Stop) .*Discovery", p.title):
+            adapters[p.index].discovery[p.title[len("MGMT Command: "):].split(" (0x")[0]] += 1
+        elif p.kind == "<" and p.title.startswith("HCI Command: "):
+            m = OPCODE.search(p.title)
+            if m:
+                name = p.title[len("HCI Command: "):].split(" (0x")[0]
+                pending[(p.index, m.group(1))] = (name, p.body)
+        elif p.kind == ">" and p.title.startswith("HCI Event: Command Complete") and p.body:
+            m = OPCODE.search(p.body[0])
+            if not m or (p.index, m.group(1)) not in pending:
+                continue
+            name, body = pending.pop((p.index, m.group(1)))
+            status = raw(field(p.body, "Status"))
+            if status == 0:
+                adapters[p.index].accepted(p.time, m.group(1), name, body)
+            else:
+                adapters[p.index].failed.append((p.time, name, status))
+        elif p.kind == ">" and "LE Scan Timeout" in " ".join(p.body[:1]):
+            a = adapters[p.index]
+            if a.scans and a.scans[-1][1] is None:
+                a.scans[-1][1] = p.time
+    return adapters, markers
+
+
+def steady_figures(scans, start, end):
+    """Duty (0..1), longest scan (s) and the number of scans, clipped to
+    [start, end]; a scan still open counts as running until `end`."""
+    on, longest, count = 0.0, 0.0, 0
+    for a, b in scans:
+        a, b = max(a, start), min(end if b is None else b, end)
+        if b > a or (a == b and start <= a < end):
+            on += b - a
+            longest = max(longest, b - a)
+            count += 1
+    return on / (end - start), longest, count
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("out", nargs="?", help="with --strip-data: where to write")
+    ap.add_argument("--strip-data", action="store_true")
+    ap.add_argument("--index", type=int, default=0, help="the adapter checked (agent a's)")
+    ap.add_argument("--burst", type=float, default=10, help="seconds after link-up not measured")
+    ap.add_argument("--max-duty", type=float, default=5, help="percent")
+    ap.add_argument("--max-scan", type=float, default=3, help="seconds")
+    args = ap.parse_args()
+    if args.strip_data:
+        print(f"{strip_data(args.file, args.out)} records kept")
+        return 0
+
+    try:
+        adapters, markers = read_recording(args.file)
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"RESULT cannot read the recording: {e}")
+        return 1
+    if len(markers) < 2:
+        print(f"RESULT the recording has {len(markers)} btmgmt markers, not 2 (link-up, end)")
+        return 1
+    link_up, end = markers[0], markers[-1]
+    start = link_up + args.burst
+    if start >= end:
+        print(f"RESULT no steady period: link-up at {link_up:.1f} s + {args.burst:g} s is past the end {end:.1f} s")
+        return 1
+
+    ok = True
+    for index in sorted(adapters):
+        a = adapters[index]
+        hci = f"hci{index}"
+        duty, longest, count = steady_figures(a.scans, start, end)
+        # The timeline, in seconds from link-up (negative: before it).
+        timeline = " ".join(
+            f"{s - link_up:+.2f}..{'open' if e is None else f'{e - link_up:+.2f}'}" for s, e in a.scans)
+        print(f"TIMELINE {hci} scans (s from link-up, end at {end - link_up:+.2f}): {timeline or 'none'}")
+        print(f"FACT {hci}: steady period {end - start:.1f} s (link-up + {args.burst:g} s to the end):"
+              f" scan duty {100 * duty:.2f} %, longest scan {longest:.2f} s, {count} scan{'' if count == 1 else 's'}"
+              f" ({len(a.scans)} scans and {a.scan_commands} accepted scan enable commands in the whole recording)")
+        if a.discovery:
+            print(f"FACT {hci}: mgmt discovery commands in the whole recording: "
+                  + ", ".join(f"{n} {name}" for name, n in sorted(a.discovery.items())))
+        for time, name, status in a.failed:
+            print(f"FACT {hci}: {name} failed with status 0x{status:02x} at {time - link_up:+.2f} s")
+        if index == args.index:
+            figures = (f"hci{index} over {end - start:.0f} s: duty {100 * duty:.2f} %,"
+                       f" longest scan {longest:.2f} s, {count} scan{'' if count == 1 else 's'}")
+            if duty * 100 > args.max_duty:
+                ok = False
+                figures += f"; duty above {args.max_duty:g} %"
+            if longest > args.max_scan:
+                ok = False
+                figures += f"; a scan longer than {args.max_scan:g} s"
+            # The beacon: every advertising set enabled on this adapter.
+            kinds = collections.Counter(
+                f"{kind}, {'connectable' if conn else 'not connectable' if conn is not None else '?'},"
+                f" own address {where}" for _, _, kind, conn, where, _ in a.adv_enables)
+            addresses = sorted({addr or "?" for *_, addr in a.adv_enables})
+            public_used = any(where == "public" for *_, where, _ in a.adv_enables)
+            print(f"FACT {hci} beacon: advertising enabled {len(a.adv_enables)} times on"
+                  f" {len(addresses)} distinct addresses: {', '.join(addresses) or 'none'}")
+            print(f"FACT {hci} beacon: public address {a.public} used: {'yes' if public_used else 'no'}")
+            for kind, n in kinds.most_common():
+                print(f"FACT {hci} beacon: {n} x {kind}")
+            sets = sorted({str(h) for _, h, *_ in a.adv_enables})
+            print(f"FACT {hci} beacon: advertising sets (handles) {', '.join(sets) or 'none'};"
+                  f" random addresses set: {len(a.random_addresses)}"
+                  f" ({len({v for *_, v in a.random_addresses})} distinct;"
+                  f" LE Set Random Address is also the scanning address)")
+    if args.index not in adapters:
+        print(f"RESULT no hci{args.index} in the recording")
+        return 1
+    print(f"RESULT {figures}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
