@@ -136,6 +136,13 @@ final class AgentRadio: Sendable {
   private let state = Mutex(State())
   private let log = Logger(label: "radio")
 
+  /// The machine resumed from suspend (`SleepWatcher`): anyone may be
+  /// around now, so the schedule starts a burst.
+  func resumed() {
+    log.info("resumed from suspend: scanning for 10 s")
+    state.withLock { $0.events?.yield(.burst) }
+  }
+
   init(configuration: AgentConfiguration, engine: HandoffEngine) {
     self.configuration = configuration
     self.engine = engine

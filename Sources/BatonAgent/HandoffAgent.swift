@@ -192,6 +192,15 @@ public final class HandoffAgent: AgentCore {
       "\(configuration.name): \(folders.count) folder(s), device \(engine.deviceID), controller \(configuration.controller)"
     )
 
+    // Resume from suspend starts a scan burst. Only beside bluetoothd: an
+    // agent on its own controller has no use for D-Bus otherwise (and does
+    // not map libsystemd); there, the links that dropped over the suspend
+    // start a burst, as does a controller that has to be opened again.
+    var sleep: SleepWatcher?
+    if case .bluez = configuration.controller {
+      sleep = await SleepWatcher.startOnSystemBus(log: log) { radio.resumed() }
+    }
+    defer { sleep?.close() }
     try await withThrowingTaskGroup(of: Void.self) { group in
       for (activityType, stream) in streams {
         group.addTask {

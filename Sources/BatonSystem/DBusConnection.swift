@@ -461,6 +461,22 @@ public final class DBusConnection: @unchecked Sendable {
     }
   }
 
+  /// Emits the signal `interface.member` from `path` with `arguments`.
+  public func emitSignal(
+    path: String, interface: String, member: String, _ arguments: [DBusValue] = []
+  ) async throws {
+    try await perform { bus in
+      var message: OpaquePointer?
+      try DBusMessageCoding.check(
+        "emitting \(interface).\(member)",
+        sd_bus_message_new_signal(bus, &message, path, interface, member))
+      defer { sd_bus_message_unref(message) }
+      try DBusMessageCoding.append(arguments, to: message!)
+      try DBusMessageCoding.check(
+        "emitting \(interface).\(member)", sd_bus_send(bus, message, nil))
+    }
+  }
+
   /// Emits `InterfacesAdded` (or `InterfacesRemoved`) for exported objects.
   public func emitInterfaces(added: Bool, path: String, interfaces: [String]) async throws {
     try await perform { bus in

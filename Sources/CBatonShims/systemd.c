@@ -116,6 +116,10 @@ FORWARD(int, -ELIBACC, sd_bus_message_new_method_call,
         (sd_bus *bus, sd_bus_message **m, const char *destination, const char *path,
          const char *interface, const char *member),
         (bus, m, destination, path, interface, member))
+FORWARD(int, -ELIBACC, sd_bus_message_new_signal,
+        (sd_bus *bus, sd_bus_message **m, const char *path, const char *interface,
+         const char *member),
+        (bus, m, path, interface, member))
 FORWARD(int, -ELIBACC, sd_bus_message_new_method_return,
         (sd_bus_message *call, sd_bus_message **m), (call, m))
 FORWARD(sd_bus_message *, NULL, sd_bus_message_unref, (sd_bus_message *m), (m))
