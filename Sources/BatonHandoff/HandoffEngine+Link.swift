@@ -407,8 +407,8 @@ extension HandoffEngine {
     let due = link.takeReplies()
     if due.pong { try await tx.send(.pong) }
     if due.ping {
+      link.pingSending()
       try await tx.send(.ping)
-      link.pingWasSent()
     }
     for answers in due.nodes { try await tx.send(.nodes(answers)) }
   }

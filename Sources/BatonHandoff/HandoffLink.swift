@@ -219,8 +219,11 @@ public final class HandoffLink: Sendable {
     }
   }
 
-  /// The sender sent the PING asked for.
-  func pingWasSent() {
+  /// The sender is about to send the PING asked for. Recorded before the
+  /// send, not after it: the peer's PONG can arrive before the sending
+  /// task runs again, and an answer older than the PING would count as
+  /// none (with nothing else coming, the link would be closed).
+  func pingSending() {
     state.withLock { s in
       if s.pingAsked != nil { s.pingSent = .now }
       s.pingAsked = nil

@@ -272,6 +272,28 @@ extension HandoffLinkTests {
   }
 }
 
+extension HandoffLinkTests {
+  /// Both sides go quiet at the same moment, so both keep-alives fire
+  /// together and each side's PING crosses the other's: each must still
+  /// answer PONG, and the link stays up.
+  @Test func crossedKeepAlivesKeepTheLinkUp() async throws {
+    var policy = HandoffPolicy()
+    policy.keepAlive = .milliseconds(300)
+    policy.silenceLimit = .milliseconds(900)
+    let a = try HandoffTestAgent("alice", key: key, policy: policy)
+    let b = try HandoffTestAgent("bob", key: key, policy: policy)
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    let (la, lb, ra, rb) = try await link(a, b, over: (ca, cb))
+    // Ten keep-alive rounds or so.
+    try await Task.sleep(for: .seconds(3))
+    #expect(la.endReason == nil, "\(la.endReason ?? "")")
+    #expect(lb.endReason == nil, "\(lb.endReason ?? "")")
+    await la.close()
+    _ = await ra.value
+    _ = await rb.value
+  }
+}
+
 /// A channel whose sends each take `delay` (a slow radio).
 private final class SlowChannel: MessageChannel {
   let inner: any MessageChannel
