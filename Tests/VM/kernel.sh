@@ -12,10 +12,10 @@ modules=(bluetooth hci_vhci ecdh_generic ecc rfkill crc16 af_alg algif_hash algi
   cmac ecb virtio virtio_ring virtio_pci virtio_pci_modern_dev virtio_pci_legacy_dev
   virtio_console)
 
-package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ && !found {print $2; found = 1}')
 if [ -z "$package" ]; then
   apt-get update -qq >&2
-  package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ && !found {print $2; found = 1}')
 fi
 version=$(apt-cache policy "$package" | awk '/Candidate:/ {print $2}')
 dir="$cache/${package}_$version"
