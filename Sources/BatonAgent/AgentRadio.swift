@@ -129,6 +129,46 @@ final class AgentRadio: Sendable {
     var everyReport: Bool?
     /// The adapter carries an audio stream (BlueZ's MediaTransport1).
     var audio = false
+    /// The beacon goes out closed (not connectable) unless a window is open:
+    /// the host's address is not private (PROTOCOL.md 3.3).
+    var closedByDefault = false
+    /// A window a peer asked for: connectable until then.
+    var windowUntil: ContinuousClock.Instant?
+    /// Windows opened since the controller was opened, for the log.
+    var windows = 0
+    /// We heard a closed keyed peer without a link: our beacon asks it to
+    /// open, until then.
+    var askingUntil: ContinuousClock.Instant?
+  }
+
+  /// How long a window stays open: the asker connects within the link
+  /// fallback (4 s) once it hears it, and bluetoothd sends our beacon every
+  /// 1.28 s.
+  static let windowLength: Duration = .seconds(15)
+  /// How long we ask after we last heard a closed peer we want a link with.
+  static let askLength: Duration = .seconds(20)
+
+  /// Whether our beacon is closed now, and whether it asks.
+  private static func beaconFlags(_ s: State, now: ContinuousClock.Instant) -> (
+    closed: Bool, asking: Bool
+  ) {
+    let window = s.windowUntil.map { now < $0 } ?? false
+    let asking = s.askingUntil.map { now < $0 } ?? false
+    return (s.closedByDefault && !window, asking)
+  }
+
+  /// Our beacon sealed now, and whether to advertise it connectable.
+  private func sealedBeacon() async -> (data: [UInt8], connectable: Bool) {
+    let (closed, asking) = state.withLock { Self.beaconFlags($0, now: .now) }
+    return (await engine.currentBeacon(closed: closed, asking: asking), !closed)
+  }
+
+  /// Re-seals the beacon at `instant` (a window or an ask ends).
+  private func beaconChanged(at instant: ContinuousClock.Instant) {
+    Task { [weak self] in
+      try? await Timers.shared.sleep(until: instant)
+      self?.beaconChanged()
+    }
   }
 
   let configuration: AgentConfiguration
@@ -210,7 +250,13 @@ final class AgentRadio: Sendable {
             lastSeen: s.heard[address]?.lastSeen ?? Date(), rssi: s.heard[address]?.rssi,
             link: "up"))
       }
-      return peers.sorted { $0.lastSeen > $1.lastSeen }
+      // A closed beacon comes from a fresh address at every seal
+      // (PROTOCOL.md 3.3): one row per device, its latest address.
+      var seen: Set<DeviceID> = []
+      return peers.sorted { $0.lastSeen > $1.lastSeen }.filter { peer in
+        guard let device = s.devices[peer.address] else { return true }
+        return seen.insert(device).inserted
+      }
     }
   }
 
@@ -291,8 +337,15 @@ final class AgentRadio: Sendable {
     let reports: AsyncStream<AdvertisingReport>
     let channels = host.listenForChannels(psm: HandoffAgent.psm)
     do {
+      state.withLock {
+        $0.closedByDefault = !host.addressIsPrivate
+        $0.windowUntil = nil
+        $0.askingUntil = nil
+        $0.windows = 0
+      }
+      let beacon = await sealedBeacon()
       try await host.startAdvertising(
-        data: await engine.currentBeacon(), intervalMilliseconds: interval)
+        data: beacon.data, intervalMilliseconds: interval, connectable: beacon.connectable)
       // Strangers' advertisements (most of what a busy room sends) end
       // in the host, on the thread that received them.
       reports = try await host.startScanning(accepting: { [engine] in engine.isGroupBeacon($0) })
@@ -464,7 +517,7 @@ final class AgentRadio: Sendable {
             // The beacon is re-sealed and installed before advertising resumes
             // under the new address: no seal is ever heard under both. (BlueZ
             // owns its address: then only the beacon is re-sealed.)
-            let beacon = await engine.currentBeacon()
+            let beacon = await sealedBeacon().data
             if let address = try await host.rotateAddressIfOwned(
               to: BluetoothAddress(littleEndian: engine.newAddress())!, advertisingData: beacon)
             {
@@ -515,17 +568,63 @@ final class AgentRadio: Sendable {
     case session
   }
 
+  /// A keyed peer without a link was heard: if its beacon is closed, ask
+  /// (our beacon's asking flag, for `askLength`); if it asks and we are
+  /// closed, open a window for `windowLength`. Either changes our beacon.
+  private func answerFlags(of content: BeaconContent, now: ContinuousClock.Instant) {
+    enum Change { case none, ask(ContinuousClock.Instant), window(ContinuousClock.Instant, Int) }
+    let change = state.withLock { s -> Change in
+      if content.asking, s.closedByDefault, !(s.windowUntil.map { now < $0 } ?? false) {
+        let until = now + Self.windowLength
+        s.windowUntil = until
+        s.windows += 1
+        return .window(until, s.windows)
+      }
+      if content.closed {
+        let wasAsking = s.askingUntil.map { now < $0 } ?? false
+        // Extended while the peer is heard; the beacon changes only when
+        // the asking starts (and when it ends).
+        let until = now + Self.askLength
+        s.askingUntil = until
+        return wasAsking ? .none : .ask(until)
+      }
+      return .none
+    }
+    switch change {
+    case .none:
+      return
+    case .ask(let until):
+      log.info("a peer's beacon is not connectable: asking it to open (PROTOCOL.md 3.3)")
+      beaconChanged()
+      beaconChanged(at: until)
+    case .window(let until, let count):
+      log.info(
+        "a peer asks for a link: advertising connectably for "
+          + "\(Self.windowLength.components.seconds) s (window \(count))")
+      beaconChanged()
+      beaconChanged(at: until)
+    }
+  }
+
   /// Records a keyed peer's beacon and decides what to do about it.
   private func decide(_ report: AdvertisingReport, on host: any RadioHost) async -> Action {
-    guard engine.isGroupBeacon(report.data) else { return .none }
+    guard let content = engine.openBeacon(report.data) else { return .none }
     let address = report.address.description
     let unknown = state.withLock { s -> Bool in
       s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi, beacon: report.data)
+      // Closed beacons come from a fresh address at every seal: forget the
+      // addresses not heard for a while.
+      if s.heard.count > 256 {
+        let cutoff = Date().addingTimeInterval(-Self.inRangeWindow)
+        s.heard = s.heard.filter { $0.value.lastSeen >= cutoff }
+      }
       return s.names[address] == nil && !s.unresolved.contains(address)
     }
     if unknown {
-      // A peer we know under a new address (it rotated): its name carries over.
-      let peer = await engine.peer(resolving: report.address.bytes)
+      // A peer we know under a new address (it rotated, or sent a closed
+      // beacon from a fresh one): its name carries over.
+      var peer = await engine.peer(resolving: report.address.bytes)
+      if peer == nil { peer = await engine.peer(resolvingBeacon: report.data) }
       state.withLock {
         if let peer {
           $0.names[address] = peer.name
@@ -573,6 +672,10 @@ final class AgentRadio: Sendable {
     case .busy:
       return .none
     case .free(let device, let links, let since, let paused):
+      // PROTOCOL.md 3.3: a closed peer cannot be connected to; ask it to
+      // open. A peer that asks gets a window, if we are closed.
+      if links < Self.maxLinks && !paused { answerFlags(of: content, now: now) }
+      if content.closed { return .none }
       if links < Self.maxLinks && !paused && !host.connectsFromAnotherAddress {
         let ours =
           device.map { engine.deviceID.rawValue < $0.rawValue }
@@ -678,6 +781,19 @@ final class AgentRadio: Sendable {
       entry.name = link.peerName
       s.links[address] = entry
       s.waiting[address] = nil
+      // The closed beacons this peer sent before we knew it, each from a
+      // fresh address (PROTOCOL.md 3.3), are its: they no longer count as
+      // a peer without a link, and nobody needs our window any more.
+      for (heardAddress, peer) in s.heard where s.devices[heardAddress] == nil {
+        if engine.beacon(peer.beacon, isFrom: link.peerDevice) {
+          s.devices[heardAddress] = link.peerDevice
+          s.names[heardAddress] = link.peerName
+          s.unresolved.remove(heardAddress)
+        }
+      }
+      let windowOpen = s.windowUntil != nil
+      s.windowUntil = nil
+      if windowOpen { s.events?.yield(.beaconChanged) }
       s.events?.yield(.linkUp)
       return (true, losers)
     }
@@ -812,7 +928,8 @@ final class AgentRadio: Sendable {
   private func refreshBeacon(_ host: any RadioHost) async {
     guard !host.isClosed else { return }
     do {
-      try await host.updateAdvertisingData(await engine.currentBeacon())
+      let beacon = await sealedBeacon()
+      try await host.updateAdvertisingData(beacon.data, connectable: beacon.connectable)
     } catch {
       log.warning("cannot update the advertised beacon: \(error)")
     }

@@ -8,6 +8,18 @@ import BatonSystem
 extension BLEHost: RadioHost {
   var ownsAddress: Bool { true }
   var connectsFromAnotherAddress: Bool { false }
+  /// Our own resolvable address, rotated by the agent (PROTOCOL.md 3.1).
+  var addressIsPrivate: Bool { true }
+
+  /// Always connectable: the address is private (`addressIsPrivate`), so
+  /// the agent never asks for a closed beacon here.
+  func startAdvertising(data: [UInt8], intervalMilliseconds: Int, connectable: Bool) async throws {
+    try await startAdvertising(data: data, intervalMilliseconds: intervalMilliseconds)
+  }
+
+  func updateAdvertisingData(_ data: [UInt8], connectable: Bool) async throws {
+    try await updateAdvertisingData(data)
+  }
 
   /// Our own host on an exclusive controller carries no audio.
   func changes() -> AsyncStream<RadioHostChange> {

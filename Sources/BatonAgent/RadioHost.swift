@@ -20,9 +20,18 @@ protocol RadioHost: AnyObject, Sendable {
   /// (then peers cannot tell that we connected to them).
   var connectsFromAnotherAddress: Bool { get }
 
-  func startAdvertising(data: [UInt8], intervalMilliseconds: Int) async throws
-  /// Replaces the advertised beacon in place.
-  func updateAdvertisingData(_ data: [UInt8]) async throws
+  /// Whether the address we advertise on is private (resolvable or random,
+  /// and rotated): then the beacon is always connectable. Otherwise (the
+  /// adapter's public or static address, bluetoothd without `Privacy`) the
+  /// beacon goes out non-connectable, from an address the kernel draws
+  /// afresh, and connectable only in short windows a peer asks for
+  /// (PROTOCOL.md 3.3).
+  var addressIsPrivate: Bool { get }
+
+  /// Advertises `data`, connectable or not (see `addressIsPrivate`).
+  func startAdvertising(data: [UInt8], intervalMilliseconds: Int, connectable: Bool) async throws
+  /// Replaces the advertised beacon (and whether it is connectable).
+  func updateAdvertisingData(_ data: [UInt8], connectable: Bool) async throws
   func stopAdvertising() async throws
   /// Advertisements heard whose data `accepts` takes (asked on the thread
   /// that received them, so the rest cost no wake-up of another), as a

@@ -16,7 +16,7 @@ enum RadioHostOpener {
           "hci-log applies to exclusive controllers only; with bluez, record with btmon -w FILE")
       }
       if let privacy = BluetoothdPrivacy.current(), !BluetoothdPrivacy.isPrivate(privacy) {
-        Logger(label: "radio").warning(BluetoothdPrivacy.advice(privacy))
+        Logger(label: "radio").notice(BluetoothdPrivacy.advice(privacy))
       }
       return try await BlueZHost.open(adapter: index.map { "hci\($0)" })
     case .kernel, .tcp, .serial:

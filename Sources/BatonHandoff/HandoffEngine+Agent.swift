@@ -24,4 +24,10 @@ extension HandoffEngine {
   public nonisolated func isGroupBeacon(_ data: [UInt8]) -> Bool {
     Beacon.open(advertisingData: data, keys: keys) != nil
   }
+
+  /// A group beacon's content (its flags tell whether the sender can be
+  /// connected to now); nil for anything else.
+  public nonisolated func openBeacon(_ data: [UInt8]) -> BeaconContent? {
+    Beacon.open(advertisingData: data, keys: keys)
+  }
 }

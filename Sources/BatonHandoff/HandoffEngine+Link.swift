@@ -46,7 +46,8 @@ extension HandoffEngine {
       attempts[peerAddress] = nil
       return HandoffLink(
         secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit),
-        keepAlive: policy.keepAlive, silenceLimit: policy.silenceLimit)
+        keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,
+        silenceLimit: policy.silenceLimit)
     } catch {
       await watched.close()
       fail(activityType: "-", peer: secure.peerLabel, reason: "link: \(error)")
@@ -72,7 +73,8 @@ extension HandoffEngine {
         return .link(
           HandoffLink(
             secure: secure, channel: watched, initiator: false, peerMaxNoteSize: Int(limit),
-            keepAlive: policy.keepAlive, silenceLimit: policy.silenceLimit))
+            keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,
+        silenceLimit: policy.silenceLimit))
       }
     } catch {
       await watched.close()

@@ -405,17 +405,19 @@ public actor HandoffEngine {
     return false
   }
 
-  /// Our current beacon content (unsealed).
-  public func beaconContent() -> BeaconContent {
+  /// Our current beacon content (unsealed), with the radio's flags.
+  public func beaconContent(closed: Bool = false, asking: Bool = false) -> BeaconContent {
     ensureScanned()
     return BeaconContent(
-      activityHash: currentEntry?.activityHash ?? 0, indexDigest: indexDigest)
+      activityHash: currentEntry?.activityHash ?? 0, indexDigest: indexDigest,
+      closed: closed, asking: asking)
   }
 
   /// The 31-byte advertising payload, sealed afresh on every call (call it on
-  /// every address rotation and after every change).
-  public func currentBeacon() -> [UInt8] {
-    Beacon.seal(beaconContent(), keys: keys)
+  /// every address rotation and after every change). `closed` and `asking`
+  /// are the radio's (PROTOCOL.md 3.3).
+  public func currentBeacon(closed: Bool = false, asking: Bool = false) -> [UInt8] {
+    Beacon.seal(beaconContent(closed: closed, asking: asking), keys: keys, device: me.device)
   }
 
   /// Whether a beacon heard from `address` is worth a connection: it must open

@@ -19,6 +19,8 @@ import Synchronization
 public final class HandoffLink: Sendable {
   /// Quiet time after which a PING is sent.
   let keepAlive: Duration
+  /// Time without receiving after which a PING is sent while we send.
+  let busyKeepAlive: Duration
   /// How long after a PING with nothing received the link counts as dead.
   let silenceLimit: Duration
 
@@ -97,9 +99,10 @@ public final class HandoffLink: Sendable {
 
   init(
     secure: SecureChannel, channel: WatchedChannel, initiator: Bool, peerMaxNoteSize: Int,
-    keepAlive: Duration, silenceLimit: Duration
+    keepAlive: Duration, busyKeepAlive: Duration, silenceLimit: Duration
   ) {
     self.keepAlive = keepAlive
+    self.busyKeepAlive = busyKeepAlive
     self.silenceLimit = silenceLimit
     self.secure = secure
     self.channel = channel
@@ -113,6 +116,14 @@ public final class HandoffLink: Sendable {
     (arrivals, arrivalContinuation) = AsyncStream.makeStream(
       of: Void.self, bufferingPolicy: .bufferingNewest(1))
     wakeContinuation.yield()
+    // A send starting on a quiet link shortens the watchdog's wait.
+    channel.onSendStart { [weak self] in self?.wakeWatchdog() }
+  }
+
+  /// Makes the watchdog look again at once (it sleeps until its next
+  /// deadline, which a change may have brought closer).
+  private func wakeWatchdog() {
+    state.withLock { $0.watchdogNap }?.cancel()
   }
 
   /// Why the link ended, once it has (nil while it runs).
@@ -420,6 +431,15 @@ public final class HandoffLink: Sendable {
     nap?.cancel()
   }
 
+  /// How long without receiving before a PING: `keepAlive` on a quiet
+  /// link, `busyKeepAlive` while we send (a send under way, or one since
+  /// the peer last said anything).
+  private func quietLimit(last: ContinuousClock.Instant, lastOut: ContinuousClock.Instant)
+    -> Duration
+  {
+    channel.isSending || lastOut > last ? busyKeepAlive : keepAlive
+  }
+
   /// When the watchdog must look next: when a PING out (or waiting to go
   /// out) has had `silenceLimit`, when a quiet link is due a PING, or when a
   /// resync is due, whichever is first.
@@ -433,7 +453,7 @@ public final class HandoffLink: Sendable {
       } else if let asked = s.pingAsked {
         next = max(asked, lastOut) + silenceLimit
       } else {
-        next = last + keepAlive
+        next = last + quietLimit(last: last, lastOut: lastOut)
       }
       if let at = s.resyncAt { next = min(next, at) }
       return next
@@ -488,7 +508,9 @@ public final class HandoffLink: Sendable {
             return .dead
           }
         }
-        if s.pingSent == nil, s.pingAsked == nil, now - last >= keepAlive {
+        if s.pingSent == nil, s.pingAsked == nil,
+          now - last >= quietLimit(last: last, lastOut: lastOut)
+        {
           s.pingDue = true
           s.pingAsked = now
           verdict = .wake

@@ -9,8 +9,19 @@ final class WatchedChannel: MessageChannel {
   let inner: any MessageChannel
   private let last = Mutex(ContinuousClock.now)
   private let lastOut = Mutex(ContinuousClock.now)
+  /// Sends under way, and who to tell when one starts on an idle channel.
+  private let sending = Mutex<(count: Int, onStart: (@Sendable () -> Void)?)>((0, nil))
 
   init(_ inner: any MessageChannel) { self.inner = inner }
+
+  /// Whether a send is under way (it may be waiting for the peer's flow
+  /// control).
+  var isSending: Bool { sending.withLock { $0.count > 0 } }
+
+  /// Calls `action` whenever a send starts while none was under way.
+  func onSendStart(_ action: @escaping @Sendable () -> Void) {
+    sending.withLock { $0.onStart = action }
+  }
 
   /// When the last message (frame) arrived, or when the channel was made.
   var lastReceived: ContinuousClock.Instant { last.withLock { $0 } }
@@ -22,6 +33,12 @@ final class WatchedChannel: MessageChannel {
 
   var maximumMessageSize: Int { inner.maximumMessageSize }
   func send(_ message: [UInt8]) async throws {
+    let started = sending.withLock { s -> (@Sendable () -> Void)? in
+      s.count += 1
+      return s.count == 1 ? s.onStart : nil
+    }
+    started?()
+    defer { sending.withLock { $0.count -= 1 } }
     try await inner.send(message)
     lastOut.withLock { $0 = ContinuousClock.now }
   }

@@ -201,6 +201,18 @@ def main():
     got["address"] = hashlib.blake2b(struct.pack("<Q", alice) + prand, digest_size=16,
                                      key=got["k_address"]).digest()[:3] + prand
 
+    # Section 3.3: the beacon content closed (0x10) and asking (0x20), sealed
+    # by alice with a resolvable nonce whose random part is a0..a4.
+    flagged = bytes([0x01 | 0x10 | 0x20]) + plain[1:]
+    got["beacon_flags_plaintext"] = flagged
+    random = bytes(range(0xA0, 0xA5))
+    nonce = random + hashlib.blake2b(struct.pack("<Q", alice) + random + b"\xbe", digest_size=16,
+                                     key=got["k_address"]).digest()[:3]
+    got["beacon_resolvable_nonce"] = nonce
+    ct = xchacha20_xor(got["k_beacon_enc"], nonce + bytes(16), flagged)
+    tag = hashlib.blake2b(header + nonce + ct, digest_size=16, key=got["k_beacon_mac"]).digest()[:8]
+    got["beacon_flags"] = header + nonce + ct + tag
+
     bad = 0
     for name, value in got.items():
         if name not in v:

@@ -281,7 +281,7 @@ scan_duty() {
     echo "CASE scan-duty FAIL (no recording from agent-bluez-scan)" >>"$results"
     return 0
   fi
-  if python3 "$here/scan-timeline.py" --index 0 --max-duty 5 --max-scan 3 "$log" >"$out" 2>&1; then
+  if python3 "$here/scan-timeline.py" --index 0 --max-duty 5 --max-scan 3 --closed "$log" >"$out" 2>&1; then
     echo "CASE scan-duty PASS ($(sed -n 's/^RESULT //p' "$out"))" >>"$results"
   else
     echo "CASE scan-duty FAIL ($(sed -n 's/^RESULT //p' "$out"))" >>"$results"
@@ -379,7 +379,7 @@ for b in "${boots[@]}"; do
       # and link (6 s on an idle machine; 180 s allowed for load): its own
       # timeout, and a longer boot.
       scan_steady=${VM_SCAN_STEADY:-130}
-      CASE_TIMEOUT=120 CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180))" \
+      CASE_TIMEOUT=120 CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-btvirt:240" \
         BOOT_TIMEOUT=$((600 + scan_steady + 180)) BOOT_APPEND="VM_SCAN_STEADY=$scan_steady" \
         boot kernel "$cases"
       if [[ ,$cases, == *,agent-bluez-scan,* ]]; then scan_duty; fi

@@ -267,6 +267,10 @@ def main():
     ap.add_argument("--burst", type=float, default=10, help="seconds after link-up not measured")
     ap.add_argument("--max-duty", type=float, default=5, help="percent")
     ap.add_argument("--max-scan", type=float, default=3, help="seconds")
+    ap.add_argument("--closed", action="store_true",
+                    help="fail if the checked adapter advertised connectably on its public"
+                         " address during the steady period (PROTOCOL.md 3.3: a closed"
+                         " beacon, bluetoothd's Privacy off)")
     args = ap.parse_args()
     if args.strip_data:
         print(f"{strip_data(args.file, args.out)} records kept")
@@ -323,6 +327,27 @@ def main():
             print(f"FACT {hci} beacon: public address {a.public} used: {'yes' if public_used else 'no'}")
             for kind, n in kinds.most_common():
                 print(f"FACT {hci} beacon: {n} x {kind}")
+            # Windows (PROTOCOL.md 3.3): the beacon connectable on the public
+            # address, each until the next advertising change.
+            enables = a.adv_enables
+            windows = []
+            for i, (time, _, _, conn, where, _) in enumerate(enables):
+                if conn and where == "public":
+                    until = enables[i + 1][0] if i + 1 < len(enables) else end
+                    windows.append((time, until))
+            print(f"FACT {hci} beacon: {len(windows)} connectable on the public address"
+                  f" (windows), {sum(u - t for t, u in windows):.1f} s in all"
+                  + "".join(f"; {t - link_up:+.1f}..{u - link_up:+.1f} s" for t, u in windows))
+            steady_public = [w for w in windows if w[1] > start and w[0] < end]
+            closed = sum(1 for t, _, _, conn, *_ in enables if conn is False and start <= t <= end)
+            figures += f"; {len(windows)} window(s), {len(steady_public)} in the steady period"
+            if args.closed and steady_public:
+                ok = False
+                figures += "; connectable on the public address while linked"
+            if args.closed and not any(conn is False for _, _, _, conn, *_ in enables):
+                ok = False
+                figures += "; never advertised non-connectable"
+            print(f"FACT {hci} beacon: {closed} non-connectable advertising starts in the steady period")
             sets = sorted({str(h) for _, h, *_ in a.adv_enables})
             print(f"FACT {hci} beacon: advertising sets (handles) {', '.join(sets) or 'none'};"
                   f" random addresses set: {len(a.random_addresses)}"

@@ -159,20 +159,18 @@ extension BlueZHost {
   }
 
   func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
-    let (path, generation, duplicateData) = state.withLock { s -> (String?, Int, Bool) in
-      guard s.up, s.wantScanning, !s.discovering, !s.finished else {
-        return (nil, s.generation, s.duplicateData)
-      }
+    let (path, generation) = state.withLock { s -> (String?, Int) in
+      guard s.up, s.wantScanning, !s.discovering, !s.finished else { return (nil, s.generation) }
       // Paused while we connect: the last connection made starts it.
       if s.connecting > 0 {
         s.discoveryPaused = true
-        return (nil, s.generation, s.duplicateData)
+        return (nil, s.generation)
       }
-      return (s.adapterPath, s.generation, s.duplicateData)
+      return (s.adapterPath, s.generation)
     }
     guard let path else { return }
     do {
-      try await setDiscoveryFilter(on: path, duplicateData: duplicateData)
+      try await setDiscoveryFilter(on: path)
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
     } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
       // Either our discovery session is on already (then the adapter
@@ -202,9 +200,11 @@ extension BlueZHost {
     }
   }
 
-  /// Our discovery filter: LE only, and every advertisement reported as a
-  /// signal (`duplicateData`) or only changes and new devices.
-  func setDiscoveryFilter(on path: String, duplicateData: Bool) async throws {
+  /// Our discovery filter: LE only, every advertisement reported. The
+  /// DuplicateData also makes it a filtered discovery for bluetoothd, which
+  /// then reports advertisers without the discoverable flag too: closed
+  /// beacons (PROTOCOL.md 3.3), which bluetoothd sends without flags.
+  func setDiscoveryFilter(on path: String) async throws {
     _ = try await bus.call(
       Self.service, path, "org.bluez.Adapter1", "SetDiscoveryFilter",
       [
@@ -212,31 +212,19 @@ extension BlueZHost {
           // No RSSI threshold: with one the kernel drops every report whose
           // RSSI the controller leaves unknown (127); our peers advertise
           // as discoverable, which unfiltered discovery reports.
-          "Transport": .string("le"), "DuplicateData": .boolean(duplicateData),
+          "Transport": .string("le"), "DuplicateData": .boolean(true),
         ])
       ])
   }
 
   /// Starts or stops our discovery session for the agent's scan schedule
   /// (baton(1), Scanning); the scan stream stays open either way.
-  /// `everyReport` false sets DuplicateData off: bluetoothd then signals a
-  /// device when it is new or its data change, not at every advertisement.
-  /// A new filter while our discovery runs is applied by bluetoothd itself.
+  /// `everyReport` is not ours to choose here: our filter keeps
+  /// DuplicateData on (`setDiscoveryFilter`), and the kernel's discovery
+  /// has the controller's duplicate filter on anyway.
   func setScanning(_ on: Bool, everyReport: Bool) async throws {
     if on {
-      let refilter = state.withLock { s -> String? in
-        s.wantScanning = true
-        defer { s.duplicateData = everyReport }
-        guard s.discovering, s.up, s.duplicateData != everyReport else { return nil }
-        return s.adapterPath
-      }
-      if let refilter {
-        do {
-          try await setDiscoveryFilter(on: refilter, duplicateData: everyReport)
-        } catch {
-          throw BlueZError.from(error, operation: "SetDiscoveryFilter on \(refilter)")
-        }
-      }
+      state.withLock { $0.wantScanning = true }
       try await startDiscovery(quietly: true)
       return
     }

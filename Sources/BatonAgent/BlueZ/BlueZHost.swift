@@ -50,9 +50,6 @@ public final class BlueZHost: RadioHost {
     var waitingSaid: String?
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
-    /// Our discovery filter's DuplicateData: every advertisement reported
-    /// (`setScanning(_:everyReport:)`).
-    var duplicateData = true
     var discovering = false
     /// Connections being made (`openChannel`); our discovery is paused
     /// while there are any (see `openChannel`).
@@ -95,8 +92,15 @@ public final class BlueZHost: RadioHost {
 
   /// Opens on an existing connection (tests: a private bus with a stand-in
   /// bluetoothd); the host closes it when it closes.
-  static func open(adapter: String?, bus: DBusConnection) async throws -> BlueZHost {
-    let host = BlueZHost(bus: bus, adapter: adapter)
+  /// `privateAddress`: whether the adapter's address is private (nil: as
+  /// this machine's main.conf says).
+  static func open(adapter: String?, bus: DBusConnection, privateAddress: Bool? = nil)
+    async throws -> BlueZHost
+  {
+    let host = BlueZHost(
+      bus: bus, adapter: adapter,
+      privateAddress: privateAddress
+        ?? BluetoothdPrivacy.current().map(BluetoothdPrivacy.isPrivate) ?? false)
     do {
       try await host.start()
     } catch {
@@ -106,8 +110,9 @@ public final class BlueZHost: RadioHost {
     return host
   }
 
-  init(bus: DBusConnection, adapter: String?) {
+  init(bus: DBusConnection, adapter: String?, privateAddress: Bool) {
     self.bus = bus
+    addressIsPrivate = privateAddress
     requestedAdapter = adapter
     let advertised = self.advertised
     advertisement = DBusObject(
@@ -124,10 +129,14 @@ public final class BlueZHost: RadioHost {
           ($0.beacon ?? Beacon.header, $0.intervalMilliseconds)
         }
         switch name {
-        case "Type": return .string("peripheral")
-        // Flags 0x06 (bluetoothd appends them): discovery that is not
-        // filtered by RSSI drops advertisers without the discoverable flag.
-        case "Discoverable": return .boolean(true)
+        case "Type":
+          return .string(advertised.value.withLock { $0.connectable } ? "peripheral" : "broadcast")
+        // Flags 0x06 (bluetoothd appends them): a discovery that is not
+        // filtered (a client's filter with DuplicateData is) drops
+        // advertisers without the discoverable flag. A broadcast may carry
+        // no such flag (bluetoothd refuses it: "Broadcast cannot set flags"),
+        // so a closed beacon is heard only by filtered discoveries, as ours.
+        case "Discoverable": return .boolean(advertised.value.withLock { $0.connectable })
         case "ManufacturerData": return BlueZHost.manufacturerData(beacon: beacon)
         case "MinInterval", "MaxInterval": return .uint32(UInt32(interval))
         default: return nil
@@ -212,6 +221,9 @@ public final class BlueZHost: RadioHost {
   public var address: BluetoothAddress { state.withLock { $0.address } }
   public var isClosed: Bool { state.withLock { $0.finished } }
   var ownsAddress: Bool { false }
+  /// bluetoothd's `Privacy` is device or network (a resolvable address the
+  /// kernel rotates), read from main.conf when the host was opened.
+  let addressIsPrivate: Bool
   /// Without a public address the kernel connects from whatever random
   /// address the controller holds, after active discovery a non-resolvable
   /// one (measured in the VM).
@@ -220,9 +232,12 @@ public final class BlueZHost: RadioHost {
   /// The adapter's object path (`/org/bluez/hci0`) once known.
   public var adapterPath: String? { state.withLock { $0.adapterPath } }
 
-  public func startAdvertising(data: [UInt8], intervalMilliseconds: Int) async throws {
+  public func startAdvertising(data: [UInt8], intervalMilliseconds: Int, connectable: Bool)
+    async throws
+  {
     advertised.value.withLock {
       $0.beacon = data
+      $0.connectable = connectable
       $0.intervalMilliseconds = min(10240, max(20, intervalMilliseconds))
     }
     try await registerAdvertisement()
@@ -236,11 +251,12 @@ public final class BlueZHost: RadioHost {
   /// refreshes the data asynchronously and its callback outlived an
   /// UnregisterAdvertisement right after it (bluetoothd left the bus in the
   /// VM, twice). Changes are serialized, each after bluetoothd's reply.
-  public func updateAdvertisingData(_ data: [UInt8]) async throws {
+  public func updateAdvertisingData(_ data: [UInt8], connectable: Bool) async throws {
     try await advertisingGate.acquire()
     defer { advertisingGate.release() }
     let registered = advertised.value.withLock { s -> Bool in
       s.beacon = data
+      s.connectable = connectable
       return s.registered
     }
     guard registered, let path = adapterPath else { return }
@@ -479,6 +495,9 @@ final class AdvertisedBeacon: Sendable {
   struct Value {
     var beacon: [UInt8]?
     var intervalMilliseconds = 100
+    /// Type "peripheral" (connectable) or "broadcast" (not: the kernel
+    /// sends it from a fresh non-resolvable address when privacy is off).
+    var connectable = true
     /// Whether bluetoothd holds our registration.
     var registered = false
   }

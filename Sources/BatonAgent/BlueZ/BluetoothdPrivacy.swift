@@ -5,9 +5,11 @@ import FoundationEssentials
 /// which decides what address our advertisement goes out on with
 /// `controller = bluez`: with `off` (Debian's default) and the `limited-*`
 /// modes (which publish the identity address when discoverable, as our
-/// advertisement is), the sealed beacon is heard on the adapter's public
-/// address, which links every beacon to this machine (issue 25). Read by
-/// `baton check` and logged by the agent once at start.
+/// advertisement is), a connectable beacon would be heard on the adapter's
+/// public address, which links every beacon to this machine. So then the
+/// agent advertises it closed (PROTOCOL.md 3.3), and `BlueZHost` reports the
+/// address as not private. Read by `baton check` and logged by the agent
+/// once at start.
 public enum BluetoothdPrivacy {
   public static let mainConf = "/etc/bluetooth/main.conf"
 
@@ -46,8 +48,10 @@ public enum BluetoothdPrivacy {
 
   /// What to do about a setting that is not private.
   public static func advice(_ setting: String) -> String {
-    "bluetoothd's Privacy is '\(setting)' (\(mainConf)): the beacon is advertised on the"
-      + " adapter's public address, which links it to this machine; set 'Privacy = device'"
-      + " under [General] there and restart bluetoothd (systemctl restart bluetooth)"
+    "bluetoothd's Privacy is '\(setting)' (\(mainConf)): the beacon goes out closed, from"
+      + " fresh addresses, and the adapter's public address only in the short windows a peer"
+      + " asks for to link, so new links wait for the peer's next scan; set 'Privacy = device'"
+      + " under [General] there and restart bluetoothd (systemctl restart bluetooth) to advertise"
+      + " connectably on a private address"
   }
 }

@@ -99,8 +99,10 @@ struct BLEHostTests {
       try await peer.startAdvertising(data: beacon(1), intervalMilliseconds: 40)
       try await stranger.startAdvertising(
         data: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x4C, 0x00], intervalMilliseconds: 40)
-      let scan = try await scanner.startScanning(accepting: { $0.count > 6 && $0[5] == 0xFF })
+      // Asked before the scan starts, so that it starts filtered: a report
+      // from an unfiltered start could otherwise come after the filter's.
       try await scanner.setScanning(true, everyReport: false)
+      let scan = try await scanner.startScanning(accepting: { $0.count > 6 && $0[5] == 0xFF })
       final class Heard: Sendable { let reports = Mutex<[AdvertisingReport]>([]) }
       let heardSoFar = Heard()
       let collector = Task {

@@ -56,4 +56,36 @@ import Testing
     let data = name + Array(beacon[3...])  // no flags, a name first
     #expect(Beacon.open(advertisingData: data, keys: keys) == content)
   }
+
+  /// PROTOCOL.md 3.3: the flags travel sealed and leave the version alone;
+  /// a beacon of an agent before them (first byte 1) reads as open.
+  @Test func closedAndAskingFlagsRoundTrip() {
+    for (closed, asking) in [(false, false), (true, false), (false, true), (true, true)] {
+      let flagged = BeaconContent(
+        activityHash: 0xabcdef, indexDigest: 7, closed: closed, asking: asking)
+      let opened = Beacon.open(Beacon.seal(flagged, keys: keys), keys: keys)
+      #expect(opened == flagged)
+      #expect(opened?.version == Beacon.protocolVersion)
+    }
+    let old = BeaconContent(plaintext: [1, 0xef, 0xcd, 0xab, 7, 0, 0, 0])
+    #expect(!old.closed && !old.asking && old.version == 1)
+  }
+
+  /// A resolvable nonce names its sealer to key holders only: it resolves
+  /// to the device that sealed it, not to another, and two seals still
+  /// share no bytes.
+  @Test func aResolvableNonceResolvesToItsSealerOnly() {
+    let alice = DeviceID(rawValue: 0x0102_0304_0506_0708)
+    let bob = DeviceID(rawValue: 0x1112_1314_1516_1718)
+    let a = Beacon.seal(content, keys: keys, device: alice)
+    let b = Beacon.seal(content, keys: keys, device: alice)
+    #expect(Beacon.open(a, keys: keys) == content)
+    #expect(Beacon.resolves(a, to: alice, keys: keys))
+    #expect(!Beacon.resolves(a, to: bob, keys: keys))
+    #expect(!Beacon.resolves(a, to: alice, keys: HandoffKeys(groupKey: GroupKey.generate())))
+    #expect(Array(a[7..<12]) != Array(b[7..<12]))
+    // Found inside a longer list of AD structures too, as bluetoothd builds it.
+    let list = Array(a[3...]) + [0x02, 0x01, 0x06]
+    #expect(Beacon.resolves(list, to: alice, keys: keys))
+  }
 }

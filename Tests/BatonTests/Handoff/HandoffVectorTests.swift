@@ -57,6 +57,9 @@ import Testing
     "k_address": "8e2794e1d8d203e165def941bc2951c00477eb1d3fdaf86a771f3abac77ea59e",
     "address_prand": "a1b243",
     "address": "0179dea1b243",
+    "beacon_flags_plaintext": "31563412efcdab89",
+    "beacon_resolvable_nonce": "a0a1a2a3a4ab6733",
+    "beacon_flags": "0201061bffffffa0a1a2a3a4ab67338e63d8b469414125e6c58ef1f17728c8",
   ]
 
   let keys = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!)
@@ -179,6 +182,15 @@ import Testing
     out["address_prand"] = "a1b243"
     out["address"] =
       ResolvableAddress(device: alice.device, prand: [0xa1, 0xb2, 0x43], keys: keys).bytes.hexString
+    // Section 3.3: the same content closed and asking, sealed by alice with
+    // the random part a0..a4 of a resolvable nonce.
+    let flagged = BeaconContent(
+      activityHash: 0x12_3456, indexDigest: 0x89ab_cdef, closed: true, asking: true)
+    let random: [UInt8] = Array(0xa0...0xa4)
+    let nonce = random + Beacon.nonceTag(random, device: alice.device, keys: keys)
+    out["beacon_flags_plaintext"] = flagged.plaintext.hexString
+    out["beacon_resolvable_nonce"] = nonce.hexString
+    out["beacon_flags"] = Beacon.seal(flagged, keys: keys, nonce: nonce).hexString
     return out
   }
 
