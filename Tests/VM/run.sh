@@ -32,7 +32,7 @@ packages=(qemu-system-x86 cpio kmod busybox-static bluez-test-tools bluez gcc li
   dbus-daemon dbus-bin dbus-system-bus-common)
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "vm: installing ${missing[*]}" >&2
@@ -91,7 +91,7 @@ has_agent=1
 # them regardless). VM_BLUEZ_AGENTS=0 skips them: each is then reported
 # NOT-RUN, never PASS; VM_REQUIRE_BLUEZ=1 makes a case not run a failure.
 if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
-  { [ "${VM_BLUEZ_AGENTS:-1}" = 1 ] && "$baton" agent --help 2>&1 | grep -qi bluez; }; then
+  { [ "${VM_BLUEZ_AGENTS:-1}" = 1 ] && "$baton" agent --help 2>&1 | grep -i bluez >/dev/null; }; then
   has_bluez=1
 else
   has_bluez=0
@@ -99,7 +99,7 @@ fi
 bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
-  "$baton" agent --help 2>&1 | grep -qi bluez ||
+  "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
     why="this baton has no BlueZ backend: 'baton agent --help' does not mention bluez"
   for c in "$@"; do
     if [ "${VM_REQUIRE_BLUEZ:-0}" = 1 ]; then
