@@ -772,7 +772,11 @@ final class AgentRadio: Sendable {
         if old.initiator == link.initiator || link.initiator == ruleSaysWeConnect {
           losers.append(old)
         } else {
-          return (false, [])
+          // The new link is turned away, but it says the peer is there
+          // anew: if the old one is half-open (the peer restarted and its
+          // controller kept the connection), a PING finds out within the
+          // silence limit, and the peer's next attempt is kept.
+          return (false, [old])
         }
       }
       var entry = s.links[address] ?? LinkEntry()
@@ -797,12 +801,14 @@ final class AgentRadio: Sendable {
       s.events?.yield(.linkUp)
       return (true, losers)
     }
-    for old in losers {
-      await old.close("a newer link with \(link.peerName) replaced it", peerGone: true)
-    }
     guard keep else {
+      // (`losers` here: the link kept, to be checked.)
+      for old in losers { old.probe() }
       await link.close("a link with \(link.peerName) is up already")
       return
+    }
+    for old in losers {
+      await old.close("a newer link with \(link.peerName) replaced it", peerGone: true)
     }
     await engine.runLink(link)
     state.withLock { s in

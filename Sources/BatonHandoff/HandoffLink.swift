@@ -432,13 +432,11 @@ public final class HandoffLink: Sendable {
   }
 
   /// How long without receiving before a PING: `keepAlive` on a quiet
-  /// link, `busyKeepAlive` while we send (a send under way, or one since
-  /// the peer last said anything).
-  private func quietLimit(last: ContinuousClock.Instant, lastOut: ContinuousClock.Instant)
-    -> Duration
-  {
-    channel.isSending || lastOut > last ? busyKeepAlive : keepAlive
-  }
+  /// link, `busyKeepAlive` while a send is under way (it may wait for the
+  /// flow control of a peer that is gone). Not "sent since the peer last
+  /// said anything": our PONG is such a send, and the two sides would then
+  /// ping each other every `busyKeepAlive` for ever.
+  private var quietLimit: Duration { channel.isSending ? busyKeepAlive : keepAlive }
 
   /// When the watchdog must look next: when a PING out (or waiting to go
   /// out) has had `silenceLimit`, when a quiet link is due a PING, or when a
@@ -453,7 +451,7 @@ public final class HandoffLink: Sendable {
       } else if let asked = s.pingAsked {
         next = max(asked, lastOut) + silenceLimit
       } else {
-        next = last + quietLimit(last: last, lastOut: lastOut)
+        next = last + quietLimit
       }
       if let at = s.resyncAt { next = min(next, at) }
       return next
@@ -509,7 +507,7 @@ public final class HandoffLink: Sendable {
           }
         }
         if s.pingSent == nil, s.pingAsked == nil,
-          now - last >= quietLimit(last: last, lastOut: lastOut)
+          now - last >= quietLimit
         {
           s.pingDue = true
           s.pingAsked = now

@@ -36,7 +36,7 @@ public struct HandoffPolicy: Sendable {
   /// hangs, or died with its controller still holding the connection. Each
   /// PING and its PONG wake both hosts' threads about 30 times.
   public var keepAlive: Duration = .seconds(120)
-  /// The keep-alive while we are sending and the peer says nothing: a
+  /// The keep-alive while a send is under way and the peer says nothing: a
   /// peer that died in the middle of a transfer (its controller holding
   /// the connection, our sends stuck in its flow control) is noticed after
   /// this and the silence limit, not after `keepAlive`.
