@@ -30,12 +30,21 @@ class DeduplicatingController(Controller):
         self.reported: set[bytes] = set()
 
     def on_advertising_pdu(self, pdu) -> None:
+        # Only the report to the host is filtered: the same PDU also
+        # completes a pending LE Create Connection to its advertiser.
+        duplicate = False
         if self.le_scan_enable and self.filter_duplicates:
             address = bytes(pdu.advertiser_address)
-            if address in self.reported:
-                return
+            duplicate = address in self.reported
             self.reported.add(address)
-        super().on_advertising_pdu(pdu)
+        if not duplicate:
+            super().on_advertising_pdu(pdu)
+            return
+        self.le_scan_enable = False
+        try:
+            super().on_advertising_pdu(pdu)
+        finally:
+            self.le_scan_enable = True
 
     def on_hci_le_set_scan_enable_command(self, command):
         if command.le_scan_enable:
