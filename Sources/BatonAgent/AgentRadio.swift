@@ -536,7 +536,10 @@ final class AgentRadio: Sendable {
       // Stopping (cancelled) or lost: release the controller first, so that
       // sessions blocked on their channels end at once, then the children.
       if !host.isClosed {
-        try? await host.stopAdvertising()
+        // Beside bluetoothd, closing our bus connection withdraws the
+        // advertisement: asking first could cost the stop its deadline
+        // (bluetoothd busy with our last re-registration, under a slow VM).
+        if host.ownsAddress { try? await host.stopAdvertising() }
         await host.close()
       }
       group.cancelAll()
