@@ -102,10 +102,7 @@ public enum Beacon {
   /// the resolvable address's hash (section 3.1) over a longer input with a
   /// closing byte of its own, so the two never hash the same bytes.
   static func nonceTag(_ random: [UInt8], device: DeviceID, keys: HandoffKeys) -> [UInt8] {
-    var input = (0..<8).map { UInt8(truncatingIfNeeded: device.rawValue >> (8 * $0)) }
-    input += random
-    input.append(0xBE)
-    return Array(HandoffCrypto.hash(input, key: keys.address, length: 16).prefix(3))
+    ResolvableAddress.hash(device: device, prand: random + [0xBE], keys: keys)
   }
 
   /// The 24 bytes after the header of a beacon, exact or inside a list of

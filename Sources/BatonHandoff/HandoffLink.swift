@@ -161,15 +161,15 @@ public final class HandoffLink: Sendable {
 
   /// Checks at once that the peer still answers (PING now, unless one is out).
   public func probe() {
-    let nap = state.withLock { s -> Task<Void, Never>?? in
-      guard s.pingSent == nil, s.pingAsked == nil, s.closed == nil else { return nil }
+    let send = state.withLock { s -> Bool in
+      guard s.pingSent == nil, s.pingAsked == nil, s.closed == nil else { return false }
       s.pingDue = true
       s.pingAsked = .now
-      return .some(s.watchdogNap)
+      return true
     }
-    guard let nap else { return }
+    guard send else { return }
     wakeContinuation.yield()
-    nap?.cancel()
+    wakeWatchdog()
   }
 
   /// Ends the link (its channel closes; `runLink` returns); `peerGone`: the
@@ -423,12 +423,12 @@ public final class HandoffLink: Sendable {
   /// A note could not be written here: ask the peer for everything again
   /// (our INDEX) after `delay`.
   func scheduleResync(after delay: Duration) {
-    let nap = state.withLock { s -> Task<Void, Never>? in
-      guard s.resyncAt == nil else { return nil }
+    let scheduled = state.withLock { s -> Bool in
+      guard s.resyncAt == nil else { return false }
       s.resyncAt = .now + delay
-      return s.watchdogNap
+      return true
     }
-    nap?.cancel()
+    if scheduled { wakeWatchdog() }
   }
 
   /// How long without receiving before a PING: `keepAlive` on a quiet

@@ -212,6 +212,21 @@ import Testing
     _ = await rb.value
   }
 
+  /// A's side of a link whose handshake B answered and whose B side never
+  /// runs (nothing answers A's keep-alive), and B's channel.
+  func linkToSilentPeer(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws -> (
+    HandoffLink, InMemoryMessageChannel
+  ) {
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    let la = try await opened
+    guard case .link = outcome else {
+      throw HandoffError.protocolViolation(peer: "bob", reason: "no link")
+    }
+    return (la, cb)
+  }
+
   /// The keep-alive of links before it became 120 s: short enough for a
   /// test to outlive it.
   static var quickKeepAlive: HandoffPolicy {
@@ -223,14 +238,7 @@ import Testing
   @Test func aLinkWhosePeerStopsAnsweringIsClosed() async throws {
     let a = try HandoffTestAgent("alice", key: key, policy: Self.quickKeepAlive)
     let b = try HandoffTestAgent("bob", key: key)
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
-    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    let la = try await opened
-    guard case .link = outcome else {
-      Issue.record("no link")
-      return
-    }
+    let (la, cb) = try await linkToSilentPeer(a, b)
     // Bob's side never runs: nothing answers alice's keep-alive, as with a
     // peer that died and left its controller holding the connection.
     let reason = await a.engine.runLink(la)
@@ -250,14 +258,7 @@ extension HandoffLinkTests {
     policy.silenceLimit = .milliseconds(500)
     let a = try HandoffTestAgent("alice", key: key, policy: policy)
     let b = try HandoffTestAgent("bob", key: key)
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
-    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    let la = try await opened
-    guard case .link = outcome else {
-      Issue.record("no link")
-      return
-    }
+    let (la, cb) = try await linkToSilentPeer(a, b)
     // Bob's side never runs, as in the test above.
     let run = Task { await a.engine.runLink(la) }
     // Give the watchdog time to go to sleep (for 120 s): the probe must
