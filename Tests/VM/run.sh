@@ -226,12 +226,14 @@ boot() {
     line=$(grep -m1 "^CASE $c " "$console.txt" || true)
     if [ -z "$line" ]; then
       echo "CASE $c FAIL (never reported; see the console of boot $name)" >>"$results"
-      [ $shown = 1 ] || { echo "----- console of boot $name -----"; tail -60 "$console.txt"; } >&2
+      [ $shown = 1 ] || { echo "----- console of boot $name -----"; tail -60 "$console.txt"; } \
+        | tee -a "$work/failures" >&2
       shown=1
     else
       echo "$line" >>"$results"
       if [[ $line == *FAIL* ]]; then
-        sed -n "/^----- log of $c -----/,/^----- end of $c -----/p" "$console.txt" >&2
+        sed -n "/^----- log of $c -----/,/^----- end of $c -----/p" "$console.txt" \
+          | tail -80 | tee -a "$work/failures" >&2
       fi
     fi
   done
@@ -492,6 +494,13 @@ if grep -q " NOT-RUN " "$results"; then
   echo "vm: NOT RUN: $(grep -c " NOT-RUN " "$results") cases (listed above with the reason); they did not pass" >&2
 fi
 if grep -q " FAIL" "$results" || ! grep -q " PASS" "$results"; then
+  # Again at the end, where a CI log's tail shows it: what failed and the
+  # last lines of each failed case's log (all of it was printed above).
+  if [ -s "$work/failures" ]; then
+    echo "vm: the failed cases' logs (their last lines):" >&2
+    tail -150 "$work/failures" >&2
+  fi
+  echo "vm: failed: $(grep " FAIL" "$results" | sed 's/^CASE //' | paste -sd ';' -)" >&2
   echo "vm: FAILED" >&2
   exit 1
 fi
