@@ -48,6 +48,16 @@ final class AgentRadio: Sendable {
   static let reopenDelays: [Duration] = [
     .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
   ]
+  /// Each address rotation comes after `address-rotation` × (1 ± this), so
+  /// an observer cannot tie two addresses together by a fixed period.
+  static let rotationJitter = 0.2
+
+  /// `base` × (1 - rotationJitter + 2 × rotationJitter × `unit`), for a
+  /// `unit` in [0, 1) (clamped; not a number counts as the middle).
+  static func jittered(_ base: Duration, unit: Double) -> Duration {
+    let unit = unit.isNaN ? 0.5 : min(max(unit, 0), 1)
+    return base * (1 - rotationJitter + 2 * rotationJitter * unit)
+  }
 
   enum Event: Sendable {
     case report(AdvertisingReport)
@@ -373,8 +383,10 @@ final class AgentRadio: Sendable {
       }
       let rotation = configuration.addressRotation
       group.addTask {
+        var random = SystemRandomNumberGenerator()
         while !Task.isCancelled {
-          try? await Timers.shared.sleep(for: rotation)
+          let unit = Double(random.next() >> 11) / Double(1 << 53)
+          try? await Timers.shared.sleep(for: Self.jittered(rotation, unit: unit))
           if !Task.isCancelled { continuation.yield(.rotate) }
         }
       }
