@@ -30,6 +30,12 @@ dies takes its radio with it). Options:
                         each advertising every 100 ms with changing data
                         (strangers.py); they have no port
 
+    --away N            controller N (0-based; repeatable) starts out of
+                        range: it hears no advertisement and none of its own
+                        is heard, until SIGHUP brings every such controller
+                        into range (and prints "IN-RANGE" on stdout); a
+                        stand-in for a laptop carried into the room
+
 Every controller honours the Filter_Duplicates of LE Set (Extended) Scan
 Enable, as real controllers do and bumble's do not (strangers.py).
 
@@ -62,6 +68,22 @@ signal.pthread_sigmask(
 )
 
 
+class RangedController(DeduplicatingController):
+    """The radio's controller, which can be out of range (`away`): then no
+    advertisement reaches it and none of its own leaves it. Connections it
+    already has are not affected (a controller starts away, before any)."""
+
+    away = False
+
+    def send_advertising_pdu(self, packet) -> None:
+        if not self.away:
+            super().send_advertising_pdu(packet)
+
+    def on_ll_advertising_pdu(self, packet) -> None:
+        if not self.away:
+            super().on_ll_advertising_pdu(packet)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--controllers", type=int, default=2)
@@ -75,6 +97,7 @@ async def main() -> None:
                         help="start with faults off (SIGUSR2 turns them on)")
     parser.add_argument("--fault-log", default=os.environ.get("BATON_RADIO_FAULT_LOG"))
     parser.add_argument("--strangers", type=int, default=0)
+    parser.add_argument("--away", type=int, action="append", default=[])
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     try:
@@ -85,6 +108,7 @@ async def main() -> None:
 
     link = LocalLink()
     transports = []
+    controllers = []
     ports = []
     for index in range(args.controllers):
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose
@@ -96,25 +120,31 @@ async def main() -> None:
         ports.append(sock.getsockname()[1])
         transport = await open_tcp_server_transport_with_socket(sock)
         if plan:
-            controller = DeduplicatingController(
+            controller = RangedController(
                 f"C{index}", host_sink=FaultyLink(plan, index, "host", transport.sink), link=link
             )
             transport.source.set_packet_sink(FaultyLink(plan, index, "controller", controller))
             plan.controllers[index] = controller
         else:
-            controller = DeduplicatingController(
+            controller = RangedController(
                 f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
             )
         if args.le_acl_length:
             controller.le_acl_data_packet_length = args.le_acl_length
         if args.no_extended_advertising:
             controller.le_features &= ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
+        controller.away = index in args.away
+        controllers.append(controller)
         transports.append(transport)
 
     strangers = add_strangers(link, args.strangers)
     print("READY " + " ".join(str(p) for p in ports), flush=True)
 
     loop = asyncio.get_running_loop()
+    # A parent that blocks signals for its own signal thread (baton-bench,
+    # through BatonSystem) passes the mask on: unblock the ones used here.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
+                                                signal.SIGUSR1, signal.SIGUSR2})
     stop = loop.create_future()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
@@ -123,6 +153,12 @@ async def main() -> None:
         plan.enabled = on
         plan.note("faults on" if on else "faults off")
 
+    def come_into_range() -> None:
+        for c in controllers:
+            c.away = False
+        print("IN-RANGE", flush=True)
+
+    loop.add_signal_handler(signal.SIGHUP, come_into_range)
     loop.add_signal_handler(signal.SIGUSR1, switch_faults, False)
     loop.add_signal_handler(signal.SIGUSR2, switch_faults, True)
 
