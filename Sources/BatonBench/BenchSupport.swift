@@ -56,7 +56,11 @@ enum Bench {
 
   /// A fresh simulated radio (Tests/Radio/radio.py in the project's venv),
   /// with `strangers` more devices advertising (not baton peers).
-  static func startRadio(controllers: Int, strangers: Int = 0, in directory: String) throws -> (
+  /// `away`: controllers that start out of range (radio.py --away; SIGHUP
+  /// to the radio brings them in).
+  static func startRadio(
+    controllers: Int, strangers: Int = 0, away: [Int] = [], in directory: String
+  ) throws -> (
     process: Process, ports: [UInt16]
   ) {
     let python = repository + "/.venv/bin/python3"
@@ -69,7 +73,7 @@ enum Bench {
       [
         repository + "/Tests/Radio/radio.py", "--controllers", String(controllers),
         "--strangers", String(strangers),
-      ], log: log)
+      ] + away.flatMap { ["--away", String($0)] }, log: log)
     for _ in 0..<200 {
       if let text = try? String(contentsOfFile: log, encoding: .utf8),
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") })
@@ -80,6 +84,24 @@ enum Bench {
     }
     process.terminate()
     throw BenchError.failed("the simulated radio did not start (see \(log))")
+  }
+
+  /// A `baton agent` named `name` in `home` (made by `makeAgentHome`) on
+  /// the simulated radio's `port`, with `[agent]` lines `config`, its log
+  /// in home/agent.log and its own HCI log in home/hci.btsnoop.
+  static func spawnAgent(
+    _ baton: String, name: String, home: String, port: UInt16, keyPath: String,
+    config: String
+  ) throws -> Process {
+    try "[agent]\n\(config)".write(
+      toFile: home + "/baton.conf", atomically: true, encoding: .utf8)
+    return try spawn(
+      baton,
+      [
+        "agent", "--name", name, "--notes", home + "/notes", "--controller",
+        "tcp:127.0.0.1:\(port)", "--key-file", keyPath, "--state-dir", home + "/state",
+        "--hci-log", home + "/hci.btsnoop", "-f", home + "/baton.conf",
+      ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
   }
 
   /// The bytes of every packet in a btsnoop file (records' included lengths).

@@ -91,15 +91,9 @@ enum ScanBenchmark {
     for (index, name) in ["A", "B"].enumerated() {
       let home = base + "/" + name
       try Bench.makeAgentHome(home)
-      try "[agent]\nscanning = \(mode)\n".write(
-        toFile: home + "/baton.conf", atomically: true, encoding: .utf8)
-      let process = try Bench.spawn(
-        baton,
-        [
-          "agent", "--name", name, "--notes", home + "/notes", "--controller",
-          "tcp:127.0.0.1:\(radio.ports[index])", "--key-file", keyPath, "--state-dir",
-          home + "/state", "--hci-log", home + "/hci.btsnoop", "-f", home + "/baton.conf",
-        ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
+      let process = try Bench.spawnAgent(
+        baton, name: name, home: home, port: radio.ports[index], keyPath: keyPath,
+        config: "scanning = \(mode)\n")
       agents.append((home, process))
     }
     defer {

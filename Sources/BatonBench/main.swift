@@ -4,6 +4,7 @@
 //   baton-bench handoff [options]   save-to-peer-file latency between two agents
 //   baton-bench scale [options]     issue 14: many notes, one save among many, memory
 //   baton-bench scan [options]      issue 25: scan duty and wake-ups of a linked pair
+//   baton-bench reach [options]     issue 25: how soon a peer coming into range is linked
 //   baton-bench fuzz [options]      every decoder of outside bytes (Tests/Scripts/fuzz.sh)
 import BatonSystem
 
@@ -33,10 +34,11 @@ do {
   case "handoff": try await HandoffBenchmark.run(Array(arguments.dropFirst()))
   case "scale": try await ScaleBenchmark.run(Array(arguments.dropFirst()))
   case "scan": try await ScanBenchmark.run(Array(arguments.dropFirst()))
+  case "reach": try await ReachBenchmark.run(Array(arguments.dropFirst()))
   case "fuzz": try FuzzCommand.run(Array(arguments.dropFirst()))
   case "fuzz-child": try FuzzCommand.child(Array(arguments.dropFirst()))
   default:
-    print("usage: baton-bench notes|l2cap|handoff|scale|scan|fuzz [options]")
+    print("usage: baton-bench notes|l2cap|handoff|scale|scan|reach|fuzz [options]")
     exit(2)
   }
 } catch {
