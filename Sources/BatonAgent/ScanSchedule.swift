@@ -101,13 +101,17 @@ struct ScanSchedule: Sendable {
       nextWindow = nil
       return Step(scanning: false, activity: .off, wake: nil)
     }
+    // A keyed peer without a link tells of its changes by its beacon, and
+    // the decision to link with it is taken again on each report (it may
+    // be our turn only after `linkFallback`, or once another link's
+    // handshake is done): every report, in a burst too.
+    if situation.unlinkedPeer && !situation.audio {
+      return Step(scanning: true, activity: .peers, wake: nil)
+    }
     if let until = burstUntil {
       if now < until { return Step(scanning: true, activity: .burst, wake: until) }
       burstUntil = nil
       nextWindow = now + jittered(gap)
-    }
-    if situation.unlinkedPeer && !situation.audio {
-      return Step(scanning: true, activity: .peers, wake: nil)
     }
     if let until = windowUntil {
       if now < until { return Step(scanning: true, activity: .window, wake: until) }

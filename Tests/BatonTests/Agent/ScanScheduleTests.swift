@@ -122,6 +122,24 @@ import Testing
     #expect(!linked.scanning)
   }
 
+  /// In a burst too, a keyed peer without a link is followed with every
+  /// report (the controller's duplicate filter would otherwise report it
+  /// once, and the decision to link waits on a later report); the burst
+  /// goes on once it is linked.
+  @Test func anUnlinkedPeerGetsEveryReportInABurst() {
+    var schedule = ScanSchedule(mode: .windows, seed: 5)
+    schedule.startBurst(now: start)
+    let burst = schedule.step(now: start)
+    #expect(burst.activity == .burst && !burst.activity.needsEveryReport)
+    schedule.update(.init(linksUp: 1, unlinkedPeer: true))
+    let followed = schedule.step(now: start + .seconds(1))
+    #expect(followed == .init(scanning: true, activity: .peers, wake: nil))
+    #expect(followed.activity.needsEveryReport)
+    schedule.update(.init(linksUp: 2, unlinkedPeer: false))
+    let after = schedule.step(now: start + .seconds(2))
+    #expect(after == .init(scanning: true, activity: .burst, wake: start + ScanSchedule.burst))
+  }
+
   /// A link going away shortens the next gap to the searching one at once.
   @Test func aShorterGapTakesEffectAtOnce() {
     var schedule = ScanSchedule(mode: .windows, seed: 11)
