@@ -227,12 +227,19 @@ import Testing
 
   @Test func theAddressRotatesAndPeersStillFindEachOther() async throws {
     let group = try AgentGroup(count: 2)
-    let (a, b) = (group.agents[0], group.agents[1])
+    let a = group.agents[0]
     // The shortest rotation the configuration allows: one minute.
     let config = group.base.appendingPathComponent("rotate.conf")
     try "[agent]\naddress-rotation = 1\n".write(to: config, atomically: true, encoding: .utf8)
     let rotating = try group.makeAgent(0, name: a.name, extraArguments: ["-f", config.path])
     group.agents[0] = rotating
+    // B, linked, would hear A's new address only in its next scan window
+    // (up to 72 s away: baton(1), Scanning); this test is about resolving
+    // it, so B scans all the time.
+    let listening = group.base.appendingPathComponent("listen.conf")
+    try "[agent]\nscanning = continuous\n".write(to: listening, atomically: true, encoding: .utf8)
+    let b = try group.makeAgent(1, name: group.agents[1].name, extraArguments: ["-f", listening.path])
+    group.agents[1] = b
     try rotating.start()
     try b.start()
     #expect(
