@@ -33,8 +33,12 @@ final class AgentRadio: Sendable {
   /// 8 connections, and one must stay free for per-change sessions.
   static let maxLinks = 4
   /// How long the side that only accepts waits for the peer's link before
-  /// connecting itself (the peer may be at its limit, or not know us yet).
-  static let linkFallback: Duration = .seconds(4)
+  /// connecting itself (the peer may be at its limit, not know us yet, or
+  /// not be scanning: a linked agent scans only in windows, so for a
+  /// newcomer this wait is part of every new link). A peer that is
+  /// scanning hears our beacon well within it (every 200 ms, or 1.28 s
+  /// from bluetoothd) and connects first.
+  static let linkFallback: Duration = .milliseconds(2500)
   /// How long a peer that connected to us has to open its channel.
   static let channelWait: Duration = .seconds(10)
   /// Link attempts that fail in a row before the peer gets per-change

@@ -46,7 +46,7 @@ struct ScanSchedule: Sendable {
   }
 
   /// Continuous scanning after start, a link drop or the controller back:
-  /// one whole discovery cycle of bluetoothd (10.24 s) and two link
+  /// one whole discovery cycle of bluetoothd (10.24 s) and four link
   /// fallbacks, so a peer that came meanwhile is linked within it.
   static let burst: Duration = .seconds(10)
   /// One window: our beacons go out every 200 ms by default, and bluetoothd
