@@ -8,8 +8,9 @@ import CSystemd
 /// properties and methods, served through an sd-bus vtable
 /// (`sd_bus_add_object_vtable`). sd-bus answers `Properties.Get`/`GetAll`
 /// and `Introspect` from the vtable; property values come from `property`,
-/// method calls go to `method`. Both closures run on the bus thread and must
-/// return quickly.
+/// method calls go to `method` (with the caller's unique name). Both
+/// closures run on the bus thread and must return quickly. A call sent
+/// without expecting a reply (bluetoothd's `[noreply]` methods) gets none.
 public final class DBusObject: @unchecked Sendable {
   public struct Property: Sendable {
     public var name: String
@@ -39,7 +40,7 @@ public final class DBusObject: @unchecked Sendable {
   public let properties: [Property]
   public let methods: [Method]
   let property: @Sendable (String) -> DBusValue?
-  let method: @Sendable (String, [DBusValue]) -> Result<[DBusValue], DBusError>
+  let method: @Sendable (_ sender: String, String, [DBusValue]) -> Result<[DBusValue], DBusError>
 
   // The vtable and the strings it points to, alive as long as this object
   // (sd-bus keeps pointers into them). Touched on the bus thread only.
@@ -53,6 +54,23 @@ public final class DBusObject: @unchecked Sendable {
     method: @escaping @Sendable (String, [DBusValue]) -> Result<[DBusValue], DBusError> = {
       name, _ in .failure(.remote(name: DBusError.unknownMethodName, message: name))
     }
+  ) {
+    self.path = path
+    self.interface = interface
+    self.properties = properties
+    self.methods = methods
+    self.property = property
+    self.method = { _, member, arguments in method(member, arguments) }
+  }
+
+  /// An object whose `method` is also told who called (`sender`, the
+  /// caller's unique name), to call it back.
+  public init(
+    path: String, interface: String, properties: [Property], methods: [Method] = [],
+    property: @escaping @Sendable (String) -> DBusValue?,
+    methodFrom method: @escaping @Sendable (_ sender: String, String, [DBusValue]) -> Result<
+      [DBusValue], DBusError
+    >
   ) {
     self.path = path
     self.interface = interface
@@ -117,13 +135,17 @@ public final class DBusObject: @unchecked Sendable {
     guard let message, let userdata else { return -EINVAL }
     let object = Unmanaged<DBusObject>.fromOpaque(userdata).takeUnretainedValue()
     let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
+    let sender = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
     let arguments: [DBusValue]
     do {
       arguments = try DBusMessageCoding.read(message)
     } catch {
       return sd_bus_error_set(busError, "org.freedesktop.DBus.Error.InvalidArgs", "\(error)")
     }
-    switch object.method(member, arguments) {
+    let result = object.method(sender, member, arguments)
+    // sd-bus refuses a reply to a call that expects none.
+    guard sd_bus_message_get_expect_reply(message) > 0 else { return 1 }
+    switch result {
     case .failure(let failure):
       let name = failure.name ?? "org.freedesktop.DBus.Error.Failed"
       var text = "\(failure)"

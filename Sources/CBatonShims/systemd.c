@@ -129,6 +129,7 @@ FORWARD(const char *, NULL, sd_bus_message_get_interface, (sd_bus_message *m), (
 FORWARD(const char *, NULL, sd_bus_message_get_member, (sd_bus_message *m), (m))
 FORWARD(const char *, NULL, sd_bus_message_get_path, (sd_bus_message *m), (m))
 FORWARD(const char *, NULL, sd_bus_message_get_sender, (sd_bus_message *m), (m))
+FORWARD(int, -ELIBACC, sd_bus_message_get_expect_reply, (sd_bus_message *m), (m))
 FORWARD(int, -ELIBACC, sd_bus_message_is_method_error, (sd_bus_message *m, const char *name),
         (m, name))
 FORWARD(int, -ELIBACC, sd_bus_message_append_basic,
