@@ -81,6 +81,8 @@ final class AgentRadio: Sendable {
     case scanTick
     /// The adapter started or stopped carrying an audio stream.
     case audio(Bool)
+    /// The host hears peers by itself (named), or no longer (nil).
+    case passive(String?)
     /// Give the controller up and reopen it.
     case reopen(reason: String)
     case closed(reason: String)
@@ -143,6 +145,9 @@ final class AgentRadio: Sendable {
     var everyReport: Bool?
     /// The adapter carries an audio stream (BlueZ's MediaTransport1).
     var audio = false
+    /// How the host hears peers by itself (`RadioHostChange.passiveScan`),
+    /// if it does: then the schedule scans nothing.
+    var passive: String?
     /// The beacon goes out closed (not connectable) unless a window is open:
     /// the host's address is not private (PROTOCOL.md 3.3).
     var closedByDefault = false
@@ -193,7 +198,8 @@ final class AgentRadio: Sendable {
   /// The machine resumed from suspend (`SleepWatcher`): anyone may be
   /// around now, so the schedule starts a burst.
   func resumed() {
-    log.info("resumed from suspend: scanning for 10 s")
+    let passive = state.withLock { $0.passive != nil }
+    log.info("resumed from suspend" + (passive ? "" : ": scanning for 10 s"))
     state.withLock { $0.events?.yield(.burst) }
   }
 
@@ -210,10 +216,12 @@ final class AgentRadio: Sendable {
   static let unlinkedPeerWindow: TimeInterval = 15
 
   /// What the scan schedule does now, for `baton status`: "windows: off",
-  /// "windows: burst", "continuous", ...; nil while no controller is open.
+  /// "windows: burst", "continuous", "passive (bluetoothd advertisement
+  /// monitor)", ...; nil while no controller is open.
   var scanning: String? {
     state.withLock { s in
       guard s.host != nil else { return nil }
+      if s.scanActivity == .passive, let how = s.passive { return "passive (\(how))" }
       let mode = s.schedule.mode
       if mode == .continuous { return mode.rawValue }
       return "\(mode.rawValue): \(s.scanActivity.rawValue)"
@@ -339,6 +347,7 @@ final class AgentRadio: Sendable {
       $0.scanActivity = .burst
       $0.everyReport = nil
       $0.audio = false
+      $0.passive = nil
     }
     defer {
       state.withLock {
@@ -369,7 +378,7 @@ final class AgentRadio: Sendable {
     }
     log.info(
       "advertising as \(host.address) every \(interval) ms and scanning"
-        + (configuration.scanning == .windows ? " (in windows, baton(1), Scanning)" : ""))
+        + (configuration.scanning == .windows ? " (on a schedule, baton(1), Scanning)" : ""))
 
     return await withTaskGroup(of: Void.self, returning: String.self) { group in
       group.addTask { for await report in reports { continuation.yield(.report(report)) } }
@@ -382,6 +391,7 @@ final class AgentRadio: Sendable {
           switch change {
           case .audio(let on): continuation.yield(.audio(on))
           case .adapterBack: continuation.yield(.burst)
+          case .passiveScan(let how): continuation.yield(.passive(how))
           }
         }
       }
@@ -459,6 +469,9 @@ final class AgentRadio: Sendable {
           await applySchedule()
         case .burst:
           state.withLock { $0.schedule.startBurst(now: .now) }
+          await applySchedule()
+        case .passive(let how):
+          state.withLock { $0.passive = how }
           await applySchedule()
         case .report(let report):
           let address = report.address.description
@@ -576,7 +589,7 @@ final class AgentRadio: Sendable {
     }
     return ScanSchedule.Situation(
       linksUp: s.links.values.filter { $0.link != nil }.count, unlinkedPeer: unlinked,
-      audio: s.audio)
+      audio: s.audio, passive: s.passive != nil)
   }
 
   private enum Action {

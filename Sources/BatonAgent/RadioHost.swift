@@ -43,13 +43,15 @@ protocol RadioHost: AnyObject, Sendable {
   /// `everyReport`: every advertisement heard is reported (a keyed peer's
   /// beacon tells of its changes); otherwise each advertiser may be
   /// reported once per scan (a search for new peers), so that a busy room
-  /// costs the host little.
+  /// costs the host little. A host that hears peers by itself
+  /// (`.passiveScan`) starts no scan of its own meanwhile.
   func setScanning(_ on: Bool, everyReport: Bool) async throws
   /// What the scan schedule needs to know of the adapter, as it changes:
   /// whether it carries an audio stream (said at once, then at every
-  /// change), and that it came back after it was lost or powered off. An
-  /// exclusive controller carries no audio and is reopened, not brought
-  /// back: its stream only says `.audio(false)`.
+  /// change), that it came back after it was lost or powered off, and
+  /// whether the host hears peers' beacons by itself (`.passiveScan`). An
+  /// exclusive controller carries no audio, is reopened, not brought back,
+  /// and scans only when told: its stream only says `.audio(false)`.
   func changes() -> AsyncStream<RadioHostChange>
   /// Channels peers open to `psm`.
   func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel>
@@ -83,6 +85,10 @@ enum RadioHostChange: Sendable, Equatable {
   case audio(Bool)
   /// The adapter is usable again (powered on, plugged in, bluetoothd back).
   case adapterBack
+  /// The host hears peers' beacons by itself, through a passive scan of the
+  /// system's (BlueZ: bluetoothd's advertisement monitor), named for
+  /// `baton status`; nil: no longer, it scans when told (`setScanning`).
+  case passiveScan(String?)
 }
 
 /// A message channel to a known peer.

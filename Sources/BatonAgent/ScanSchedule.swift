@@ -13,13 +13,17 @@
 /// and, while the adapter carries an audio stream, none while a link is up
 /// and one every `audioGap` otherwise. Every gap is jittered by ±`jitter`, so
 /// two agents that started together do not scan in step (or out of step)
-/// for ever.
+/// for ever. While the host hears peers by itself (a passive scan of the
+/// system's: bluetoothd's advertisement monitor), in either mode, the
+/// schedule runs nothing: every beacon reaches us anyway.
 struct ScanSchedule: Sendable {
   typealias Mode = ScanningMode
 
   /// What the schedule is doing, for `baton status`.
   enum Activity: String, Sendable, Equatable {
     case continuous, burst, window, peers, off
+    /// The host hears peers by itself (`RadioHostChange.passiveScan`).
+    case passive
 
     /// Whether every advertisement must be reported: a keyed peer without a
     /// link tells of its changes by its beacon (`peers`), and `continuous`
@@ -36,6 +40,8 @@ struct ScanSchedule: Sendable {
     var unlinkedPeer = false
     /// The adapter carries an active audio stream.
     var audio = false
+    /// The host hears peers' beacons by itself: no scanning of ours.
+    var passive = false
   }
 
   /// What to do now, and when to ask again (nil: only when something changes).
@@ -92,6 +98,13 @@ struct ScanSchedule: Sendable {
 
   /// Moves the schedule to `now` and says what to do.
   mutating func step(now: ContinuousClock.Instant) -> Step {
+    if situation.passive {
+      // Once the host no longer hears peers by itself, windows start afresh.
+      burstUntil = nil
+      windowUntil = nil
+      nextWindow = nil
+      return Step(scanning: false, activity: .passive, wake: nil)
+    }
     if mode == .continuous { return Step(scanning: true, activity: .continuous, wake: nil) }
     let gap = self.gap
     // An audio stream with a link up: nothing but what the links carry.

@@ -154,6 +154,16 @@ enum AgentCommand {
       } else {
         lines.append("adapter privacy: unknown (cannot read \(BluetoothdPrivacy.mainConf))")
       }
+      // Whether bluetoothd offers the advertisement monitor (baton(1), Scanning).
+      if let text = BluetoothdMainConf.current() {
+        lines.append(
+          "passive scanning: "
+            + (BluetoothdMainConf.experimental(inMainConf: text)
+              ? "on (bluetoothd's advertisement monitor: no discovery; baton status says it runs)"
+              : "off (\(BluetoothdMainConf.experimentalAdvice))"))
+      } else {
+        lines.append("passive scanning: unknown (cannot read \(BluetoothdMainConf.path))")
+      }
     }
     for folder in configuration.folders {
       lines.append(

@@ -11,7 +11,8 @@ extension BlueZHost {
   // MARK: Bring-up
 
   /// Finds the adapter; when it is present and powered, (re)registers the
-  /// advertisement, (re)starts discovery and listens. Otherwise logs what to
+  /// advertisement and, where bluetoothd offers it, our advertisement
+  /// monitor, (re)starts discovery (unless the monitor runs) and listens. Otherwise logs what to
   /// do and returns: a signal (adapter added, powered, bluetoothd back) calls
   /// this again. `strict` makes policy refusals throw (at open).
   func bringUp(strict: Bool) async throws {
@@ -31,6 +32,8 @@ extension BlueZHost {
     var adapters: [String: [String: DBusValue]] = [:]
     var devices: [String: [String: DBusValue]] = [:]
     var transports: [String: String] = [:]
+    /// Adapters with an AdvertisementMonitorManager1 that takes our type.
+    var monitorManagers: Set<String> = []
     for (path, value) in objects {
       let interfaces = value.stringDictionary ?? [:]
       if let transport = interfaces[Self.mediaTransport]?.stringDictionary {
@@ -38,6 +41,10 @@ extension BlueZHost {
       }
       if let adapter = interfaces["org.bluez.Adapter1"]?.stringDictionary {
         adapters[path] = adapter.mapValues(\.unwrapped)
+      }
+      if let manager = interfaces[AdvertisementMonitor.managerInterface]?.stringDictionary {
+        let types = manager["SupportedMonitorTypes"]?.elements?.compactMap(\.string)
+        if types?.contains(AdvertisementMonitor.type) ?? true { monitorManagers.insert(path) }
       }
       if let device = interfaces["org.bluez.Device1"]?.stringDictionary {
         devices[path] = device.mapValues(\.unwrapped)
@@ -69,7 +76,11 @@ extension BlueZHost {
           + "(bluetoothctl power on; if rfkill blocks it: rfkill unblock bluetooth)")
       return
     }
-    let (waiters, wasDown) = state.withLock { s in
+    let offersMonitor = monitorManagers.contains(path)
+    let (waiters, wasDown, monitorStep) = state.withLock { s in
+      // Decided before `.adapterBack` starts the schedule's burst: a
+      // monitor about to be registered keeps discovery from starting.
+      let monitorStep = Self.monitorStep(&s, offered: offersMonitor)
       defer {
         s.upWaiters.removeAll()
         s.up = true
@@ -81,7 +92,7 @@ extension BlueZHost {
           s.devices[devicePath] = Self.update(s.devices[devicePath] ?? Device(), with: device)
         }
       }
-      return (s.upWaiters, !s.up)
+      return (s.upWaiters, !s.up, monitorStep)
     }
     if wasDown {
       log.info("adapter \(name) (\(address), \(addressType)) is up, managed by bluetoothd")
@@ -97,6 +108,7 @@ extension BlueZHost {
       if strict { throw error }
       log.error("\(error)")
     }
+    await registerMonitor(monitorStep, adapter: path)
     do {
       try await startDiscovery()
     } catch {
@@ -161,6 +173,8 @@ extension BlueZHost {
   func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
     let (path, generation) = state.withLock { s -> (String?, Int) in
       guard s.up, s.wantScanning, !s.discovering, !s.finished else { return (nil, s.generation) }
+      // Our monitor hears the peers (or is about to): no discovery.
+      if s.monitor == .active || s.monitor == .pending { return (nil, s.generation) }
       // Paused while we connect: the last connection made starts it.
       if s.connecting > 0 {
         s.discoveryPaused = true
@@ -383,6 +397,7 @@ extension BlueZHost {
       // Its Device1 objects died with it; the new one announces its own.
       state.withLock { $0.devices.removeAll() }
       setTransports([:])
+      forgetMonitor()
       wait(because: "bluetoothd left the system bus; baton carries on when it is back")
     } else {
       log.info("bluetoothd is on the system bus (\(strings[2])); registering again")
@@ -408,6 +423,7 @@ extension BlueZHost {
     case "InterfacesRemoved":
       let interfaces = signal.arguments.dropFirst().first?.elements?.compactMap(\.string) ?? []
       if path == adapterPath && interfaces.contains("org.bluez.Adapter1") {
+        forgetMonitor()
         wait(because: "adapter \(path) was removed; baton resumes when it is back")
       } else if interfaces.contains("org.bluez.Device1") {
         _ = state.withLock { $0.devices.removeValue(forKey: path) }
@@ -447,10 +463,12 @@ extension BlueZHost {
   /// manufacturer data or RSSI changed.
   private func updateDevice(_ path: String, with properties: [String: DBusValue]) {
     let (report, subscribers) = state.withLock { s in
-      let device = Self.update(s.devices[path] ?? Device(), with: properties)
-      s.devices[path] = device
+      var device = Self.update(s.devices[path] ?? Device(), with: properties)
       let fresh = properties["ManufacturerData"] != nil || properties["RSSI"] != nil
-      return (fresh ? Self.report(device) : nil, Array(s.scanSubscribers.values))
+      let report = fresh ? Self.report(device) : nil
+      if report != nil { device.reported = .now }
+      s.devices[path] = device
+      return (report, Array(s.scanSubscribers.values))
     }
     guard let report else { return }
     for subscriber in subscribers { subscriber.offer(report) }

@@ -8,9 +8,11 @@ import Synchronization
 
 /// A `RadioHost` on the system's own Bluetooth stack: bluetoothd over D-Bus
 /// for advertising (LEAdvertisingManager1 with our exported
-/// LEAdvertisement1) and scanning (Adapter1 discovery, Device1 properties),
-/// and the kernel's L2CAP LE credit-based sockets for channels. Shares the
-/// adapter with everything else; needs no capability.
+/// LEAdvertisement1) and scanning (where bluetoothd offers it, an
+/// AdvertisementMonitor1 of ours that the kernel's passive scan serves;
+/// otherwise Adapter1 discovery; Device1 properties either way), and the
+/// kernel's L2CAP LE credit-based sockets for channels. Shares the adapter
+/// with everything else; needs no capability.
 ///
 /// What bluetoothd does is followed through signals, never polled: the
 /// adapter missing or powered off (we wait, and resume when it is back),
@@ -36,6 +38,24 @@ public final class BlueZHost: RadioHost {
     var rssi = -100
     var beacon: [UInt8]?
     var connected = false
+    /// When the beacon was last reported (a monitor's `DeviceFound` repeats
+    /// an unchanged one at most every `monitorRepeat`).
+    var reported: ContinuousClock.Instant?
+  }
+
+  /// Our advertisement monitor with bluetoothd (see `AdvertisementMonitor`).
+  enum MonitorState: Sendable, Equatable {
+    /// Not offered (bluetoothd without experimental features), or refused:
+    /// peers are found by discovery.
+    case none
+    /// Registered, or being registered, and not yet activated: no
+    /// discovery starts meanwhile (for `monitorActivation` at most).
+    case pending
+    /// Activated: the kernel's passive scan hears our beacons; no discovery.
+    case active
+    /// bluetoothd released it, or never activated it: discovery, until a
+    /// bring-up registers it again.
+    case released
   }
 
   struct State {
@@ -51,6 +71,12 @@ public final class BlueZHost: RadioHost {
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
     var discovering = false
+    var monitor = MonitorState.none
+    /// Counts registrations (and losses): a late answer or timer for an
+    /// older one no longer holds.
+    var monitorAttempt = 0
+    /// What was last said about the monitor, so a bring-up says it once.
+    var monitorSaid: String?
     /// Connections being made (`openChannel`); our discovery is paused
     /// while there are any (see `openChannel`).
     var connecting = 0
@@ -75,6 +101,18 @@ public final class BlueZHost: RadioHost {
   let state = Mutex(State())
   let advertised = AdvertisedBeacon()
   let advertisement: DBusObject
+  let monitor = AdvertisementMonitor()
+  /// How `baton status` names the passive scan.
+  static let passiveScan = "bluetoothd advertisement monitor"
+  /// How long bluetoothd has to activate a registered monitor before we
+  /// find peers by discovery instead.
+  static let monitorActivation: Duration = .seconds(5)
+  /// An unchanged beacon that the monitor hears again is reported at most
+  /// this often (a changed one at once): enough for the agent to see a peer
+  /// still in range and to try a link again, without a wake-up of the
+  /// agent for every advertisement.
+  static let monitorRepeat: Duration = .seconds(5)
+  let monitorRepeat: Duration
 
   // MARK: Opening
 
@@ -94,13 +132,15 @@ public final class BlueZHost: RadioHost {
   /// bluetoothd); the host closes it when it closes.
   /// `privateAddress`: whether the adapter's address is private (nil: as
   /// this machine's main.conf says).
-  static func open(adapter: String?, bus: DBusConnection, privateAddress: Bool? = nil)
-    async throws -> BlueZHost
-  {
+  static func open(
+    adapter: String?, bus: DBusConnection, privateAddress: Bool? = nil,
+    monitorRepeat: Duration = BlueZHost.monitorRepeat
+  ) async throws -> BlueZHost {
     let host = BlueZHost(
       bus: bus, adapter: adapter,
       privateAddress: privateAddress
-        ?? BluetoothdPrivacy.current().map(BluetoothdPrivacy.isPrivate) ?? false)
+        ?? BluetoothdPrivacy.current().map(BluetoothdPrivacy.isPrivate) ?? false,
+      monitorRepeat: monitorRepeat)
     do {
       try await host.start()
     } catch {
@@ -110,8 +150,12 @@ public final class BlueZHost: RadioHost {
     return host
   }
 
-  init(bus: DBusConnection, adapter: String?, privateAddress: Bool) {
+  init(
+    bus: DBusConnection, adapter: String?, privateAddress: Bool,
+    monitorRepeat: Duration = BlueZHost.monitorRepeat
+  ) {
     self.bus = bus
+    self.monitorRepeat = monitorRepeat
     addressIsPrivate = privateAddress
     requestedAdapter = adapter
     let advertised = self.advertised
@@ -147,6 +191,7 @@ public final class BlueZHost: RadioHost {
         if member == "Release" { advertised.value.withLock { $0.registered = false } }
         return .success([])
       })
+    monitor.onEvent { [weak self] event in self?.monitorEvent(event) }
   }
 
   /// The beacon's 24 bytes after the company id, as LEAdvertisement1's
@@ -184,6 +229,7 @@ public final class BlueZHost: RadioHost {
     }
     guard owner != nil else { throw BlueZError.notRunning }
     try await bus.export(advertisement)
+    try await monitor.export(on: bus)
     Task { [weak self, bus] in
       let why = await bus.waitUntilClosed()
       self?.finish(why == .closed(reason: "closed") ? nil : why)
@@ -292,17 +338,19 @@ public final class BlueZHost: RadioHost {
   }
 
   /// Whether the adapter carries an audio stream (a MediaTransport1 of
-  /// bluetoothd's "active" or "pending"): now, then at every change; and
-  /// every bring-up after the adapter was lost. One subscriber; a later
-  /// call replaces it.
+  /// bluetoothd's "active" or "pending"): now, then at every change; every
+  /// bring-up after the adapter was lost; and whether our advertisement
+  /// monitor runs (`.passiveScan`: now if it does, then at every change).
+  /// One subscriber; a later call replaces it.
   func changes() -> AsyncStream<RadioHostChange> {
     let (stream, continuation) = AsyncStream.makeStream(of: RadioHostChange.self)
-    let (previous, now, finished) = state.withLock { s in
+    let (previous, now, passive, finished) = state.withLock { s in
       defer { s.changes = continuation }
-      return (s.changes, Self.carriesAudio(s), s.finished)
+      return (s.changes, Self.carriesAudio(s), s.monitor == .active, s.finished)
     }
     previous?.finish()
     continuation.yield(.audio(now))
+    if passive { continuation.yield(.passiveScan(Self.passiveScan)) }
     if finished { continuation.finish() }
     return stream
   }

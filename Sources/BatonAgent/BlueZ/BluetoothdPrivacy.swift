@@ -1,6 +1,3 @@
-import BatonSystem
-import FoundationEssentials
-
 /// bluetoothd's `Privacy` setting (`[General]` of /etc/bluetooth/main.conf),
 /// which decides what address our advertisement goes out on with
 /// `controller = bluez`: with `off` (Debian's default) and the `limited-*`
@@ -11,33 +8,18 @@ import FoundationEssentials
 /// address as not private. Read by `baton check` and logged by the agent
 /// once at start.
 public enum BluetoothdPrivacy {
-  public static let mainConf = "/etc/bluetooth/main.conf"
+  public static let mainConf = BluetoothdMainConf.path
 
   /// The value of `Privacy` in `[General]` of a main.conf text (comments
   /// and other sections skipped), lower-cased; "off" when it is not set.
   public static func setting(inMainConf text: String) -> String {
-    var section = ""
-    var value = "off"
-    for raw in text.split(whereSeparator: \.isNewline) {
-      let line = raw.trimmingSpaces
-      if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
-      if line.hasPrefix("[") && line.hasSuffix("]") {
-        section = String(line.dropFirst().dropLast()).trimmingSpaces
-        continue
-      }
-      guard section == "General", let equals = line.firstIndex(of: "=") else { continue }
-      if line[..<equals].trimmingSpaces == "Privacy" {
-        value = line[line.index(after: equals)...].trimmingSpaces.lowercased()
-      }
-    }
-    return value
+    BluetoothdMainConf.general("Privacy", inMainConf: text)?.lowercased() ?? "off"
   }
 
   /// The setting of this machine's bluetoothd; nil when main.conf cannot be
   /// read.
   public static func current() -> String? {
-    guard let data = FileManager.default.contents(atPath: mainConf) else { return nil }
-    return setting(inMainConf: String(decoding: data, as: UTF8.self))
+    BluetoothdMainConf.current().map(setting(inMainConf:))
   }
 
   /// Whether the setting keeps the adapter's identity address off the air

@@ -47,6 +47,30 @@ import Testing
     #expect(step == .init(scanning: true, activity: .continuous, wake: nil))
   }
 
+  /// A host that hears peers by itself (bluetoothd's advertisement
+  /// monitor): no burst, window or continuous scan of ours, in either mode;
+  /// when it stops, windows resume after a gap.
+  @Test(arguments: [ScanningMode.windows, .continuous])
+  func aHostThatScansPassivelyGetsNoScans(mode: ScanningMode) {
+    var schedule = ScanSchedule(mode: mode, seed: 7)
+    schedule.startBurst(now: start)
+    schedule.update(.init(linksUp: 0, unlinkedPeer: true, audio: false, passive: true))
+    #expect(schedule.step(now: start) == .init(scanning: false, activity: .passive, wake: nil))
+    var passive = schedule
+    passive.startBurst(now: start + .seconds(1))
+    let run = simulate(&passive, from: start + .seconds(1), for: .seconds(600))
+    #expect(run.scans == 0 && run.scanning == .zero)
+    schedule.update(.init(linksUp: 0, unlinkedPeer: false, audio: false, passive: false))
+    let after = schedule.step(now: start + .seconds(2))
+    if mode == .continuous {
+      #expect(after.scanning && after.activity == .continuous)
+    } else {
+      #expect(!after.scanning && after.activity == .off)
+      let wake = try! #require(after.wake)
+      #expect(wake - (start + .seconds(2)) >= ScanSchedule.searchingGap * 0.8)
+    }
+  }
+
   @Test func aBurstScansThenWindowsFollow() {
     var schedule = ScanSchedule(mode: .windows, seed: 1)
     schedule.startBurst(now: start)

@@ -84,6 +84,154 @@ struct BlueZHostTests {
     await fake.kill()
   }
 
+  /// The next change other than an audio one.
+  func nextChange(_ changes: inout AsyncStream<RadioHostChange>.Iterator) async
+    -> RadioHostChange?
+  {
+    while let change = await changes.next() {
+      if case .audio = change { continue }
+      return change
+    }
+    return nil
+  }
+
+  /// With bluetoothd's AdvertisementMonitorManager1 (experimental features
+  /// on): our monitor is registered with the beacon's pattern, beacons
+  /// arrive through it as bluetoothd 5.66 delivers them, and no discovery
+  /// ever starts, whatever the schedule asks.
+  @Test func scansPassivelyThroughAnAdvertisementMonitor() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    let host = try await BlueZHost.open(
+      adapter: "hci0", bus: try bus.connect(), monitorRepeat: .zero)
+    let register = await fake.next("RegisterMonitor")
+    #expect(register?.arguments == [.objectPath(AdvertisementMonitor.rootPath)])
+    let read = try #require(await fake.next("MonitorRead"))
+    #expect(read.arguments.first == .string("or_patterns"))
+    // One pattern: Manufacturer Specific AD (0xFF) starting with company 0xFFFF.
+    #expect(
+      read.arguments.last
+        == .array(
+          elementSignature: "(yyay)", [.structure([.byte(0), .byte(0xFF), .bytes([0xFF, 0xFF])])]))
+    var changes = host.changes().makeAsyncIterator()
+    #expect(await nextChange(&changes) == .passiveScan(BlueZHost.passiveScan))
+
+    try await host.startAdvertising(data: Self.beacon, intervalMilliseconds: 200, connectable: true)
+    let reports = try await host.startScanning()
+    try await host.setScanning(true, everyReport: true)
+    // A peer heard: its Device1 appears, then DeviceFound.
+    let peer = Array(repeating: UInt8(0x77), count: 24)
+    try await fake.monitorHears(address: "C0:00:00:00:00:02", manufacturerData: peer)
+    var iterator = reports.makeAsyncIterator()
+    let report = try #require(await iterator.next())
+    #expect(report.address == BluetoothAddress("C0:00:00:00:00:02"))
+    #expect(report.data == Beacon.header + peer)
+    // Heard again unchanged: bluetoothd signals nothing but DeviceFound,
+    // which reports the beacon again.
+    try await fake.monitorHears(address: "C0:00:00:00:00:02", manufacturerData: peer)
+    #expect(await iterator.next()?.data == Beacon.header + peer)
+    #expect(fake.count("StartDiscovery") == 0)
+    #expect(fake.count("SetDiscoveryFilter") == 0)
+    await host.close()
+    await fake.kill()
+  }
+
+  /// An unchanged beacon heard again through the monitor is reported at
+  /// most every `monitorRepeat`; a changed one at once.
+  @Test func aMonitorRepeatsAnUnchangedBeaconRarely() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    let host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    #expect(await fake.next("MonitorRead") != nil)
+    var iterator = try await host.startScanning().makeAsyncIterator()
+    let peer = Array(repeating: UInt8(0x77), count: 24)
+    try await fake.monitorHears(address: "C0:00:00:00:00:02", manufacturerData: peer)
+    #expect(await iterator.next()?.data == Beacon.header + peer)
+    try await fake.monitorHears(address: "C0:00:00:00:00:02", manufacturerData: peer)
+    let changed = Array(repeating: UInt8(0x78), count: 24)
+    try await fake.monitorHears(address: "C0:00:00:00:00:02", manufacturerData: changed)
+    // The repeat (within 5 s) was not reported: the next report is the change.
+    #expect(await iterator.next()?.data == Beacon.header + changed)
+    await host.close()
+    await fake.kill()
+  }
+
+  /// Without the monitor, or when it is refused, never activated or
+  /// released: discovery, as the schedule asks.
+  @Test func fallsBackToDiscoveryWhenTheMonitorIsNotThere() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    // Refused.
+    var fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    fake.failMember.value.withLock { $0["RegisterMonitor"] = "org.bluez.Error.Failed" }
+    var host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    #expect(await fake.next("RegisterMonitor") != nil)
+    _ = try await host.startScanning()
+    #expect(await fake.next("StartDiscovery") != nil)
+    #expect(fake.count("MonitorRead") == 0)
+    await host.close()
+    await fake.kill()
+
+    // Released by bluetoothd (the kernel dropped it): discovery resumes.
+    fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    var changes = host.changes().makeAsyncIterator()
+    #expect(await nextChange(&changes) == .passiveScan(BlueZHost.passiveScan))
+    _ = try await host.startScanning()
+    try await fake.callMonitors("Release")
+    #expect(await nextChange(&changes) == .passiveScan(nil))
+    #expect(await fake.next("StartDiscovery") != nil)
+    await host.close()
+    await fake.kill()
+
+    // Registered but never activated: discovery after `monitorActivation`.
+    fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    fake.activates.value.withLock { $0 = false }
+    host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    _ = try await host.startScanning()
+    #expect(await fake.next("MonitorRead") != nil)
+    #expect(fake.count("StartDiscovery") == 0)
+    #expect(await fake.next("StartDiscovery") != nil)
+    await host.close()
+    await fake.kill()
+  }
+
+  /// bluetoothd restarts: without experimental features (discovery), then
+  /// with them again (the monitor registered again, no discovery).
+  @Test func registersTheMonitorAgainAfterARestart() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    var fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    let host = try await BlueZHost.open(adapter: nil, bus: try bus.connect())
+    var changes = host.changes().makeAsyncIterator()
+    #expect(await nextChange(&changes) == .passiveScan(BlueZHost.passiveScan))
+    _ = try await host.startScanning()
+
+    await fake.kill()
+    #expect(await nextChange(&changes) == .passiveScan(nil))
+    fake = try await FakeBluetoothd(bus: bus)
+    #expect(await nextChange(&changes) == .adapterBack)
+    #expect(await fake.next("StartDiscovery") != nil)
+
+    await fake.kill()
+    fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    #expect(await nextChange(&changes) == .adapterBack)
+    #expect(await fake.next("MonitorRead") != nil)
+    #expect(await nextChange(&changes) == .passiveScan(BlueZHost.passiveScan))
+    try await host.setScanning(true, everyReport: true)
+    #expect(fake.count("StartDiscovery") == 0)
+    // Powered off and on (bluetoothd keeps the registration): still passive.
+    try await fake.setPowered(false)
+    try await fake.setPowered(true)
+    #expect(await nextChange(&changes) == .adapterBack)
+    try await host.setScanning(true, everyReport: true)
+    #expect(fake.count("StartDiscovery") == 0)
+    await host.close()
+    await fake.kill()
+  }
+
   @Test func waitsForAPoweredAdapterAndSurvivesARestart() async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }

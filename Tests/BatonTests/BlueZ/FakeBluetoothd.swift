@@ -9,9 +9,15 @@ import Synchronization
 @testable import BatonSystem
 
 /// A stand-in for bluetoothd on a private bus: owns org.bluez, serves an
-/// ObjectManager, one adapter (/org/bluez/hci0: Adapter1 and
-/// LEAdvertisingManager1) and devices the test adds. Every call it gets is
-/// logged for `next(_:)` (member and arguments).
+/// ObjectManager, one adapter (/org/bluez/hci0: Adapter1,
+/// LEAdvertisingManager1 and, with `monitors`, AdvertisementMonitorManager1
+/// as bluetoothd 5.66 has with experimental features) and devices the test
+/// adds. Every call it gets is logged for `next(_:)` (member and arguments).
+///
+/// A monitor registered with `RegisterMonitor(root)` is read as bluetoothd
+/// reads it (GetManagedObjects on the caller's root; logged as a call
+/// "MonitorRead" with its Type and Patterns), then activated (`Activate()`).
+/// Unlike bluetoothd, RegisterMonitor is answered before the read.
 final class FakeBluetoothd: Sendable {
   struct Call: Sendable {
     var member: String
@@ -23,6 +29,8 @@ final class FakeBluetoothd: Sendable {
 
   struct CallLog {
     var calls: [Call] = []
+    /// Calls of each member ever made.
+    var counts: [String: Int] = [:]
     var waiters: [(member: String, continuation: CheckedContinuation<Call?, Never>)] = []
     var ended = false
   }
@@ -36,8 +44,12 @@ final class FakeBluetoothd: Sendable {
   let failMember = Shared<[String: String]>([:])
   private let devices = Shared<[String: Shared<[UInt8]>]>([:])
   private let transports = Shared<[String: Shared<String>]>([:])
+  /// Monitors read from registered clients: (unique name, object path).
+  private let monitors = Shared<[(client: String, path: String)]>([])
+  /// Whether a monitor read is activated (bluetoothd: once the kernel took it).
+  let activates = Shared(true)
 
-  init(bus: PrivateBus) async throws {
+  init(bus: PrivateBus, monitors offersMonitors: Bool = false) async throws {
     connection = try bus.connect()
     try await connection.addObjectManager(at: "/")
     let log = self.log
@@ -54,6 +66,7 @@ final class FakeBluetoothd: Sendable {
         l.calls.append(call)
         return nil
       }
+      log.value.withLock { $0.counts[member, default: 0] += 1 }
       waiter?.resume(returning: call)
       if let name = failWith.value.withLock({ $0 }) ?? failMember.value.withLock({ $0[member] }) {
         return .failure(.remote(name: name, message: "refused by the fake"))
@@ -85,12 +98,108 @@ final class FakeBluetoothd: Sendable {
           .init("UnregisterAdvertisement", signature: "o"),
         ],
         property: { _ in .byte(0) }, method: answer))
+    if offersMonitors {
+      let connection = self.connection
+      let monitors = self.monitors
+      let activates = self.activates
+      try await connection.export(
+        DBusObject(
+          path: Self.adapterPath, interface: "org.bluez.AdvertisementMonitorManager1",
+          properties: [
+            .init("SupportedMonitorTypes", "as", emitsChange: false),
+            .init("SupportedFeatures", "as", emitsChange: false),
+          ],
+          methods: [
+            .init("RegisterMonitor", signature: "o"), .init("UnregisterMonitor", signature: "o"),
+          ],
+          property: { name in
+            switch name {
+            case "SupportedMonitorTypes": .array(elementSignature: "s", [.string("or_patterns")])
+            case "SupportedFeatures": .array(elementSignature: "s", [])
+            default: nil
+            }
+          },
+          methodFrom: { sender, member, args in
+            let result = answer(member, args)
+            guard case .success = result, let root = args.first?.string else { return result }
+            if member == "UnregisterMonitor" {
+              monitors.value.withLock { $0.removeAll { $0.client == sender } }
+              return result
+            }
+            Task {
+              await Self.read(
+                client: sender, root: root, on: connection, into: monitors, log: log,
+                activate: activates.value.withLock { $0 })
+            }
+            return result
+          }))
+    }
     // As bluetoothd: the name, then the adapter appears.
     try await connection.requestName("org.bluez")
     try await connection.emitInterfaces(
       added: true, path: Self.adapterPath,
-      interfaces: ["org.bluez.Adapter1", "org.bluez.LEAdvertisingManager1"])
+      interfaces: ["org.bluez.Adapter1", "org.bluez.LEAdvertisingManager1"]
+        + (offersMonitors ? ["org.bluez.AdvertisementMonitorManager1"] : []))
   }
+
+  /// What bluetoothd does with a RegisterMonitor: reads the client's
+  /// monitors through its ObjectManager, then activates each.
+  private static func read(
+    client: String, root: String, on connection: DBusConnection,
+    into monitors: Shared<[(client: String, path: String)]>, log: Shared<CallLog>, activate: Bool
+  ) async {
+    guard
+      let reply = try? await connection.call(
+        client, root, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+    else { return }
+    for (path, value) in reply.first?.stringDictionary ?? [:] where path.hasPrefix(root) {
+      guard
+        let monitor = value.stringDictionary?["org.bluez.AdvertisementMonitor1"]?
+          .stringDictionary
+      else { continue }
+      let call = Call(
+        member: "MonitorRead",
+        arguments: [
+          monitor["Type"]?.unwrapped ?? .string(""),
+          monitor["Patterns"]?.unwrapped ?? .array(elementSignature: "(yyay)", []),
+        ])
+      monitors.value.withLock { $0.append((client, path)) }
+      let waiter = log.value.withLock { l -> CheckedContinuation<Call?, Never>? in
+        l.counts["MonitorRead", default: 0] += 1
+        if let i = l.waiters.firstIndex(where: { $0.member == call.member }) {
+          return l.waiters.remove(at: i).continuation
+        }
+        l.calls.append(call)
+        return nil
+      }
+      waiter?.resume(returning: call)
+      if activate {
+        _ = try? await connection.call(client, path, "org.bluez.AdvertisementMonitor1", "Activate")
+      }
+    }
+  }
+
+  /// The monitors' clients hear `member` (bluetoothd's `[noreply]` calls:
+  /// Release, DeviceFound(o), DeviceLost(o)).
+  func callMonitors(_ member: String, _ arguments: [DBusValue] = []) async throws {
+    for (client, path) in monitors.value.withLock({ $0 }) {
+      _ = try await connection.call(
+        client, path, "org.bluez.AdvertisementMonitor1", member, arguments)
+    }
+  }
+
+  /// An advertisement of a device matched a monitor, delivered as bluetoothd
+  /// 5.66 does: the Device1 added, or its ManufacturerData changed only when
+  /// it differs, then `DeviceFound(o)` on every monitor.
+  func monitorHears(address: String, manufacturerData: [UInt8]) async throws {
+    let path = Self.adapterPath + "/dev_" + address.replacingOccurrences(of: ":", with: "_")
+    let same = devices.value.withLock { $0[path] }?.value.withLock { $0 == manufacturerData }
+    if same != true { try await advertise(address: address, manufacturerData: manufacturerData) }
+    try await callMonitors("DeviceFound", [.objectPath(path)])
+  }
+
+  /// How many calls of `member` the fake has had.
+  func count(_ member: String) -> Int { log.value.withLock { $0.counts[member] ?? 0 } }
 
   /// Powers the adapter on or off (PropertiesChanged, as bluetoothd does).
   func setPowered(_ on: Bool) async throws {
