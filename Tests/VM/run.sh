@@ -96,7 +96,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
@@ -292,6 +292,25 @@ scan_duty() {
   grep "^FACT" "$out" | sed 's/^/vm: agent-bluez-scan: /' >&2 || true
 }
 
+# monitor_passive: the host's half of agent-bluez-monitor. Its recording
+# (extracted by check_btsnoop) must show no mgmt discovery command and no
+# active scan on any adapter, only the kernel's passive scan, or FAIL; the
+# scan parameters as FACT lines.
+monitor_passive() {
+  local log="$work/agent-bluez-monitor.btsnoop" out="$work/monitor-passive.out"
+  if [ ! -s "$log" ]; then
+    echo "CASE monitor-passive FAIL (no recording from agent-bluez-monitor)" >>"$results"
+    return 0
+  fi
+  if python3 "$here/scan-timeline.py" --index 0 --burst 0 --no-discovery "$log" >"$out" 2>&1; then
+    echo "CASE monitor-passive PASS ($(sed -n 's/^RESULT //p' "$out"))" >>"$results"
+  else
+    echo "CASE monitor-passive FAIL ($(sed -n 's/^RESULT //p' "$out"))" >>"$results"
+    cat "$out" >&2
+  fi
+  grep "^FACT" "$out" | grep -i "scan\|discovery" | sed 's/^/vm: agent-bluez-monitor: /' >&2 || true
+}
+
 # start_radio N: radio.py with N controllers; sets RADIO_PORTS.
 start_radio() {
   local fifo="$work/radio.in" out="$work/radio.out"
@@ -375,16 +394,17 @@ for b in "${boots[@]}"; do
       [ -z "${VM_CASES:-}" ] && cases="$cases,bluez-btvirt"
       if [ -z "${VM_CASES:-}" ]; then
         if [ "$has_bluez" = 1 ]; then cases="$cases,$bluez_kernel_cases"
-        else not_run ${bluez_kernel_cases//,/ } scan-duty >>"$results"; fi
+        else not_run ${bluez_kernel_cases//,/ } scan-duty monitor-passive >>"$results"; fi
       fi
       # agent-bluez-scan idles for VM_SCAN_STEADY seconds after its set-up
       # and link (6 s on an idle machine; 180 s allowed for load): its own
-      # timeout, and a longer boot.
+      # timeout, and a longer boot (120 s more for agent-bluez-monitor).
       scan_steady=${VM_SCAN_STEADY:-130}
       CASE_TIMEOUT=120 CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-btvirt:240" \
-        BOOT_TIMEOUT=$((600 + scan_steady + 180)) BOOT_APPEND="VM_SCAN_STEADY=$scan_steady" \
+        BOOT_TIMEOUT=$((720 + scan_steady + 180)) BOOT_APPEND="VM_SCAN_STEADY=$scan_steady" \
         boot kernel "$cases"
       if [[ ,$cases, == *,agent-bluez-scan,* ]]; then scan_duty; fi
+      if [[ ,$cases, == *,agent-bluez-monitor,* ]]; then monitor_passive; fi
       ;;
     radio)
       # The bridge: the guest's hciN on the host's simulated radio, heard both ways.

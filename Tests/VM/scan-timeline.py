@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The host's half of the VM case agent-bluez-scan (Tests/VM/run.sh).
+"""The host's half of the VM cases agent-bluez-scan and agent-bluez-monitor
+(Tests/VM/run.sh).
 
 Reads the case's btmon recording (btsnoop), decodes it with `btmon -r`, and
 from one adapter's HCI commands and their Command Complete events builds:
@@ -22,9 +23,15 @@ Prints `FACT ...` lines (run.sh shows them as vm: lines), `TIMELINE ...`
 lines, and one `RESULT ...` line; exits 1 if the duty is above --max-duty
 (percent) or a scan in the steady period is longer than --max-scan seconds
 (or the recording cannot be read), else 0. Nothing about addresses is a
-condition (yet).
+condition (yet). With --no-discovery (agent-bluez-monitor: bluetoothd's
+advertisement monitor, whose scan is the kernel's passive one, on for as
+long as the monitor is) the duty and scan length are no condition; instead
+it exits 1 if any adapter's recording has a mgmt discovery command (Start
+Discovery, Start Service Discovery, ...) or an accepted LE Set (Extended)
+Scan Parameters asking for an active scan.
 
     scan-timeline.py [--index 0] [--burst 10] [--max-duty 5] [--max-scan 3] FILE
+    scan-timeline.py --no-discovery [--index 0] [--burst 0] FILE
     scan-timeline.py --strip-data IN OUT   (only writes IN without ACL/SCO/ISO data)
 
 The ACL data is always left out before decoding: it says nothing about
@@ -136,6 +143,7 @@ def address(value):
 
 
 SCAN_ENABLE = {"0x08|0x000c": "Scanning", "0x08|0x0042": "Extended scan"}
+SCAN_PARAMETERS = {"0x08|0x000b", "0x08|0x0041"}
 LE_SET_RANDOM_ADDRESS = "0x08|0x0005"
 LE_SET_ADV_PARAMS = "0x08|0x0006"
 LE_SET_ADV_ENABLE = "0x08|0x000a"
@@ -159,6 +167,8 @@ class Adapter:
         self.adv_enables = []       # (time, handle, type text, connectable, address kind, address)
         self.random_addresses = []  # (time, command, handle, address)
         self.discovery = collections.Counter()  # mgmt discovery commands (bluetoothd's)
+        self.scan_parameters = collections.Counter()  # "type, interval, window" accepted
+        self.active_scans = 0       # accepted scan parameters of type active
 
     def accepted(self, time, opcode, name, body):
         """The command OPCODE with BODY completed with status 0 at TIME."""
@@ -170,6 +180,16 @@ class Adapter:
                 self.scans.append([time, None])
             elif not on and scanning:
                 self.scans[-1][1] = time
+        elif opcode in SCAN_PARAMETERS:
+            # Legacy: Type/Interval/Window; extended: the same per PHY entry.
+            kinds = [line for line in body if line.startswith("Type: ")]
+            intervals = [line[10:] for line in body if line.startswith("Interval: ")]
+            windows = [line[8:] for line in body if line.startswith("Window: ")]
+            for kind, interval, window in zip(kinds, intervals, windows):
+                self.scan_parameters[f"{kind[6:].rsplit(' (', 1)[0]}, interval"
+                                     f" {interval.split(' (')[0]}, window {window.split(' (')[0]}"] += 1
+                if raw(kind) == 1:
+                    self.active_scans += 1
         elif opcode == LE_SET_RANDOM_ADDRESS:
             self.random = address(field(body, "Address"))
             self.random_addresses.append((time, "LE Set Random Address", None, self.random))
@@ -267,6 +287,10 @@ def main():
     ap.add_argument("--burst", type=float, default=10, help="seconds after link-up not measured")
     ap.add_argument("--max-duty", type=float, default=5, help="percent")
     ap.add_argument("--max-scan", type=float, default=3, help="seconds")
+    ap.add_argument("--no-discovery", action="store_true",
+                    help="fail on any mgmt discovery command or active scan in the recording"
+                         " (bluetoothd's advertisement monitor); duty and scan length are no"
+                         " condition then")
     ap.add_argument("--closed", action="store_true",
                     help="fail if the checked adapter advertised connectably on its public"
                          " address during the steady period (PROTOCOL.md 3.3: a closed"
@@ -305,15 +329,18 @@ def main():
         if a.discovery:
             print(f"FACT {hci}: mgmt discovery commands in the whole recording: "
                   + ", ".join(f"{n} {name}" for name, n in sorted(a.discovery.items())))
+        if a.scan_parameters:
+            print(f"FACT {hci}: scan parameters accepted in the whole recording: "
+                  + "; ".join(f"{n} x {p}" for p, n in a.scan_parameters.most_common()))
         for time, name, status in a.failed:
             print(f"FACT {hci}: {name} failed with status 0x{status:02x} at {time - link_up:+.2f} s")
         if index == args.index:
             figures = (f"hci{index} over {end - start:.0f} s: duty {100 * duty:.2f} %,"
                        f" longest scan {longest:.2f} s, {count} scan{'' if count == 1 else 's'}")
-            if duty * 100 > args.max_duty:
+            if duty * 100 > args.max_duty and not args.no_discovery:
                 ok = False
                 figures += f"; duty above {args.max_duty:g} %"
-            if longest > args.max_scan:
+            if longest > args.max_scan and not args.no_discovery:
                 ok = False
                 figures += f"; a scan longer than {args.max_scan:g} s"
             # The beacon: every advertising set enabled on this adapter.
@@ -356,6 +383,19 @@ def main():
     if args.index not in adapters:
         print(f"RESULT no hci{args.index} in the recording")
         return 1
+    if args.no_discovery:
+        discoveries = sum(sum(a.discovery.values()) for a in adapters.values())
+        actives = sum(a.active_scans for a in adapters.values())
+        passives = sum(n for a in adapters.values() for p, n in a.scan_parameters.items()
+                       if p.startswith("Passive"))
+        figures += (f"; every adapter: {discoveries} mgmt discovery commands, {actives} active"
+                    f" and {passives} passive scan parameter sets")
+        if discoveries or actives:
+            ok = False
+            figures += "; discovery ran"
+        if not passives:
+            ok = False
+            figures += "; no passive scan at all"
     print(f"RESULT {figures}")
     return 0 if ok else 1
 
