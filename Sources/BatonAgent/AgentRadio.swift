@@ -146,8 +146,11 @@ final class AgentRadio: Sendable {
     /// The adapter carries an audio stream (BlueZ's MediaTransport1).
     var audio = false
     /// How the host hears peers by itself (`RadioHostChange.passiveScan`),
-    /// if it does: then the schedule scans nothing.
+    /// if it does: then its scan stays on but for an audio stream.
     var passive: String?
+    /// The host changed how it scans: tell it the schedule's step, even if
+    /// the step did not change.
+    var scanToldStale = false
     /// The beacon goes out closed (not connectable) unless a window is open:
     /// the host's address is not private (PROTOCOL.md 3.3).
     var closedByDefault = false
@@ -221,7 +224,12 @@ final class AgentRadio: Sendable {
   var scanning: String? {
     state.withLock { s in
       guard s.host != nil else { return nil }
-      if s.scanActivity == .passive, let how = s.passive { return "passive (\(how))" }
+      if let how = s.passive {
+        if s.scanActivity == .passive { return "passive (\(how))" }
+        // An audio stream: the windows' rules turn the passive scan off and on.
+        return "passive (\(how)): \(s.scanActivity.rawValue)"
+          + (s.schedule.current.audio ? " (audio stream)" : "")
+      }
       let mode = s.schedule.mode
       if mode == .continuous { return mode.rawValue }
       return "\(mode.rawValue): \(s.scanActivity.rawValue)"
@@ -425,7 +433,10 @@ final class AgentRadio: Sendable {
           let every = step.activity.needsEveryReport
           let filterChanged = step.scanning && s.everyReport != every
           if step.scanning { s.everyReport = every }
-          return (step, step.scanning != (s.scanActivity != .off) || filterChanged)
+          defer { s.scanToldStale = false }
+          return (
+            step, step.scanning != (s.scanActivity != .off) || filterChanged || s.scanToldStale
+          )
         }
         if change {
           do {
@@ -471,7 +482,10 @@ final class AgentRadio: Sendable {
           state.withLock { $0.schedule.startBurst(now: .now) }
           await applySchedule()
         case .passive(let how):
-          state.withLock { $0.passive = how }
+          state.withLock {
+            $0.passive = how
+            $0.scanToldStale = true
+          }
           await applySchedule()
         case .report(let report):
           let address = report.address.description

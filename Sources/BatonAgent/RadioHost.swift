@@ -44,7 +44,9 @@ protocol RadioHost: AnyObject, Sendable {
   /// beacon tells of its changes); otherwise each advertiser may be
   /// reported once per scan (a search for new peers), so that a busy room
   /// costs the host little. A host that hears peers by itself
-  /// (`.passiveScan`) starts no scan of its own meanwhile.
+  /// (`.passiveScan`) starts no scan of its own meanwhile: this turns that
+  /// passive scan off and on instead (BlueZ: withdraws its advertisement
+  /// monitor and offers it again).
   func setScanning(_ on: Bool, everyReport: Bool) async throws
   /// What the scan schedule needs to know of the adapter, as it changes:
   /// whether it carries an audio stream (said at once, then at every

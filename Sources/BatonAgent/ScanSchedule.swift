@@ -14,15 +14,18 @@
 /// and one every `audioGap` otherwise. Every gap is jittered by ±`jitter`, so
 /// two agents that started together do not scan in step (or out of step)
 /// for ever. While the host hears peers by itself (a passive scan of the
-/// system's: bluetoothd's advertisement monitor), in either mode, the
-/// schedule runs nothing: every beacon reaches us anyway.
+/// system's: bluetoothd's advertisement monitor), in either mode, that scan
+/// simply stays on (`passive`): every beacon reaches us anyway, and no burst
+/// or window is needed; except while the adapter carries an audio stream,
+/// when in `windows` mode the windows' rules turn it off and on instead.
 struct ScanSchedule: Sendable {
   typealias Mode = ScanningMode
 
   /// What the schedule is doing, for `baton status`.
   enum Activity: String, Sendable, Equatable {
     case continuous, burst, window, peers, off
-    /// The host hears peers by itself (`RadioHostChange.passiveScan`).
+    /// The host hears peers by itself (`RadioHostChange.passiveScan`): its
+    /// passive scan stays on.
     case passive
 
     /// Whether every advertisement must be reported: a keyed peer without a
@@ -40,7 +43,8 @@ struct ScanSchedule: Sendable {
     var unlinkedPeer = false
     /// The adapter carries an active audio stream.
     var audio = false
-    /// The host hears peers' beacons by itself: no scanning of ours.
+    /// The host hears peers' beacons by itself: its scan stays on, with no
+    /// bursts or windows.
     var passive = false
   }
 
@@ -98,12 +102,13 @@ struct ScanSchedule: Sendable {
 
   /// Moves the schedule to `now` and says what to do.
   mutating func step(now: ContinuousClock.Instant) -> Step {
-    if situation.passive {
-      // Once the host no longer hears peers by itself, windows start afresh.
+    if situation.passive && (!situation.audio || mode == .continuous) {
+      // When audio starts, or the host no longer hears peers by itself,
+      // windows start afresh.
       burstUntil = nil
       windowUntil = nil
       nextWindow = nil
-      return Step(scanning: false, activity: .passive, wake: nil)
+      return Step(scanning: true, activity: .passive, wake: nil)
     }
     if mode == .continuous { return Step(scanning: true, activity: .continuous, wake: nil) }
     let gap = self.gap

@@ -92,4 +92,19 @@ final class AdvertisementMonitor: Sendable {
     try await bus.addObjectManager(at: Self.rootPath)
     try await bus.export(object)
   }
+
+  /// Takes the monitor off the bus (InterfacesRemoved, as bluetoothd
+  /// watches our ObjectManager): bluetoothd drops it, without a Release,
+  /// and has the kernel remove its pattern.
+  func withdraw(on bus: DBusConnection) async throws {
+    try await bus.emitInterfaces(added: false, path: Self.path, interfaces: [Self.interface])
+    await bus.unexport(object)
+  }
+
+  /// Puts it back (InterfacesAdded): bluetoothd reads it as a new monitor
+  /// of our registration, and activates it.
+  func offer(on bus: DBusConnection) async throws {
+    try await bus.export(object)
+    try await bus.emitInterfaces(added: true, path: Self.path, interfaces: [Self.interface])
+  }
 }

@@ -232,11 +232,17 @@ extension BlueZHost {
   }
 
   /// Starts or stops our discovery session for the agent's scan schedule
-  /// (baton(1), Scanning); the scan stream stays open either way.
-  /// `everyReport` is not ours to choose here: our filter keeps
-  /// DuplicateData on (`setDiscoveryFilter`), and the kernel's discovery
-  /// has the controller's duplicate filter on anyway.
+  /// (baton(1), Scanning), or while our advertisement monitor serves, puts
+  /// it on the bus or takes it off (`setMonitorPaused`); the scan stream
+  /// stays open either way. `everyReport` is not ours to choose here: our
+  /// filter keeps DuplicateData on (`setDiscoveryFilter`), and the kernel's
+  /// discovery has the controller's duplicate filter on anyway.
   func setScanning(_ on: Bool, everyReport: Bool) async throws {
+    if state.withLock({ $0.monitor == .active || $0.monitor == .pending }) {
+      state.withLock { $0.wantScanning = on }
+      try await setMonitorPaused(!on)
+      return
+    }
     if on {
       state.withLock { $0.wantScanning = true }
       try await startDiscovery(quietly: true)

@@ -54,6 +54,9 @@ extension BlueZHost {
     case .register(let again):
       let attempt = state.withLock { $0.monitorAttempt }
       let root = DBusValue.objectPath(AdvertisementMonitor.rootPath)
+      // bluetoothd reads the monitor at registration; if it is paused, it
+      // is taken off again once activated.
+      await offerMonitor()
       if again {
         _ = try? await bus.call(
           Self.service, path, AdvertisementMonitor.managerInterface, "UnregisterMonitor", [root],
@@ -100,11 +103,12 @@ extension BlueZHost {
   func monitorEvent(_ event: AdvertisementMonitor.Event) {
     switch event {
     case .activated:
-      let (changed, stream, path) = state.withLock { s in
+      let (changed, stream, path, paused) = state.withLock { s in
         let changed = s.monitor != .active && s.up
         if changed { s.monitor = .active }
-        return (changed, s.changes, s.adapterPath ?? "")
+        return (changed, s.changes, s.adapterPath ?? "", s.monitorPaused)
       }
+      if paused { Task { [weak self] in try? await self?.setMonitorPaused(true) } }
       guard changed else { return }
       let name = path.split(separator: "/").last.map(String.init) ?? path
       say(
@@ -157,6 +161,43 @@ extension BlueZHost {
       return (s.monitor, s.changes)
     }
     if was == .active { stream?.yield(.passiveScan(nil)) }
+  }
+
+  /// Takes the monitor off the bus (`paused`) or puts it back, for the
+  /// agent's scan schedule: while an audio stream plays with a link up, not
+  /// even the kernel's passive scan runs for us (baton(1), Scanning).
+  func setMonitorPaused(_ paused: Bool) async throws {
+    try await monitorGate.acquire()
+    defer { monitorGate.release() }
+    let change = state.withLock { s -> Bool in
+      s.monitorPaused = paused
+      guard s.monitorOffered == paused, !s.finished else { return false }
+      s.monitorOffered = !paused
+      return true
+    }
+    guard change else { return }
+    if paused {
+      try await monitor.withdraw(on: bus)
+      log.debug("advertisement monitor withdrawn (no scanning while an audio stream plays)")
+    } else {
+      try await monitor.offer(on: bus)
+      log.debug("advertisement monitor offered again")
+    }
+  }
+
+  /// Puts the monitor on the bus if it is not (for a registration).
+  private func offerMonitor() async {
+    do {
+      try await monitorGate.acquire()
+      defer { monitorGate.release() }
+      let offer = state.withLock { s -> Bool in
+        defer { s.monitorOffered = true }
+        return !s.monitorOffered
+      }
+      if offer { try await monitor.offer(on: bus) }
+    } catch {
+      log.error("cannot offer the advertisement monitor: \(error)")
+    }
   }
 
   /// Logs `text` unless it was the last thing said about the monitor.

@@ -75,6 +75,12 @@ public final class BlueZHost: RadioHost {
     /// Counts registrations (and losses): a late answer or timer for an
     /// older one no longer holds.
     var monitorAttempt = 0
+    /// The agent asked for no scan while the monitor serves (an audio
+    /// stream with a link up): the monitor is kept off the bus, except while
+    /// a registration needs bluetoothd to read it.
+    var monitorPaused = false
+    /// Whether the monitor object is on the bus.
+    var monitorOffered = true
     /// What was last said about the monitor, so a bring-up says it once.
     var monitorSaid: String?
     /// Connections being made (`openChannel`); our discovery is paused
@@ -102,6 +108,8 @@ public final class BlueZHost: RadioHost {
   let advertised = AdvertisedBeacon()
   let advertisement: DBusObject
   let monitor = AdvertisementMonitor()
+  /// One change of the monitor's presence on the bus at a time.
+  let monitorGate = AsyncGate(count: 1)
   /// How `baton status` names the passive scan.
   static let passiveScan = "bluetoothd advertisement monitor"
   /// How long bluetoothd has to activate a registered monitor before we

@@ -48,18 +48,18 @@ import Testing
   }
 
   /// A host that hears peers by itself (bluetoothd's advertisement
-  /// monitor): no burst, window or continuous scan of ours, in either mode;
+  /// monitor): its scan stays on, with no burst or window, in either mode;
   /// when it stops, windows resume after a gap.
   @Test(arguments: [ScanningMode.windows, .continuous])
-  func aHostThatScansPassivelyGetsNoScans(mode: ScanningMode) {
+  func aHostThatScansPassivelyNeedsNoBurstsOrWindows(mode: ScanningMode) {
     var schedule = ScanSchedule(mode: mode, seed: 7)
     schedule.startBurst(now: start)
     schedule.update(.init(linksUp: 0, unlinkedPeer: true, audio: false, passive: true))
-    #expect(schedule.step(now: start) == .init(scanning: false, activity: .passive, wake: nil))
+    #expect(schedule.step(now: start) == .init(scanning: true, activity: .passive, wake: nil))
     var passive = schedule
     passive.startBurst(now: start + .seconds(1))
     let run = simulate(&passive, from: start + .seconds(1), for: .seconds(600))
-    #expect(run.scans == 0 && run.scanning == .zero)
+    #expect(run.scans == 1 && run.scanning == .seconds(600))
     schedule.update(.init(linksUp: 0, unlinkedPeer: false, audio: false, passive: false))
     let after = schedule.step(now: start + .seconds(2))
     if mode == .continuous {
@@ -69,6 +69,26 @@ import Testing
       let wake = try! #require(after.wake)
       #expect(wake - (start + .seconds(2)) >= ScanSchedule.searchingGap * 0.8)
     }
+  }
+
+  /// An audio stream while the host scans passively: in `windows` mode the
+  /// windows' rules turn that scan off (a link up) or to a rare window.
+  @Test func anAudioStreamPausesThePassiveScan() {
+    var schedule = ScanSchedule(mode: .windows, seed: 3)
+    schedule.update(.init(linksUp: 1, unlinkedPeer: false, audio: true, passive: true))
+    var linked = schedule
+    #expect(linked.step(now: start) == .init(scanning: false, activity: .off, wake: nil))
+    schedule.update(.init(linksUp: 0, unlinkedPeer: false, audio: true, passive: true))
+    let alone = schedule.step(now: start)
+    #expect(!alone.scanning && alone.activity == .off)
+    let wake = try! #require(alone.wake)
+    #expect(wake - start >= ScanSchedule.audioGap * 0.8)
+    // The stream ends: passive again at once.
+    schedule.update(.init(linksUp: 0, unlinkedPeer: false, audio: false, passive: true))
+    #expect(schedule.step(now: start + .seconds(1)).activity == .passive)
+    var continuous = ScanSchedule(mode: .continuous, seed: 3)
+    continuous.update(.init(linksUp: 1, unlinkedPeer: false, audio: true, passive: true))
+    #expect(continuous.step(now: start).activity == .passive)
   }
 
   @Test func aBurstScansThenWindowsFollow() {

@@ -232,6 +232,35 @@ struct BlueZHostTests {
     await fake.kill()
   }
 
+  /// While an audio stream plays with a link up the schedule turns even the
+  /// passive scan off: the monitor leaves the bus (bluetoothd drops it) and
+  /// comes back; paused across a bluetoothd restart, it is offered for the
+  /// registration and taken off again once activated. No discovery.
+  @Test func theMonitorLeavesTheBusWhileTheScheduleSaysOff() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    var fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    let host = try await BlueZHost.open(adapter: nil, bus: try bus.connect())
+    var changes = host.changes().makeAsyncIterator()
+    #expect(await nextChange(&changes) == .passiveScan(BlueZHost.passiveScan))
+    _ = try await host.startScanning()
+    try await host.setScanning(false, everyReport: false)
+    #expect(await fake.next("MonitorRemoved") != nil)
+    try await host.setScanning(true, everyReport: false)
+    #expect(await fake.next("MonitorRead") != nil)
+    try await host.setScanning(false, everyReport: false)
+    #expect(await fake.next("MonitorRemoved") != nil)
+
+    await fake.kill()
+    #expect(await nextChange(&changes) == .passiveScan(nil))
+    fake = try await FakeBluetoothd(bus: bus, monitors: true)
+    #expect(await fake.next("MonitorRead") != nil)
+    #expect(await fake.next("MonitorRemoved") != nil)
+    #expect(fake.count("StartDiscovery") == 0)
+    await host.close()
+    await fake.kill()
+  }
+
   @Test func waitsForAPoweredAdapterAndSurvivesARestart() async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }

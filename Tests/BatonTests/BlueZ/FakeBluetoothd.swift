@@ -143,29 +143,18 @@ final class FakeBluetoothd: Sendable {
   }
 
   /// What bluetoothd does with a RegisterMonitor: reads the client's
-  /// monitors through its ObjectManager, then activates each.
+  /// monitors through its ObjectManager, activates each, and follows the
+  /// ObjectManager's InterfacesAdded and InterfacesRemoved (a monitor
+  /// added is read and activated; one removed is dropped, logged as a call
+  /// "MonitorRemoved").
   private static func read(
     client: String, root: String, on connection: DBusConnection,
     into monitors: Shared<[(client: String, path: String)]>, log: Shared<CallLog>, activate: Bool
   ) async {
-    guard
-      let reply = try? await connection.call(
-        client, root, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
-    else { return }
-    for (path, value) in reply.first?.stringDictionary ?? [:] where path.hasPrefix(root) {
-      guard
-        let monitor = value.stringDictionary?["org.bluez.AdvertisementMonitor1"]?
-          .stringDictionary
-      else { continue }
-      let call = Call(
-        member: "MonitorRead",
-        arguments: [
-          monitor["Type"]?.unwrapped ?? .string(""),
-          monitor["Patterns"]?.unwrapped ?? .array(elementSignature: "(yyay)", []),
-        ])
-      monitors.value.withLock { $0.append((client, path)) }
+    let interface = "org.bluez.AdvertisementMonitor1"
+    @Sendable func logged(_ call: Call) {
       let waiter = log.value.withLock { l -> CheckedContinuation<Call?, Never>? in
-        l.counts["MonitorRead", default: 0] += 1
+        l.counts[call.member, default: 0] += 1
         if let i = l.waiters.firstIndex(where: { $0.member == call.member }) {
           return l.waiters.remove(at: i).continuation
         }
@@ -173,9 +162,42 @@ final class FakeBluetoothd: Sendable {
         return nil
       }
       waiter?.resume(returning: call)
-      if activate {
-        _ = try? await connection.call(client, path, "org.bluez.AdvertisementMonitor1", "Activate")
+    }
+    @Sendable func accept(_ path: String, _ monitor: [String: DBusValue]) async {
+      monitors.value.withLock { $0.append((client, path)) }
+      logged(
+        Call(
+          member: "MonitorRead",
+          arguments: [
+            monitor["Type"]?.unwrapped ?? .string(""),
+            monitor["Patterns"]?.unwrapped ?? .array(elementSignature: "(yyay)", []),
+          ]))
+      if activate { _ = try? await connection.call(client, path, interface, "Activate") }
+    }
+    _ = try? await connection.subscribe(
+      sender: client, path: root, interface: "org.freedesktop.DBus.ObjectManager", member: nil
+    ) { signal in
+      guard let path = signal.arguments.first?.string, path.hasPrefix(root) else { return }
+      if signal.member == "InterfacesAdded",
+        let monitor = signal.arguments.dropFirst().first?.stringDictionary?[interface]?
+          .stringDictionary
+      {
+        Task { await accept(path, monitor) }
+      } else if signal.member == "InterfacesRemoved",
+        signal.arguments.dropFirst().first?.elements?.compactMap(\.string).contains(interface)
+          == true
+      {
+        monitors.value.withLock { $0.removeAll { $0.client == client && $0.path == path } }
+        logged(Call(member: "MonitorRemoved", arguments: [.objectPath(path)]))
       }
+    }
+    guard
+      let reply = try? await connection.call(
+        client, root, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+    else { return }
+    for (path, value) in reply.first?.stringDictionary ?? [:] where path.hasPrefix(root) {
+      guard let monitor = value.stringDictionary?[interface]?.stringDictionary else { continue }
+      await accept(path, monitor)
     }
   }
 
