@@ -58,9 +58,11 @@ extension BlueZHost {
       // is taken off again once activated.
       await offerMonitor()
       if again {
+        state.withLock { $0.monitorUnregistering = true }
         _ = try? await bus.call(
           Self.service, path, AdvertisementMonitor.managerInterface, "UnregisterMonitor", [root],
           timeout: .seconds(5))
+        state.withLock { $0.monitorUnregistering = false }
       }
       do {
         _ = try await bus.call(
@@ -119,7 +121,7 @@ extension BlueZHost {
       Task { [weak self] in try? await self?.stopDiscoveryForMonitor() }
     case .released:
       let (was, stream, path) = state.withLock { s in
-        let was = s.monitor
+        let was = s.monitorUnregistering ? MonitorState.none : s.monitor
         if was == .active || was == .pending { s.monitor = .released }
         return (was, s.changes, s.adapterPath ?? "")
       }

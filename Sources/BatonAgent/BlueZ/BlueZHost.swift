@@ -81,6 +81,9 @@ public final class BlueZHost: RadioHost {
     var monitorPaused = false
     /// Whether the monitor object is on the bus.
     var monitorOffered = true
+    /// Our UnregisterMonitor is under way: the Release that bluetoothd
+    /// sends before it answers is ours, not a loss.
+    var monitorUnregistering = false
     /// What was last said about the monitor, so a bring-up says it once.
     var monitorSaid: String?
     /// Connections being made (`openChannel`); our discovery is paused
