@@ -15,7 +15,6 @@ struct HCIControllerTests {
     defer { controller.close() }
     fake.neverAnswer(0x2025)  // LE Read Local P-256 Public Key: bumble never answers
     fake.neverAnswer(0x200E)
-    let start = ContinuousClock.now
     do {
       try await controller.send(.leCreateConnectionCancel)
       Issue.record("an unanswered command must time out")
@@ -27,7 +26,6 @@ struct HCIControllerTests {
       #expect(name == "LE Create Connection Cancel")
       #expect(error.description.contains("no answer"))
     }
-    #expect(ContinuousClock.now - start < .seconds(10))  // it ends; no timing target here
     #expect(try await controller.send(.reset) == [])
   }
 
