@@ -215,11 +215,9 @@ struct BLEHostTests {
   @Test func connectTimesOutByOurOwnClock() async throws {
     try await Self.withHosts(1) { hosts, _ in
       let nobody = BluetoothAddress.randomStatic()
-      let start = ContinuousClock.now
       await #expect(throws: HCIError.self) {
         _ = try await hosts[0].connect(to: nobody, timeout: .milliseconds(500))
       }
-      #expect(ContinuousClock.now - start < .seconds(10))  // it ends; no timing target here
     }
   }
 
