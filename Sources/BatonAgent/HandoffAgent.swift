@@ -212,6 +212,8 @@ public final class HandoffAgent: AgentCore {
               await engine.localRemove(relativePath: relativePath, activityType: activityType)
             case .renamed(let from, let save):
               await engine.localRename(from: from, to: save, activityType: activityType)
+            case .folderWithdrawn:
+              await engine.localWithdrawAll(activityType: activityType)
             }
             radio.beaconChanged()
           }

@@ -287,6 +287,38 @@ public actor HandoffEngine {
     markDeleted(activityType, relativePath)
   }
 
+  /// The folder of `activityType` itself was deleted, moved away, replaced or
+  /// unmounted (the watcher's `.folderWithdrawn`): every note of it whose
+  /// file is not there now is withdrawn, never tombstoned (PROTOCOL.md
+  /// section 7.2), whatever folder is there by the time this runs. The
+  /// notes of the folder in its place come as saves: the same bytes under
+  /// a withdrawn name are the same version again; other bytes a new one.
+  public func localWithdrawAll(activityType type: String) {
+    ensureScanned()
+    guard let folder = folders[type] else { return }
+    var withdrawn = 0
+    batched {
+      for (key, note) in index
+      where note.entry.activityType == type && !note.deleted
+        && folder.modificationTime(note.entry.path) == nil
+      {
+        var gone = note
+        gone.deleted = true
+        index[key] = gone
+        persistSave(gone)
+        wakeLinks(key)
+        withdrawn += 1
+      }
+    }
+    guard withdrawn > 0 else { return }
+    localRevision &+= 1
+    logger.notice(
+      "\(type): \(folder.root) was moved away, deleted or replaced; \(withdrawn) notes withdrawn"
+        + " here, not deleted: the peers keep them and no peer trashes them, a note edited on a"
+        + " peer comes back here with its edit, and a note put back in the folder with the same"
+        + " bytes is offered again as the same version")
+  }
+
   /// A note renamed or moved within its folder (the watcher's rename): the
   /// new name saved and the old one deleted in one step, so that a link
   /// pushes the two together as a rename (PROTOCOL.md section 7.3).

@@ -15,6 +15,10 @@ public enum NotesEvent: Sendable, Equatable {
   /// or of a folder holding it): the old name is gone, the save is the new
   /// name's content.
   case renamed(from: String, to: NoteSave)
+  /// The notes folder itself was deleted, moved away, replaced or unmounted:
+  /// every note it held is withdrawn, not deleted (the index forgot them).
+  /// The notes of the folder found in its place, if any, follow as saves.
+  case folderWithdrawn
 }
 
 /// A folder of markdown notes: its index, a recursive inotify watch turning

@@ -23,7 +23,11 @@ import Synchronization
 /// emacs) is not mistaken for a deletion. Renames: an `IN_MOVED_FROM` and
 /// an `IN_MOVED_TO` with the same cookie (one rename(2) of a note, or of a
 /// folder holding notes) whose old name is gone when the new one is read are
-/// reported as one `.renamed`. `IN_Q_OVERFLOW`: a full rescan.
+/// reported as one `.renamed`. `IN_Q_OVERFLOW`: a full rescan. The notes
+/// folder itself moved away, deleted or unmounted (`IN_MOVE_SELF`,
+/// `IN_DELETE_SELF`, `IN_UNMOUNT`, `IN_IGNORED` on its watch): one
+/// `.folderWithdrawn`, never removals, then saves for the notes of the
+/// folder found in its place.
 ///
 /// Limits: a change made without closing a write descriptor (truncate(2) by
 /// path, writes through mmap) or a hard link made with link(2) is seen at
@@ -174,16 +178,22 @@ final class NotesWatcher: @unchecked Sendable {
       return
     }
     guard let directory = directories[event.watch] else { return }
+    if event.name.isEmpty, directory.isEmpty,
+      !event.mask.isDisjoint(with: [.deleteSelf, .moveSelf, .unmount, .ignored])
+    {
+      // The notes folder itself: moved away, deleted, its file system
+      // unmounted, or its watch dropped by the kernel for any other reason.
+      let how =
+        event.mask.contains(.moveSelf)
+        ? "moved away" : event.mask.contains(.deleteSelf) ? "deleted" : "unmounted or lost"
+      rootLost(how)
+      return
+    }
     if event.mask.contains(.ignored) {
       directories[event.watch] = nil
       return
     }
-    if event.name.isEmpty {
-      if directory.isEmpty && !event.mask.isDisjoint(with: [.deleteSelf, .moveSelf]) {
-        rootLost(moved: event.mask.contains(.moveSelf))
-      }
-      return
-    }
+    if event.name.isEmpty { return }
     let path = NoteFile.child(directory, event.name)
     tuning.observer?(path, event.mask)
     if event.mask.contains(.isDirectory) {
@@ -297,16 +307,25 @@ final class NotesWatcher: @unchecked Sendable {
     return "/" + parent
   }
 
-  /// The notes folder was deleted or moved away: its notes count as removed,
-  /// and the folder that held it is watched until it is back.
-  private func rootLost(moved: Bool) {
+  /// The notes folder was deleted, moved away or unmounted (whatever comes
+  /// in its place, and however soon): its notes are withdrawn, never
+  /// removed. The index forgets them and one `.folderWithdrawn` is
+  /// reported; removals and saves still pending for them are dropped (they
+  /// were of the old folder). The folder that held it is watched until a
+  /// folder is there again, whose notes are then reported as saves.
+  private func rootLost(_ how: String) {
     guard parentWatch == nil else { return }
-    log.error(
-      "the notes folder \(index.root) was \(moved ? "moved away" : "deleted"); "
-        + "its notes stay with the peers, and baton resumes when the folder is back")
     unwatchTree("")
-    let due = NotesWatcher.now() + tuning.removalDelayNanoseconds
-    for note in index.paths(under: "") { pendingRemovals[note] = due }
+    pendingSaves.removeAll()
+    pendingRemovals.removeAll()
+    heldEmpty.removeAll()
+    movedAway.removeAll()
+    renames.removeAll()
+    let withdrawn = index.dropAll(except: [])
+    log.error(
+      "the notes folder \(index.root) was \(how); its \(withdrawn.count) notes are withdrawn"
+        + " here, not deleted: the peers keep them, and baton resumes when a folder is there again")
+    continuation?.yield(.folderWithdrawn)
     do {
       parentWatch = try inotify.addWatch(
         parentPath, mask: [.create, .movedTo, .onlyDirectory, .dontFollow])
@@ -334,11 +353,14 @@ final class NotesWatcher: @unchecked Sendable {
     }
   }
 
-  /// The notes folder exists again: watch it, and report every note in it.
+  /// The notes folder exists again (the same one, or another in its place):
+  /// watch it, and report every note in it as a save.
   private func rootReturned() {
     if let parentWatch { inotify.removeWatch(parentWatch) }
     parentWatch = nil
-    log.notice("the notes folder \(index.root) is back; watching it again")
+    log.notice(
+      "the notes folder \(index.root) is there again; watching it, and its notes are offered as"
+        + " they are")
     do {
       try watchTree("", report: true)
     } catch {

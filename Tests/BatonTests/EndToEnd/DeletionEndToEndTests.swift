@@ -107,4 +107,67 @@ import Testing
           && trashed(c, "y.md") != nil
       }, "\(group.logs)")
   }
+
+  /// Issue 30: `mv notes notes-old && mkdir notes` (here rename(2) then
+  /// mkdir(2) with no gap, or with the new folder made only once the
+  /// withdrawal is logged) deletes nothing anywhere: every peer keeps every
+  /// note, no trash is made, and a note saved in the new folder travels.
+  @Test(arguments: [false, true])
+  func aReplacedFolderIsWithdrawnAndEveryPeerKeepsEveryNote(gap: Bool) async throws {
+    let group = try AgentGroup(count: 3)
+    let (a, b, c) = (group.agents[0], group.agents[1], group.agents[2])
+    try group.startAll()
+    let notes = [
+      "one.md": "One\n", "two.md": "Two\n", "sub/three.md": "Three\nin sub\n",
+      "sub/deeper/four.md": "Four\ndeeper\n",
+    ]
+    for (path, text) in notes { try a.save(path, text) }
+    let everywhere = {
+      notes.allSatisfy { note in [b, c].allSatisfy { $0.read(note.key) == Array(note.value.utf8) } }
+    }
+    #expect(await eventually(60, "every note in B and C") { everywhere() }, "\(group.logs)")
+
+    let old = a.notes.path + "-old"
+    #expect(rename(a.notes.path, old) == 0)
+    if gap {
+      #expect(
+        await eventually(30, "A's withdrawal") { a.log.contains("4 notes withdrawn here") },
+        "\(group.logs)")
+    }
+    #expect(mkdir(a.notes.path, 0o755) == 0)
+    #expect(
+      await eventually(30, "A watching the new folder") {
+        a.log.contains("4 notes withdrawn here") && a.log.contains("is there again")
+      }, "\(group.logs)")
+    // Notes saved in the new folder travel, and one deleted there is
+    // deleted everywhere: its removal is confirmed after the removal delay
+    // of anything the replacement left pending, so once it is in the
+    // peers' trash, every deletion A would make of the old notes is too.
+    try a.save("new.md", "New\nin the new folder\n")
+    try a.save("tmp.md", "Tmp\nto delete\n")
+    #expect(
+      await eventually(60, "the new notes in B and C") {
+        [b, c].allSatisfy { $0.read("new.md") != nil && $0.read("tmp.md") != nil }
+      }, "\(group.logs)")
+    #expect(unlink(a.notes.appendingPathComponent("tmp.md").path) == 0)
+    #expect(
+      await eventually(60, "tmp.md in the trash of B and C") {
+        [b, c].allSatisfy { trashed($0, "tmp.md") == Array("Tmp\nto delete\n".utf8) }
+      }, "\(group.logs)")
+    #expect(everywhere(), "\(group.logs)")
+    for peer in [b, c] {
+      #expect(peer.files().filter { $0.hasPrefix(".baton-trash/") }.count == 1, "\(group.logs)")
+      #expect(counter(peer, "trashed") == 1, "\(group.logs)")
+    }
+    // The withdrawn notes stay with the peers; A's new folder holds only its new note.
+    #expect(a.files() == ["new.md"], "\(group.logs)")
+    // A withdrawn note edited on a peer comes back to A with the edit.
+    try b.save("one.md", "One\nedited on B\n")
+    #expect(
+      await eventually(60, "B's edit of one.md in A") {
+        a.read("one.md") == Array("One\nedited on B\n".utf8)
+      }, "\(group.logs)")
+    #expect(a.files() == ["new.md", "one.md"], "\(group.logs)")
+    #expect(!a.log.contains("one.md was deleted here"), "\(group.logs)")
+  }
 }

@@ -161,9 +161,9 @@ import Testing
     #expect(events == [.saved(NoteSave(relativePath: "e.md", bytes: []))])
   }
 
-  /// Issue 16, item 4: the notes folder deleted (or moved away) and made
-  /// again while the agent runs: its notes are reported removed, and notes
-  /// saved in the new folder are reported again.
+  /// Issue 16, item 4, and issue 30: the notes folder deleted (or moved
+  /// away) and made again while the agent runs: its notes are withdrawn,
+  /// never reported removed, and notes saved in the new folder are reported.
   @Test(arguments: [false, true])
   func theFolderDeletedAndMadeAgainIsWatchedAgain(movedAway: Bool) async throws {
     let fixture = try NotesFixture { dir in
@@ -178,8 +178,7 @@ import Testing
     } else {
       try fm.removeItem(atPath: fixture.root)
     }
-    await fixture.recorder.wait { _ in fixture.recorder.removals.contains("old.md") }
-    #expect(fixture.recorder.removals == ["old.md"])
+    await fixture.recorder.wait { $0.contains(.folderWithdrawn) }
     // A note saved in the moved-away folder is not the notes folder's any more.
     if movedAway { try Data("# stray\n".utf8).write(to: URL(fileURLWithPath: aside + "/stray.md")) }
     try fm.createDirectory(atPath: fixture.root, withIntermediateDirectories: false)
@@ -194,6 +193,36 @@ import Testing
       fixture.recorder.saves.contains { $0.relativePath == "later.md" }
     }
     #expect(fixture.recorder.saves.map(\.relativePath) == ["new.md", "later.md"])
+    #expect(fixture.recorder.removals.isEmpty)
+  }
+
+  /// Issue 30: a folder replaced with no gap (renamed away and a new one
+  /// made at once, in the same batch of events) is one withdrawal, never
+  /// removals, and the new folder's notes are reported as they are: the
+  /// same name and bytes as before, too.
+  @Test func aFolderReplacedWithNoGapIsWithdrawnNotRemoved() async throws {
+    let fixture = try NotesFixture { dir in
+      try Data("# kept\n".utf8).write(to: dir.appendingPathComponent("kept.md"))
+      try FileManager.default.createDirectory(
+        at: dir.appendingPathComponent("sub"), withIntermediateDirectories: false)
+      try Data("# gone\n".utf8).write(to: dir.appendingPathComponent("sub/gone.md"))
+    }
+    defer { fixture.close() }
+    let fm = FileManager.default
+    let aside = fixture.root + ".old"
+    defer { try? fm.removeItem(atPath: aside) }
+    let fresh = fixture.root + ".new"
+    try fm.createDirectory(atPath: fresh, withIntermediateDirectories: false)
+    try Data("# kept\n".utf8).write(to: URL(fileURLWithPath: fresh + "/kept.md"))
+    #expect(rename(fixture.root, aside) == 0)
+    #expect(rename(fresh, fixture.root) == 0)
+    await fixture.recorder.wait { _ in
+      fixture.recorder.saves.contains { $0.relativePath == "kept.md" }
+    }
+    // Past the removal delay: a removal would have been reported by now.
+    let events = await fixture.recorder.settled(atLeast: 2, quiet: 0.6)
+    let kept = NoteSave(relativePath: "kept.md", bytes: Array("# kept\n".utf8))
+    #expect(events == [.folderWithdrawn, .saved(kept)])
   }
 
   @Test func movesRenamesAndDeletes() async throws {

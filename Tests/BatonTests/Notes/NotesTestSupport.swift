@@ -43,7 +43,7 @@ final class NotesEventRecorder: Sendable {
     events.compactMap {
       switch $0 {
       case .saved(let save), .renamed(_, let save): save
-      case .removed: nil
+      case .removed, .folderWithdrawn: nil
       }
     }
   }
@@ -52,7 +52,7 @@ final class NotesEventRecorder: Sendable {
     events.compactMap {
       switch $0 {
       case .removed(let path), .renamed(let path, _): path
-      case .saved: nil
+      case .saved, .folderWithdrawn: nil
       }
     }
   }
