@@ -21,6 +21,18 @@ public protocol AgentCore: Sendable {
   /// returns a message for the user. Throws an error whose description is
   /// shown to the user.
   func send(notePath: String) async throws -> String
+  /// `baton deletions`: does `action` with the deletions held for a person,
+  /// then returns a message (nil for `list`) and the deletions still held.
+  func deletions(_ action: DeletionAction) async throws -> (
+    message: String?, held: [HeldDeletionRecord]
+  )
+}
+
+extension AgentCore {
+  /// A core that holds no deletions.
+  public func deletions(_ action: DeletionAction) async throws -> (
+    message: String?, held: [HeldDeletionRecord]
+  ) { (nil, []) }
 }
 
 /// What `baton status` shows; also the JSON of `baton status --json`
@@ -144,6 +156,9 @@ public struct AgentStatus: Codable, Sendable, Equatable {
   public var counters: Counters
   /// Most recent last; a handful at most.
   public var lastFailures: [Failure]
+  /// How many deletions are held for a person (`baton deletions`); nil
+  /// for none.
+  public var heldDeletions: Int?
 
   public init(
     name: String, address: String? = nil, folders: [Folder] = [], peers: [Peer] = [],

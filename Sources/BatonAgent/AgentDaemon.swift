@@ -196,6 +196,13 @@ public final class AgentDaemon: Sendable {
         } catch {
           connection.reply(.failure("\(error)"))
         }
+      case .deletions:
+        do {
+          let (message, held) = try await core.deletions(request.action ?? .list)
+          connection.reply(ControlResponse(ok: true, message: message, deletions: held))
+        } catch {
+          connection.reply(.failure("\(error)"))
+        }
       }
     }
   }

@@ -104,6 +104,7 @@ public final class HandoffAgent: AgentCore {
         title: bytes.map { Note(bytes: Array($0)).title(fileName: current.path) } ?? current.path,
         path: current.path, version: current.version.description)
     }
+    status.heldDeletions = handoff.heldDeletions.isEmpty ? nil : handoff.heldDeletions.count
     status.peers = radio?.peersInRange() ?? []
     status.scanning = radio?.scanning
     return status
@@ -128,6 +129,25 @@ public final class HandoffAgent: AgentCore {
       return "\(relative) is now the current \(configuration.activityType) activity"
     }
     throw AgentError.outsideFolders(path: notePath, folders: folders.map(\.folder.root))
+  }
+
+  public func deletions(_ action: DeletionAction) async throws -> (
+    message: String?, held: [HeldDeletionRecord]
+  ) {
+    let (engine, radio) = state.withLock { ($0.engine, $0.radio) }
+    guard let engine else { throw AgentError.notRunning }
+    var message: String?
+    switch action {
+    case .list: break
+    case .apply: message = await engine.applyHeldDeletions()
+    case .reject: message = await engine.rejectHeldDeletions()
+    }
+    if action != .list { radio?.beaconChanged() }
+    let held = await engine.heldDeletions().map {
+      HeldDeletionRecord(
+        activityType: $0.activityType, path: $0.path, peer: $0.peer, since: $0.since)
+    }
+    return (message, held)
   }
 
   // MARK: One generation
@@ -162,9 +182,11 @@ public final class HandoffAgent: AgentCore {
         folder.takeFreshStamps(), activityType: folderConfiguration.activityType)
       folders.append((folderConfiguration, folder))
     }
-    let policy = HandoffPolicy(
+    var policy = HandoffPolicy(
       allowedPeers: configuration.allowedPeers.isEmpty ? nil : Set(configuration.allowedPeers),
       maxNoteSize: configuration.maxNoteSize)
+    policy.deletionLimits = DeletionLimits(
+      count: configuration.holdDeletions, sharePercent: configuration.holdDeletionsShare)
     let engine = HandoffEngine(
       key: key, deviceName: configuration.name, store: store,
       folders: folders.map {
@@ -208,8 +230,8 @@ public final class HandoffAgent: AgentCore {
             switch event {
             case .saved(let save):
               await engine.localSave(save, activityType: activityType)
-            case .removed(let relativePath):
-              await engine.localRemove(relativePath: relativePath, activityType: activityType)
+            case .removed(let relativePaths):
+              await engine.localRemove(relativePaths: relativePaths, activityType: activityType)
             case .renamed(let from, let save):
               await engine.localRename(from: from, to: save, activityType: activityType)
             case .folderWithdrawn:

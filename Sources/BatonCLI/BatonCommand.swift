@@ -18,7 +18,8 @@ public enum ExitStatus {
   public static let notRunning: Int32 = 3
 }
 
-/// The `baton` command line: `agent`, `check`, `keygen`, `status`, `send`.
+/// The `baton` command line: `agent`, `check`, `keygen`, `status`, `send`,
+/// `deletions`.
 /// `Sources/baton/main.swift` only calls `BatonCommand.main`.
 public enum BatonCommand {
   /// `baton --version`.
@@ -69,6 +70,7 @@ public enum BatonCommand {
     case "keygen": return keygen(rest)
     case "status": return ControlCommand.status(rest)
     case "send": return ControlCommand.send(rest)
+    case "deletions": return ControlCommand.deletions(rest)
     case "help":
       Console.out(Usage.topHelp)
       return ExitStatus.success

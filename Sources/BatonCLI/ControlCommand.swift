@@ -6,7 +6,8 @@ import FoundationEssentials
   import Glibc
 #endif
 
-/// `baton status` and `baton send`: clients of the agent's control socket.
+/// `baton status`, `baton send` and `baton deletions`: clients of the
+/// agent's control socket.
 enum ControlCommand {
   static let socketSpec = OptionSpec(long: "socket", takesArgument: true)
   static let helpSpec = OptionSpec(long: "help", short: "h")
@@ -65,6 +66,47 @@ enum ControlCommand {
     }
     guard let response = request(.send(file), path, exitStatus: &exit) else { return exit }
     Console.out((response.message ?? "sent \(file)") + "\n")
+    return ExitStatus.success
+  }
+
+  static func deletions(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [OptionSpec(long: "json"), socketSpec, helpSpec], command: "deletions",
+        usage: Usage.deletions, help: Usage.deletionsHelp, operands: 0...1, exitStatus: &exit)
+    else { return exit }
+    var action = DeletionAction.list
+    if let word = parsed.operands.first {
+      guard let given = DeletionAction(rawValue: word), given != .list else {
+        return BatonCommand.usageError(
+          "deletions: unknown action '\(word)'; expected apply or reject", Usage.deletions)
+      }
+      action = given
+    }
+    let path = AgentCommand.socketPath(parsed, BatonPaths())
+    guard let response = request(.deletions(action), path, exitStatus: &exit) else { return exit }
+    let held = response.deletions ?? []
+    if parsed.has("--json") {
+      Console.out(String(decoding: ControlCoding.encode(response), as: UTF8.self) + "\n")
+      return ExitStatus.success
+    }
+    var lines: [String] = []
+    if let message = response.message { lines.append(message) }
+    if held.isEmpty {
+      if action == .list { lines.append("no deletions held") }
+    } else {
+      let formatter = StatusFormatter(now: Date())
+      lines.append("\(held.count) deletions held:")
+      for d in held {
+        let side = d.peer.map { "deleted on \($0.escapedForDisplay)" } ?? "deleted here"
+        lines.append(
+          "  \(formatter.timestamp(d.since))  \(d.activityType.escapedForDisplay)"
+            + "  \(d.path.escapedForDisplay)  \(side)")
+      }
+      lines.append("'baton deletions apply' makes them, 'baton deletions reject' undoes them")
+    }
+    Console.out(lines.joined(separator: "\n") + "\n")
     return ExitStatus.success
   }
 
@@ -130,6 +172,11 @@ public struct StatusFormatter: Sendable {
       "activities: \(c.sent) sent, \(c.received) received, \(c.declined) declined, \(c.failed) failed"
         + " (\(c.conflicts) conflicts); \(c.sessions) sessions"
         + (c.trashed + c.renamed > 0 ? "; \(c.trashed) trashed, \(c.renamed) renamed" : ""))
+    if let held = status.heldDeletions, held > 0 {
+      lines.append(
+        "deletions held: \(held), not sent or applied; 'baton deletions' lists them, then"
+          + " 'apply' or 'reject'")
+    }
     if !status.lastFailures.isEmpty {
       lines.append("last failures:")
       for failure in status.lastFailures {

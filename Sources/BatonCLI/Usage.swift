@@ -10,12 +10,14 @@ enum Usage {
   static let keygen = "usage: baton keygen\n"
   static let status = "usage: baton status [--json] [--socket PATH]\n"
   static let send = "usage: baton send [--socket PATH] FILE\n"
+  static let deletions = "usage: baton deletions [--json] [--socket PATH] [apply | reject]\n"
   static let top = """
     usage: baton agent [options]     run the agent in the foreground
            baton check [options]     check the configuration and key file
            baton keygen              print a new group key
            baton status [--json]     show what the running agent is doing
            baton send FILE           make FILE the current activity now
+           baton deletions [apply | reject]  list, make or undo held deletions
            baton --help | --version
 
     """
@@ -43,7 +45,7 @@ enum Usage {
     baton.conf(5).
 
     Exit status: 0 success, 1 error (configuration, key, runtime),
-    2 usage error, 3 no agent running (status, send).
+    2 usage error, 3 no agent running (status, send, deletions).
 
     """
 
@@ -77,6 +79,24 @@ enum Usage {
     \(status)
     Asks the running agent for its name, address, folders, peers in range,
     current activity, counts and last failures.
+
+          --json           print the agent's raw JSON answer
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 3 if no agent is running.
+
+    """
+
+  static let deletionsHelp = """
+    \(deletions)
+    Lists the deletions the running agent holds because they were many at
+    once (hold-deletions in baton.conf(5)): notes deleted here, not sent to
+    the peers, and notes a peer deleted, not moved to the trash here.
+    'apply' makes them all: the ones made here go to the peers, the peers'
+    move the notes to the trash here. 'reject' undoes them all: a note a
+    peer deleted stays and comes back on every peer; a note deleted here
+    comes back here from the peers.
 
           --json           print the agent's raw JSON answer
           --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)

@@ -99,7 +99,8 @@ extension HandoffEngine {
   /// new name's entry, of the same bytes. Taken as a rename here when the
   /// old name holds those bytes at a version the deletion saw and the new
   /// name is free; returns whether it was. Otherwise the tombstone is
-  /// applied as such, and the new note must be fetched.
+  /// applied as such (or held, section 7.4), and the new note must be
+  /// fetched.
   func applyMove(_ gone: HandoffIndexEntry, to new: HandoffIndexEntry, from peer: String) -> Bool {
     let (oldKey, newKey) = (Self.key(gone.activityType, gone.path), Self.key(new.activityType, new.path))
     var outcome: NoteMoveOutcome?
@@ -117,7 +118,7 @@ extension HandoffEngine {
       }
     }
     guard outcome == .moved else {
-      applyTombstone(gone, from: peer)
+      applyTombstones([gone], from: peer)  // held too when they are many
       return false
     }
     adopt(StoredNote(entry: gone), oldKey)
@@ -149,9 +150,8 @@ extension HandoffEngine {
       summary.received.append("\(e.activityType):\(e.path)")
       return false
     }
-    for t in tombstones where !handled.contains(Self.key(t.activityType, t.path)) {
-      applyTombstone(t, from: peer)
-    }
+    applyTombstones(
+      tombstones.filter { !handled.contains(Self.key($0.activityType, $0.path)) }, from: peer)
     return rest
   }
 }

@@ -82,6 +82,8 @@ public actor HandoffEngine {
   /// received and the link it came from.
   var relayHolds:
     [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] = [:]
+  /// Deletions held for a person when they are many (HandoffEngine+Holds.swift).
+  var deletionHold: DeletionHold
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -111,6 +113,7 @@ public actor HandoffEngine {
     self.folders = map
     index = HandoffIndex(offeredTypes: Set(map.keys))
     self.policy = policy
+    deletionHold = DeletionHold(limits: policy.deletionLimits)
     if let recovery = store.recovery { logger.error(recovery) }
   }
 
@@ -213,7 +216,8 @@ public actor HandoffEngine {
 
   /// Compares every folder with the index: a new or changed file (saved while the
   /// agent was not running, or not reported) becomes a new local version; a missing
-  /// file becomes a deletion (`markDeleted`). A folder that is itself gone
+  /// file becomes a deletion (`markDeleted`; held when they are many,
+  /// `deleteLocally`). A folder that is itself gone
   /// (an unmounted disk) deletes nothing.
   public func rescan() {
     if !scanned {
@@ -245,10 +249,12 @@ public actor HandoffEngine {
         logger.warning("\(folder.root) is gone; its notes are not taken as deleted")
         continue
       }
+      var missing: [String] = []
       for (_, note) in index
       where note.entry.activityType == type && !note.deleted && !present.contains(note.entry.path) {
-        markDeleted(type, note.entry.path)
+        missing.append(note.entry.path)
       }
+      deleteLocally(type, missing.sorted())
     }
     return changed
   }
@@ -283,8 +289,15 @@ public actor HandoffEngine {
 
   /// A note the folder watcher saw deleted, moved away, or turn invalid.
   public func localRemove(relativePath: String, activityType: String) {
+    localRemove(relativePaths: [relativePath], activityType: activityType)
+  }
+
+  /// Notes the folder watcher saw deleted, moved away, or turn invalid at
+  /// once (one `.removed` event): deletions, held as one when they are
+  /// many (HandoffEngine+Holds.swift).
+  public func localRemove(relativePaths: [String], activityType: String) {
     ensureScanned()
-    markDeleted(activityType, relativePath)
+    batched { deleteLocally(activityType, relativePaths) }
   }
 
   /// The folder of `activityType` itself was deleted, moved away, replaced or
@@ -304,6 +317,7 @@ public actor HandoffEngine {
       {
         var gone = note
         gone.deleted = true
+        if deletionHold.held[key]?.tombstone == nil { deletionHold.release(key) }
         index[key] = gone
         persistSave(gone)
         wakeLinks(key)
@@ -338,6 +352,8 @@ public actor HandoffEngine {
   func recordLocal(_ type: String, _ path: String, hash: ContentHash, size: Int) -> Bool {
     let key = Self.key(type, path)
     let existing = index[key]
+    // A note deleted here and held is back: nothing to decide any more.
+    if deletionHold.held[key].map({ $0.tombstone == nil }) ?? false { deletionHold.release(key) }
     // The same bytes back after a withdrawal are the same version; after a
     // deletion they are a new one, which must win over the tombstone.
     if let existing, existing.entry.hash == hash, !existing.entry.deleted {
@@ -493,7 +509,7 @@ public actor HandoffEngine {
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
       peers: (try? store.peers()) ?? [], noteCount: index.summary.count - index.tombstoneCount,
-      storeRecovery: store.recovery)
+      storeRecovery: store.recovery, heldDeletions: deletionHold.list)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

@@ -43,6 +43,9 @@ public struct HandoffPolicy: Sendable {
   public var busyKeepAlive: Duration = .seconds(3)
   /// How long after its PING a link with nothing received is closed.
   public var silenceLimit: Duration = .seconds(6)
+  /// When deletions are many enough to be held for a person (PROTOCOL.md
+  /// section 7.4; `hold-deletions`, `hold-deletions-share`).
+  public var deletionLimits = DeletionLimits()
 
   /// How long to wait before retrying after `failures` failed attempts in a
   /// row. The first retries get up to half as long again at random: two
@@ -99,6 +102,8 @@ public struct HandoffStatus: Sendable {
   public var noteCount: Int
   /// Set when the state database was found damaged at start and rebuilt.
   public var storeRecovery: String?
+  /// Deletions held for a person (`baton deletions`).
+  public var heldDeletions: [HeldDeletion] = []
 }
 
 /// What one session did.

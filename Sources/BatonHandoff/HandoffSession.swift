@@ -253,7 +253,11 @@ extension HandoffEngine {
       case .older:
         continue
       case .equal:
-        if !sameContent && Self.wins(e.hash, over: local.entry.hash) { updates.append(e) }
+        if local.wanted {
+          fresh.append(e)  // deleted here, the deletion rejected: fetched back
+        } else if !sameContent && Self.wins(e.hash, over: local.entry.hash) {
+          updates.append(e)
+        }
       case .newer, .concurrent:
         if sameContent && !local.deleted {
           // Same bytes reached by another history: adopt the merged version, no transfer.
@@ -513,8 +517,10 @@ extension HandoffEngine {
       case .older:
         return nil  // an old or replayed version (even of a deleted note): nothing to do
       case .equal:
-        guard !stored.deleted, stored.entry.hash != p.hash,
-          Self.wins(p.hash, over: stored.entry.hash)
+        // A note wanted back (a deletion here rejected) is taken as it is.
+        guard stored.wanted
+          || (!stored.deleted && stored.entry.hash != p.hash
+            && Self.wins(p.hash, over: stored.entry.hash))
         else { return nil }
       case .newer:
         break
@@ -625,7 +631,7 @@ extension HandoffEngine {
     } catch NotesError.noSuchNote {
       // Deleted since the peer saw our index (the watcher may not have told
       // us yet): nothing to send, and nothing failed.
-      markDeleted(type, path)
+      deleteLocally(type, [path])
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
       return nil
     } catch {

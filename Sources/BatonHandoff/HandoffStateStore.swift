@@ -80,19 +80,29 @@ extension HandoffStateStore {
 /// *withdrawn*: its file is there but not offered (over the size limit), or
 /// it was deleted before this agent made tombstones; a withdrawn note is
 /// never offered, and its entry stays so that the same bytes coming back
-/// are not a new version. The `deleted` column holds 0, 1 (withdrawn) or 2
-/// (tombstone).
+/// are not a new version. A withdrawn note may be *wanted back* (a held
+/// deletion made here and rejected, PROTOCOL.md section 7.4): a peer's copy
+/// of the same version is then fetched and written. The `deleted` column
+/// holds 0, 1 (withdrawn), 2 (tombstone) or 3 (withdrawn, wanted back).
 public struct StoredNote: Sendable, Equatable {
   public var entry: HandoffIndexEntry
   /// Not in the folder now (deleted or withdrawn); set to false (the note is
-  /// back), it is no longer a tombstone either.
+  /// back), it is no longer a tombstone, nor wanted back, either.
   public var deleted: Bool {
-    didSet { if !deleted { entry.deleted = false } }
+    didSet {
+      if !deleted {
+        entry.deleted = false
+        wanted = false
+      }
+    }
   }
+  /// Withdrawn, and wanted back from a peer (see above).
+  public var wanted: Bool
 
-  public init(entry: HandoffIndexEntry, deleted: Bool = false) {
+  public init(entry: HandoffIndexEntry, deleted: Bool = false, wanted: Bool = false) {
     self.entry = entry
-    self.deleted = deleted || entry.deleted
+    self.deleted = deleted || entry.deleted || wanted
+    self.wanted = wanted && !entry.deleted
   }
 
   /// A tombstone of `entry` at `version` (PROTOCOL.md section 7.2).

@@ -165,7 +165,7 @@ final class NoteIndex: Sendable {
           "skipping \(NoteFile.join(root, relativePath)): \(reason); it is retried once it"
             + " changes")
       }
-      return wasIndexed ? .removed(relativePath: relativePath) : nil
+      return wasIndexed ? .removed(relativePaths: [relativePath]) : nil
     case .note(let relativePath, let bytes, let hash):
       let isNew = state.withLock { s -> Bool in
         s.skipped[relativePath] = nil

@@ -9,8 +9,9 @@ import Synchronization
 public enum NotesEvent: Sendable, Equatable {
   /// A completed local save whose bytes differ from the index.
   case saved(NoteSave)
-  /// A note deleted or moved away (or turned invalid); the index dropped it.
-  case removed(relativePath: String)
+  /// Notes deleted or moved away (or turned invalid), confirmed together
+  /// (one `rm` of many is one event); the index dropped them.
+  case removed(relativePaths: [String])
   /// A note renamed or moved within the folder (one rename(2), of the note
   /// or of a folder holding it): the old name is gone, the save is the new
   /// name's content.

@@ -20,7 +20,9 @@ import Synchronization
 /// only when its hash differs from the index. A note read as empty is read
 /// again after a hold before it is reported (see `Tuning`). Removals: `IN_MOVED_FROM` and
 /// `IN_DELETE` are checked after a delay, so a backup-and-rename save (vim,
-/// emacs) is not mistaken for a deletion. Renames: an `IN_MOVED_FROM` and
+/// emacs) is not mistaken for a deletion, and those seen in a row are
+/// reported as one `.removed` once the delay has passed since the last
+/// (within `removalBurstCap`). Renames: an `IN_MOVED_FROM` and
 /// an `IN_MOVED_TO` with the same cookie (one rename(2) of a note, or of a
 /// folder holding notes) whose old name is gone when the new one is read are
 /// reported as one `.renamed`. `IN_Q_OVERFLOW`: a full rescan. The notes
@@ -75,6 +77,8 @@ final class NotesWatcher: @unchecked Sendable {
   private var parentWatch: Inotify.Watch?
   private var pendingSaves: [String: UInt64] = [:]
   private var pendingRemovals: [String: UInt64] = [:]
+  /// When the last removal was seen (`removalsDue`).
+  private var lastRemovalSeen: UInt64 = 0
   /// Notes and folders moved away, by the cookie their move-to will carry.
   private var movedAway: [UInt32: (path: String, isDirectory: Bool)] = [:]
   /// New names of notes moved within the folder, with their old names.
@@ -130,7 +134,7 @@ final class NotesWatcher: @unchecked Sendable {
     }
     while true {
       var timeout: Int32 = -1
-      if let next = (Array(pendingSaves.values) + Array(pendingRemovals.values)).min() {
+      if let next = (Array(pendingSaves.values) + [removalsDue].compactMap { $0 }).min() {
         let now = NotesWatcher.now()
         timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
       }
@@ -215,7 +219,7 @@ final class NotesWatcher: @unchecked Sendable {
       } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
         if event.mask.contains(.movedFrom) { rememberMove(event.cookie, path, isDirectory: true) }
         unwatchTree(path)
-        let due = NotesWatcher.now() + tuning.removalDelayNanoseconds
+        let due = scheduleRemoval()
         for note in index.paths(under: path) { pendingRemovals[note] = due }
       }
       return
@@ -235,9 +239,25 @@ final class NotesWatcher: @unchecked Sendable {
       pendingSaves[path] = nil
     } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
       if event.mask.contains(.movedFrom) { rememberMove(event.cookie, path, isDirectory: false) }
-      pendingRemovals[path] = NotesWatcher.now() + tuning.removalDelayNanoseconds
+      pendingRemovals[path] = scheduleRemoval()
     }
   }
+
+  /// When a removal seen now is due, noted as the last removal seen.
+  private func scheduleRemoval() -> UInt64 {
+    lastRemovalSeen = NotesWatcher.now()
+    return lastRemovalSeen + tuning.removalDelayNanoseconds
+  }
+
+  /// When the pending removals are confirmed: all together, once the
+  /// removal delay has passed since the last one seen (an `rm` of many
+  /// files is one `.removed`), but no later than `removalBurstCap` after
+  /// the first was due (an `rm -r` of a large tree goes in a few parts).
+  private var removalsDue: UInt64? {
+    guard let first = pendingRemovals.values.min() else { return nil }
+    return min(lastRemovalSeen + tuning.removalDelayNanoseconds, first + Self.removalBurstCap)
+  }
+  static let removalBurstCap: UInt64 = 1_000_000_000
 
   /// A move away whose move-to (same cookie) may follow; the memory is
   /// bounded (a move out of the folder never gets its move-to).
@@ -289,14 +309,19 @@ final class NotesWatcher: @unchecked Sendable {
       for path in due where pendingSaves[path] == nil { renames[path] = nil }
       touched.removeAll()
     }
+    // Removals confirmed together are reported together (`rm *.md` is one
+    // event): the engine holds many deletions for a person.
+    guard let removalsDue, removalsDue <= now else { return }
+    var removed: [String] = []
     for (path, due) in pendingRemovals.sorted(by: { $0.key < $1.key }) where due <= now {
       if pendingSaves[path] != nil { continue }
       pendingRemovals[path] = nil
       if index.dropIfGone(path) {
         log.debug("removed \(path)")
-        continuation?.yield(.removed(relativePath: path))
+        removed.append(path)
       }
     }
+    if !removed.isEmpty { continuation?.yield(.removed(relativePaths: removed)) }
   }
 
   // MARK: The notes folder itself
@@ -462,9 +487,8 @@ final class NotesWatcher: @unchecked Sendable {
     walk("")
     for (watch, _) in old where directories[watch] == nil { inotify.removeWatch(watch) }
     for event in changes { continuation?.yield(event) }
-    for path in index.dropAll(except: present) {
-      continuation?.yield(.removed(relativePath: path))
-    }
+    let removed = index.dropAll(except: present)
+    if !removed.isEmpty { continuation?.yield(.removed(relativePaths: removed)) }
     log.info("rescan found \(changes.count) changed notes, \(present.count) in all")
   }
 

@@ -234,7 +234,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       [
         .text(e.activityType), .text(e.path), .blob(e.hash.bytes), .integer(Int64(e.size)),
         .blob(e.version.encoded), .integer(Int64(bitPattern: e.origin.rawValue)),
-        .integer(e.deleted ? 2 : note.deleted ? 1 : 0),
+        .integer(e.deleted ? 2 : note.wanted ? 3 : note.deleted ? 1 : 0),
       ])
   }
 
@@ -313,7 +313,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       entry: HandoffIndexEntry(
         activityType: type, path: path, hash: hash, size: Int(size), version: version,
         origin: DeviceID(rawValue: UInt64(bitPattern: origin)), deleted: deleted == 2),
-      deleted: deleted != 0)
+      deleted: deleted != 0, wanted: deleted == 3)
   }
 
   // MARK: File stamps

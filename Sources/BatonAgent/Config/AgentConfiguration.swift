@@ -25,6 +25,14 @@ public struct AgentConfiguration: Sendable, Equatable {
   /// How many days a note deleted on a peer stays in a folder's trash
   /// (`trash-days`, 1 to 3650; default 30).
   public var trashDays: Int
+  /// A burst of more deletions than this (made here, or from the peers) is
+  /// held for `baton deletions` (`hold-deletions`, 0 to 1000000; 0 holds
+  /// none; default 10).
+  public var holdDeletions: Int
+  /// A burst deleting more than this percent of a folder of more than
+  /// `holdDeletions` notes is held too (`hold-deletions-share`, 1 to 100;
+  /// default 50).
+  public var holdDeletionsShare: Int
   /// Names of the peers whose activities are accepted (`allowed-peers`);
   /// empty means every peer holding the group key.
   public var allowedPeers: [String]
@@ -41,6 +49,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     addressRotation: Duration = AgentConfiguration.defaultAddressRotation,
     maxNoteSize: Int = AgentConfiguration.defaultMaxNoteSize,
     trashDays: Int = AgentConfiguration.defaultTrashDays,
+    holdDeletions: Int = AgentConfiguration.defaultHoldDeletions,
+    holdDeletionsShare: Int = AgentConfiguration.defaultHoldDeletionsShare,
     allowedPeers: [String] = [], hciLog: String? = nil, scanning: ScanningMode = .windows,
     folders: [FolderConfiguration]
   ) {
@@ -52,6 +62,8 @@ public struct AgentConfiguration: Sendable, Equatable {
     self.addressRotation = addressRotation
     self.maxNoteSize = maxNoteSize
     self.trashDays = trashDays
+    self.holdDeletions = holdDeletions
+    self.holdDeletionsShare = holdDeletionsShare
     self.allowedPeers = allowedPeers
     self.hciLog = hciLog
     self.scanning = scanning
@@ -66,6 +78,10 @@ public struct AgentConfiguration: Sendable, Equatable {
   public static let maxNoteSizeRange: ClosedRange<Int> = 1...(16 << 20)
   public static let defaultTrashDays = 30
   public static let trashDaysRange: ClosedRange<Int> = 1...3650
+  public static let defaultHoldDeletions = 10
+  public static let holdDeletionsRange: ClosedRange<Int> = 0...1_000_000
+  public static let defaultHoldDeletionsShare = 50
+  public static let holdDeletionsShareRange: ClosedRange<Int> = 1...100
   /// The longest agent name, in UTF-8 bytes.
   public static let maximumNameLength = 32
 

@@ -24,7 +24,8 @@ public struct ConfigurationLoader: Sendable {
   /// The keys of the `[agent]` section.
   public static let agentKeys = [
     "address-rotation", "advertising-interval", "allowed-peers", "controller", "hci-log",
-    "key-file", "max-note-size", "name", "scanning", "state-dir", "trash-days",
+    "hold-deletions", "hold-deletions-share", "key-file", "max-note-size", "name", "scanning",
+    "state-dir", "trash-days",
   ]
   /// The keys of a `[folder NAME]` section.
   public static let folderKeys = ["activity-type", "path", "pattern"]
@@ -106,6 +107,8 @@ public struct ConfigurationLoader: Sendable {
       addressRotation: agent.addressRotation ?? AgentConfiguration.defaultAddressRotation,
       maxNoteSize: agent.maxNoteSize ?? AgentConfiguration.defaultMaxNoteSize,
       trashDays: agent.trashDays ?? AgentConfiguration.defaultTrashDays,
+      holdDeletions: agent.holdDeletions ?? AgentConfiguration.defaultHoldDeletions,
+      holdDeletionsShare: agent.holdDeletionsShare ?? AgentConfiguration.defaultHoldDeletionsShare,
       allowedPeers: agent.allowedPeers, hciLog: agent.hciLog,
       scanning: agent.scanning ?? .windows,
       folders: reader.folders.map(\.configuration))

@@ -14,6 +14,8 @@ struct SectionReader {
     var addressRotation: Duration?
     var maxNoteSize: Int?
     var trashDays: Int?
+    var holdDeletions: Int?
+    var holdDeletionsShare: Int?
     var allowedPeers: [String] = []
     var hciLog: String?
     var scanning: ScanningMode?
@@ -190,6 +192,12 @@ struct SectionReader {
       case "trash-days":
         agent.trashDays = try ConfigurationValues.integer(
           value, in: AgentConfiguration.trashDaysRange, unit: "d", what: "days")
+      case "hold-deletions":
+        agent.holdDeletions = try ConfigurationValues.integer(
+          value, in: AgentConfiguration.holdDeletionsRange, unit: "", what: "notes")
+      case "hold-deletions-share":
+        agent.holdDeletionsShare = try ConfigurationValues.integer(
+          value, in: AgentConfiguration.holdDeletionsShareRange, unit: "%", what: "percent")
       case "allowed-peers": readAllowedPeers(entry)
       case "scanning": agent.scanning = try ConfigurationValues.scanningMode(value)
       default:

@@ -192,6 +192,9 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let relative = try await harness.request(.send("a.md"))
     #expect(!relative.ok)
     #expect(harness.core.state.withLock { $0.sends } == ["/n/a.md", "/n/refused.md"])
+    let held = try await harness.request(.deletions(.list))
+    #expect(held == ControlResponse(ok: true, deletions: []))
+    #expect(ControlRequest.deletions(.reject).action == .reject)
 
     // A malformed request gets an error answer, and the daemon goes on.
     let path = harness.socketPath
@@ -304,5 +307,12 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let empty = formatter.format(AgentStatus(name: "x"))
     #expect(empty.contains("peers in range:\n  (none)\n"))
     #expect(empty.contains("current activity: none\n"))
+    #expect(!empty.contains("deletions held"))
+    var holding = AgentStatus(name: "x")
+    holding.heldDeletions = 15
+    #expect(
+      formatter.format(holding).contains(
+        "deletions held: 15, not sent or applied; 'baton deletions' lists them, then 'apply' or"
+          + " 'reject'\n"))
   }
 }

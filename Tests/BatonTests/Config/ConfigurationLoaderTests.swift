@@ -39,6 +39,7 @@ import Testing
     #expect(configuration.maxNoteSize == 1_048_576)
     #expect(configuration.allowedPeers.isEmpty)
     #expect(configuration.hciLog == nil)
+    #expect(configuration.holdDeletions == 10 && configuration.holdDeletionsShare == 50)
     #expect(
       configuration.folders == [
         FolderConfiguration(
@@ -61,6 +62,8 @@ import Testing
         tablet
       hci-log = /tmp/hci.log
       scanning = continuous
+      hold-deletions = 0
+      hold-deletions-share = 30%
 
       [folder notes]
       path = /n
@@ -82,6 +85,7 @@ import Testing
     #expect(configuration.allows(peer: "phone") && !configuration.allows(peer: "stranger"))
     #expect(configuration.hciLog == "/tmp/hci.log")
     #expect(configuration.scanning == .continuous)
+    #expect(configuration.holdDeletions == 0 && configuration.holdDeletionsShare == 30)
     #expect(configuration.folders.map(\.name) == ["notes", "todo"])
     #expect(configuration.folders[0].pattern == "*.txt")
     #expect(configuration.folders[1].activityType == "org.example.todo")
@@ -128,7 +132,7 @@ import Testing
         "CONTROLLER",
         "test.conf:5: key 'max-note-size': '2G' is not valid; expected a size in bytes from 1 to 16M, optionally with a K or M suffix (1K = 1024 bytes)",
         "test.conf:6: key 'address-rotation': '0' is not valid; expected a whole number of minutes from 1 to 1440",
-        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, key-file, max-note-size, name, scanning, state-dir, trash-days",
+        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, hold-deletions, hold-deletions-share, key-file, max-note-size, name, scanning, state-dir, trash-days",
         "test.conf:8: key 'scanning': 'always' is not a scanning mode; expected windows or continuous",
         "test.conf:10: key 'path': 'relative/dir' is relative; expected an absolute path or one starting with ~",
         "test.conf:11: key 'activity-type': 'note' is not a reverse-DNS name; expected dot-separated labels of letters, digits, '-' and '_', such as org.example.note",

@@ -170,4 +170,52 @@ import Testing
     #expect(a.files() == ["new.md", "one.md"], "\(group.logs)")
     #expect(!a.log.contains("one.md was deleted here"), "\(group.logs)")
   }
+
+  /// Issue 30: `rm` of most of a folder with real agents and the real
+  /// command: held on A (not sent: B, which holds nothing, keeps every
+  /// note), shown by `baton status` and `baton deletions`, and `baton
+  /// deletions reject` brings the notes back to A from B.
+  @Test func rmOfMostOfAFolderIsHeldUntilBatonDeletionsReject() async throws {
+    let group = try AgentGroup(count: 2)
+    let (a, b) = (group.agents[0], group.agents[1])
+    let config = b.notes.deletingLastPathComponent().appendingPathComponent("config/baton")
+    try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+    try Data("[agent]\nhold-deletions = 0\n".utf8).write(
+      to: config.appendingPathComponent("baton.conf"))
+    try group.startAll()
+    var notes: [String: String] = [:]
+    for i in 0..<20 { notes[String(format: "n%02d.md", i)] = "N\(i)\n" }
+    for (path, text) in notes { try a.save(path, text) }
+    let inB = { notes.allSatisfy { b.read($0.key) == Array($0.value.utf8) } }
+    #expect(await eventually(60, "every note in B") { inB() }, "\(group.logs)")
+
+    let gone = notes.keys.sorted().prefix(15).map { a.notes.appendingPathComponent($0).path }
+    #expect(try tool(a, ["/bin/rm"] + gone))
+    #expect(
+      await eventually(30, "A holding the deletions") {
+        ((try? a.status())?["heldDeletions"] as? Int) == 15
+      }, "\(group.logs)")
+    #expect(a.log.contains("15 notes deleted here at once, more than hold-deletions allows"))
+    let (code, listing) = try a.run(["deletions"])
+    #expect(code == 0 && listing.contains("15 deletions held:"), "\(listing)")
+    #expect(listing.contains("n00.md  deleted here"), "\(listing)")
+    let (_, shown) = try a.run(["status"])
+    #expect(shown.contains("deletions held: 15"), "\(shown)")
+
+    let (rejected, said) = try a.run(["deletions", "reject"])
+    #expect(rejected == 0 && said.contains("15 deleted here come back"), "\(said)")
+    #expect(
+      await eventually(60, "the notes back in A") {
+        notes.allSatisfy { a.read($0.key) == Array($0.value.utf8) }
+      }, "\(group.logs)")
+    // They came back from B, which applies any deletion it gets: none came.
+    #expect(inB(), "\(group.logs)")
+    #expect(counter(b, "trashed") == 0, "\(group.logs)")
+    #expect(!a.log.contains("n00.md was deleted here"), "\(group.logs)")
+    #expect(((try? a.status())?["heldDeletions"] as? Int) == nil)
+    let (_, none) = try a.run(["deletions"])
+    #expect(none.contains("no deletions held"), "\(none)")
+    let (bad, usage) = try a.run(["deletions", "now"])
+    #expect(bad == 2 && usage.contains("expected apply or reject"), "\(usage)")
+  }
 }

@@ -259,7 +259,7 @@ import Testing
     let renames = Set(
       events.compactMap { if case .renamed(let from, let to) = $0 { "\(from)>\(to.relativePath)" } else { nil } })
     #expect(renames == ["a.md>renamed.md", "sub/s.md>sub2/s.md"])
-    #expect(events.count == 6)
+    #expect(fixture.recorder.changes == 6 && events.count <= 6)
     #expect(
       Set(fixture.folder.indexEntries().map(\.relativePath))
         == ["in.md", "box/b.md", "renamed.md", "sub2/s.md"])
@@ -364,7 +364,9 @@ import Testing
     for i in 0..<20 { #expect(saves["n\(i).md"] == Array("# new \(i)\n".utf8)) }
     for i in 50..<60 { #expect(saves["n\(i).md"] == Array("# added \(i)\n".utf8)) }
     #expect(Set(fixture.recorder.removals) == Set((20..<30).map { "n\($0).md" }))
-    #expect(events.count == 40)
+    #expect(fixture.recorder.changes == 40)
+    // The rescan's removals are one event.
+    #expect(events.count < 40)
     #expect(NotesLogCapture.lines(containing: "overflowed; rescanning \(fixture.root)").count == 1)
     #expect(fixture.folder.indexEntries().count == 50)
     // Still watching after the rescan.

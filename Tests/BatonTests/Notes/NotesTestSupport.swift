@@ -39,6 +39,13 @@ final class NotesEventRecorder: Sendable {
 
   var events: [NotesEvent] { store.events.withLock { $0 } }
 
+  /// The notes the events are about: a removal of several counts each.
+  var changes: Int {
+    events.reduce(0) {
+      if case .removed(let paths) = $1 { $0 + paths.count } else { $0 + 1 }
+    }
+  }
+
   var saves: [NoteSave] {
     events.compactMap {
       switch $0 {
@@ -49,10 +56,11 @@ final class NotesEventRecorder: Sendable {
   }
 
   var removals: [String] {
-    events.compactMap {
-      switch $0 {
-      case .removed(let path), .renamed(let path, _): path
-      case .saved, .folderWithdrawn: nil
+    events.flatMap { event -> [String] in
+      switch event {
+      case .removed(let paths): paths
+      case .renamed(let path, _): [path]
+      case .saved, .folderWithdrawn: []
       }
     }
   }
@@ -66,11 +74,11 @@ final class NotesEventRecorder: Sendable {
     return events
   }
 
-  /// Waits for at least `atLeast` events (the positive signal; up to 60 s on
+  /// Waits for at least `atLeast` changes (the positive signal; up to 60 s on
   /// a loaded machine), then until no event has arrived for `quiet` seconds
   /// (so that an extra, wrong event would be seen), then returns all.
   func settled(atLeast: Int = 0, quiet: Double = 0.3, timeout: Double = 20) async -> [NotesEvent] {
-    if atLeast > 0 { await wait(timeout: 60) { $0.count >= atLeast } }
+    if atLeast > 0 { await wait(timeout: 60) { _ in self.changes >= atLeast } }
     let deadline = Date().addingTimeInterval(timeout)
     var count = events.count
     var lastChange = Date()

@@ -1,0 +1,240 @@
+import Foundation
+import Testing
+
+@testable import BatonHandoff
+@testable import BatonNotes
+
+/// Issue 30: deletions held for a person when they are many (PROTOCOL.md
+/// section 7.4). A burst of local deletions over the limits is not sent; a
+/// burst of a peer's tombstones over them is not applied; `apply` makes
+/// them, `reject` brings the notes back everywhere. Single deletions travel.
+@Suite struct DeletionHoldTests {
+  let key = GroupKey.generate()
+  static let notes = HandoffTestAgent.notesType
+
+  /// `count` notes `n00.md`...; their texts by path.
+  private func texts(_ count: Int) -> [String: String] {
+    var out: [String: String] = [:]
+    for i in 0..<count { out[String(format: "n%02d.md", i)] = "# N\(i)\nbody \(i)\n" }
+    return out
+  }
+
+  /// Alice holding `notes`, and bob in sync with her.
+  private func twoInSync(
+    _ notes: [String: String], alice: HandoffPolicy = .init(), bob: HandoffPolicy = .init()
+  ) async throws -> (HandoffTestAgent, HandoffTestAgent) {
+    let a = try HandoffTestAgent("alice", key: key, policy: alice)
+    let b = try HandoffTestAgent("bob", key: key, policy: bob)
+    for (path, text) in notes.sorted(by: { $0.key < $1.key }) { await a.save(path, text) }
+    #expect(await synced(b, a))
+    #expect(b.folder.paths.count == notes.count)
+    return (a, b)
+  }
+
+  private func synced(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async -> Bool {
+    let (r1, r2) = await runSession(a, b)
+    return r1.succeeded && r2.succeeded
+  }
+
+  /// `rm` of `paths` at once: the files go, and the watcher reports one removal event.
+  private func rm(_ agent: HandoffTestAgent, _ paths: [String]) async {
+    for path in paths { agent.folder.remove(path) }
+    await agent.engine.localRemove(relativePaths: paths, activityType: Self.notes)
+  }
+
+  private func held(_ agent: HandoffTestAgent) async -> [String] {
+    await agent.engine.heldDeletions().map(\.path)
+  }
+
+  @Test func limitsHoldABurstOverTheCountOrTheShare() {
+    var hold = DeletionHold(limits: DeletionLimits(count: 10, sharePercent: 50))
+    let t0 = ContinuousClock.now
+    func holds(_ n: Int, _ type: String, _ side: String = "", at s: Int = 0, of notes: Int) -> Bool {
+      hold.holds(n, type: type, side: side, now: t0 + .seconds(s), notes: { notes })
+    }
+    // Honest deletions: one at a time, or a few of a big folder.
+    #expect(!holds(1, "t", of: 100))
+    #expect(!holds(9, "t", of: 100))
+    // The burst goes over 10: held, and so is what follows within the window.
+    #expect(holds(1, "t", at: 30, of: 100))
+    #expect(holds(1, "t", at: 80, of: 100))
+    // A minute later a new burst begins; other sides and folders count apart.
+    #expect(!holds(1, "t", at: 141, of: 100))
+    #expect(!holds(10, "t", "peers", of: 100))
+    #expect(!holds(10, "u", of: 100))
+    // More than half of a folder of more than 10 notes; a small folder never.
+    #expect(holds(9, "v", of: 16))
+    #expect(!holds(8, "w", of: 16))
+    #expect(!holds(10, "x", of: 10))
+    var off = DeletionHold(limits: .none)
+    let none = off.holds(1000, type: "t", side: "", now: t0, notes: { 1000 })
+    #expect(!none)
+  }
+
+  /// Runs a link between `a` and `b` until `body` returns.
+  private func linked(
+    _ a: HandoffTestAgent, _ b: HandoffTestAgent, _ body: () async throws -> Void
+  ) async throws {
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
+    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
+    else {
+      Issue.record("no link")
+      return
+    }
+    let la = try await opened
+    let ra = Task { await a.engine.runLink(la) }
+    let rb = Task { await b.engine.runLink(lb) }
+    try await body()
+    await la.close()
+    _ = await ra.value
+    _ = await rb.value
+  }
+
+  /// `rm` of most of a folder: held, nothing sent; the peer (which would
+  /// apply any deletion it gets) keeps every note.
+  @Test func rmOfMostOfAFolderIsHeldNotSent() async throws {
+    let notes = texts(20)
+    let (a, b) = try await twoInSync(notes, bob: .holdingNothing)
+    let gone = Array(notes.keys.sorted().prefix(15))
+    await rm(a, gone)
+    #expect(await held(a) == gone)
+    #expect(await a.engine.status().heldDeletions.allSatisfy { $0.peer == nil })
+    #expect(await synced(b, a))
+    #expect(b.folder.paths.count == 20)
+    #expect(b.folder.trashed.withLock { $0.isEmpty })
+    #expect(await held(b) == [])
+    // Found again at a restart (the files are still missing).
+    let again = try a.restarted()
+    #expect(await held(again) == gone)
+  }
+
+  /// A single deletion, and a few of a big folder, travel as before.
+  @Test func fewDeletionsTravel() async throws {
+    let notes = texts(20)
+    let (a, b) = try await twoInSync(notes)
+    await rm(a, ["n00.md"])
+    await rm(a, ["n01.md", "n02.md", "n03.md"])
+    #expect(await held(a) == [])
+    #expect(await synced(b, a))
+    #expect(b.folder.paths.count == 16)
+    #expect(b.folder.trashed.withLock { $0.count } == 4)
+  }
+
+  /// Apply: the deletions are sent; the peer, as many, holds them too, until
+  /// its person applies them there.
+  @Test func applyingHeldLocalDeletionsSendsThem() async throws {
+    let notes = texts(20)
+    let (a, b) = try await twoInSync(notes)
+    let gone = Array(notes.keys.sorted().prefix(15))
+    await rm(a, gone)
+    let message = await a.engine.applyHeldDeletions()
+    #expect(message.contains("15 made here and sent"))
+    #expect(await held(a) == [])
+    #expect(await synced(b, a))
+    #expect(await held(b) == gone)
+    #expect(b.folder.paths.count == 20)
+    _ = await b.engine.applyHeldDeletions()
+    #expect(b.folder.paths == notes.keys.sorted().suffix(5))
+    #expect(b.folder.trashed.withLock { $0.count } == 15)
+    #expect(await b.counter(HandoffCounter.trashed) == 15)
+    // Settled: nothing comes back either way.
+    #expect(await synced(b, a))
+    #expect(a.folder.paths == b.folder.paths)
+  }
+
+  /// Reject: the notes deleted here come back from the peer, same bytes,
+  /// in a session or on a link.
+  @Test(arguments: [false, true])
+  func rejectingHeldLocalDeletionsBringsTheNotesBack(onALink: Bool) async throws {
+    let notes = texts(20)
+    let (a, b) = try await twoInSync(notes, bob: .holdingNothing)
+    let gone = Array(notes.keys.sorted().prefix(15))
+    await rm(a, gone)
+    let back = { notes.allSatisfy { a.folder.text($0.key) == $0.value } }
+    if onALink {
+      try await linked(a, b) {
+        let message = await a.engine.rejectHeldDeletions()
+        #expect(message.contains("15 deleted here come back"))
+        #expect(await eventually(30, "the notes back on alice") { back() })
+      }
+    } else {
+      let message = await a.engine.rejectHeldDeletions()
+      #expect(message.contains("15 deleted here come back"))
+      #expect(await synced(b, a))
+    }
+    #expect(await held(a) == [])
+    for (path, text) in notes { #expect(a.folder.text(path) == text, "\(path)") }
+    #expect(b.folder.paths.count == 20 && b.folder.trashed.withLock { $0.isEmpty })
+    // Back as the same versions: nothing more to do either way.
+    let (r1, r2) = await runSession(a, b)
+    #expect(r1.value?.received == [] && r2.value?.received == [])
+  }
+
+  /// A rejection is kept across a restart: the notes wanted back are still
+  /// fetched in the next session.
+  @Test func notesWantedBackAreFetchedAfterARestart() async throws {
+    let notes = texts(20)
+    let (a, b) = try await twoInSync(notes, bob: .holdingNothing)
+    let gone = Array(notes.keys.sorted().prefix(15))
+    await rm(a, gone)
+    _ = await a.engine.rejectHeldDeletions()
+    let again = try a.restarted()
+    #expect(await held(again) == [])
+    #expect(await synced(b, again))
+    for (path, text) in notes { #expect(again.folder.text(path) == text, "\(path)") }
+    #expect(b.folder.trashed.withLock { $0.isEmpty })
+  }
+
+  /// A key holder whose agent holds nothing (hostile, or confused) deletes
+  /// most of the folder: one GONE on a link. Bob holds it: nothing goes to
+  /// his trash, and rejecting brings every note back on the deleter too.
+  @Test func aPeersMassDeletionOnALinkIsHeldAndRejected() async throws {
+    let notes = texts(30)
+    let (mallory, bob) = try await twoInSync(notes, alice: .holdingNothing)
+    let gone = Array(notes.keys.sorted().prefix(28))
+    try await linked(mallory, bob) {
+      await rm(mallory, gone)
+      #expect(await held(mallory) == [])
+      #expect(await eventually(30, "bob holding the deletions") { await held(bob) == gone })
+      #expect(bob.folder.paths.count == 30)
+      #expect(bob.folder.trashed.withLock { $0.isEmpty })
+      #expect(await bob.engine.status().heldDeletions.allSatisfy { $0.peer != nil })
+
+      let message = await bob.engine.rejectHeldDeletions()
+      #expect(message.contains("28 deleted on a peer are kept"))
+      #expect(
+        await eventually(30, "every note back on mallory") {
+          notes.allSatisfy { mallory.folder.text($0.key) == $0.value }
+        })
+      #expect(await held(bob) == [] && bob.folder.trashed.withLock { $0.isEmpty })
+    }
+  }
+
+  /// Applying a peer's held deletions moves the notes to the trash here.
+  @Test func applyingAPeersHeldDeletionsTrashesTheNotes() async throws {
+    let notes = texts(30)
+    let (mallory, bob) = try await twoInSync(notes, alice: .holdingNothing)
+    let gone = Array(notes.keys.sorted().prefix(28))
+    await rm(mallory, gone)
+    #expect(await synced(bob, mallory))
+    #expect(await held(bob) == gone)
+    #expect(bob.folder.trashed.withLock { $0.isEmpty })
+    // Offered again in the next session: still held, once each.
+    #expect(await synced(bob, mallory))
+    #expect(await held(bob) == gone)
+    let message = await bob.engine.applyHeldDeletions()
+    #expect(message.contains("28 of the peers' applied"))
+    #expect(bob.folder.paths == notes.keys.sorted().suffix(2))
+    #expect(bob.folder.trashed.withLock { $0.count } == 28)
+  }
+}
+
+extension HandoffPolicy {
+  /// An agent that holds no deletion (a peer from before holds, or a hostile one).
+  static var holdingNothing: HandoffPolicy {
+    var policy = HandoffPolicy()
+    policy.deletionLimits = .none
+    return policy
+  }
+}
