@@ -193,7 +193,20 @@ public final class HandoffAgent: AgentCore {
         HandoffFolder(activityType: $0.configuration.activityType, folder: $0.folder)
       },
       policy: policy)
+    // A folder that is another one than at the last run (moved away and
+    // replaced while the agent was stopped) deletes nothing.
+    var replaced: Set<String> = []
+    for (folderConfiguration, folder) in folders {
+      let type = folderConfiguration.activityType
+      if let last = try? store.folderIdentity(activityType: type), last != folder.identity {
+        replaced.insert(type)
+      }
+    }
+    await engine.foldersReplaced(replaced)
     await engine.rescan()
+    for (folderConfiguration, folder) in folders {
+      try? store.setFolderIdentity(folder.identity, activityType: folderConfiguration.activityType)
+    }
     // The first scan of a large folder builds its indexes with much
     // temporary memory (file lists, store batches); give it back.
     HeapMemory.releaseFreePages()

@@ -84,6 +84,8 @@ public actor HandoffEngine {
     [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] = [:]
   /// Deletions held for a person when they are many (HandoffEngine+Holds.swift).
   var deletionHold: DeletionHold
+  /// Folders found replaced since the last run (`foldersReplaced`), for the first scan.
+  var replacedAtStart: Set<String> = []
 
   struct DigestPair: Hashable {
     var peer: UInt32
@@ -254,6 +256,16 @@ public actor HandoffEngine {
       where note.entry.activityType == type && !note.deleted && !present.contains(note.entry.path) {
         missing.append(note.entry.path)
       }
+      if replacedAtStart.remove(type) != nil {
+        withdraw(type, missing)
+        if !missing.isEmpty {
+          logger.notice(
+            "\(type): \(folder.root) is another folder than at the last run (another device or"
+              + " inode); \(missing.count) notes missing from it are withdrawn here, not deleted:"
+              + " the peers keep them, and a note edited on a peer comes back here")
+        }
+        continue
+      }
       deleteLocally(type, missing.sorted())
     }
     return changed
@@ -309,28 +321,44 @@ public actor HandoffEngine {
   public func localWithdrawAll(activityType type: String) {
     ensureScanned()
     guard let folder = folders[type] else { return }
-    var withdrawn = 0
-    batched {
-      for (key, note) in index
-      where note.entry.activityType == type && !note.deleted
-        && folder.modificationTime(note.entry.path) == nil
-      {
-        var gone = note
-        gone.deleted = true
-        if deletionHold.held[key]?.tombstone == nil { deletionHold.release(key) }
-        index[key] = gone
-        persistSave(gone)
-        wakeLinks(key)
-        withdrawn += 1
-      }
+    var missing: [String] = []
+    for (_, note) in index
+    where note.entry.activityType == type && !note.deleted
+      && folder.modificationTime(note.entry.path) == nil
+    {
+      missing.append(note.entry.path)
     }
+    batched { withdraw(type, missing) }
+    let withdrawn = missing.count
     guard withdrawn > 0 else { return }
-    localRevision &+= 1
     logger.notice(
       "\(type): \(folder.root) was moved away, deleted or replaced; \(withdrawn) notes withdrawn"
         + " here, not deleted: the peers keep them and no peer trashes them, a note edited on a"
         + " peer comes back here with its edit, and a note put back in the folder with the same"
         + " bytes is offered again as the same version")
+  }
+
+  /// Notes of `type` no longer in the folder, withdrawn (not offered, not
+  /// tombstoned); a deletion of theirs held here is forgotten.
+  func withdraw(_ type: String, _ paths: [String]) {
+    for path in paths {
+      let key = Self.key(type, path)
+      guard var note = index[key], !note.deleted else { continue }
+      note.deleted = true
+      if deletionHold.held[key]?.tombstone == nil { deletionHold.release(key) }
+      index[key] = note
+      persistSave(note)
+      wakeLinks(key)
+    }
+    if !paths.isEmpty { localRevision &+= 1 }
+  }
+
+  /// Before the first scan: the folders of `types` are other folders than
+  /// at the last run (their device or inode changed, `NotesFolder.identity`),
+  /// so the notes missing from them are withdrawn, not deleted, as when a
+  /// folder is replaced while the agent runs.
+  public func foldersReplaced(_ types: Set<String>) {
+    replacedAtStart.formUnion(types)
   }
 
   /// A note renamed or moved within its folder (the watcher's rename): the

@@ -42,6 +42,9 @@ public final class NotesFolder: NoteFolderAccess {
   public let maximumNoteSize: Int
   /// How many days a note deleted on a peer stays in the trash (`trash-days`).
   public let trashDays: Int
+  /// The folder's device and inode when it was opened (`DEV:INODE`): another
+  /// value at the next start means another folder in its place.
+  public let identity: String
   /// The day of the last purge made after a trash.
   private let lastPurge = Mutex<String?>(nil)
   /// The default of `trashDays`.
@@ -87,6 +90,7 @@ public final class NotesFolder: NoteFolderAccess {
       free(real)
     }
     self.root = resolved
+    identity = "\(info.st_dev):\(info.st_ino)"
     self.names = NoteNames(pattern: pattern)
     self.maximumNoteSize = maximumNoteSize
     self.trashDays = trashDays

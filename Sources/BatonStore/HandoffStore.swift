@@ -390,6 +390,23 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     }
   }
 
+  /// The identity (device and inode, `NotesFolder.identity`) of the folder
+  /// of `activityType` at the last start; nil if never recorded.
+  public func folderIdentity(activityType: String) throws(SQLiteError) -> String? {
+    try with { db throws(SQLiteError) in
+      try db.query("SELECT value FROM meta WHERE key = ?", [.text("folder:" + activityType)])
+        .first?.first?.text
+    }
+  }
+
+  public func setFolderIdentity(_ identity: String, activityType: String) throws(SQLiteError) {
+    try with { db throws(SQLiteError) in
+      try db.query(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+        [.text("folder:" + activityType), .text(identity)])
+    }
+  }
+
   // MARK: Peers
 
   public func recordPeer(_ peer: PeerRecord) throws(SQLiteError) {

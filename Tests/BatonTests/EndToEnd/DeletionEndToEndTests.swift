@@ -171,6 +171,35 @@ import Testing
     #expect(!a.log.contains("one.md was deleted here"), "\(group.logs)")
   }
 
+  /// Issue 30: the folder replaced while its agent is stopped (another
+  /// inode at the next start) deletes nothing either: the notes missing
+  /// from the new folder stay with the peer, the one it holds is the same.
+  @Test func aFolderReplacedWhileTheAgentIsStoppedDeletesNothing() async throws {
+    let group = try AgentGroup(count: 2)
+    let (a, b) = (group.agents[0], group.agents[1])
+    try group.startAll()
+    let notes = ["one.md": "One\n", "two.md": "Two\n", "sub/three.md": "Three\n"]
+    for (path, text) in notes { try a.save(path, text) }
+    let inB = { notes.allSatisfy { b.read($0.key) == Array($0.value.utf8) } }
+    #expect(await eventually(60, "every note in B") { inB() }, "\(group.logs)")
+    #expect(a.stop() == 0)
+    #expect(rename(a.notes.path, a.notes.path + "-old") == 0)
+    #expect(mkdir(a.notes.path, 0o755) == 0)
+    try a.save("one.md", "One\n")
+    try a.start()
+    #expect(
+      await eventually(30, "A's withdrawal at start") {
+        a.log.contains("2 notes missing from it are withdrawn here")
+      }, "\(group.logs)")
+    try a.save("new.md", "New\n")
+    #expect(
+      await eventually(60, "the new note in B") { b.read("new.md") == Array("New\n".utf8) },
+      "\(group.logs)")
+    #expect(inB(), "\(group.logs)")
+    #expect(counter(b, "trashed") == 0, "\(group.logs)")
+    #expect(a.files() == ["new.md", "one.md"], "\(group.logs)")
+  }
+
   /// Issue 30: `rm` of most of a folder with real agents and the real
   /// command: held on A (not sent: B, which holds nothing, keeps every
   /// note), shown by `baton status` and `baton deletions`, and `baton
