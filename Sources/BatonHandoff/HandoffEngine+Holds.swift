@@ -119,7 +119,26 @@ extension HandoffEngine {
   /// The deletions held now, by folder and path.
   public func heldDeletions() -> [HeldDeletion] {
     ensureScanned()
+    pruneHeldDeletions()
     return deletionHold.list
+  }
+
+  /// Forgets the held deletions that have nothing left to decide: a note
+  /// deleted here that is back or deleted anyway, a peer's tombstone that
+  /// is no longer newer than the note here (an edit since, or another
+  /// peer's rejection that reached us).
+  func pruneHeldDeletions() {
+    for (key, held) in deletionHold.held {
+      guard let note = index[key], !note.deleted else {
+        deletionHold.release(key)
+        continue
+      }
+      if let t = held.tombstone {
+        if t.version.compare(note.entry.version) != .newer { deletionHold.release(key) }
+      } else if folders[note.entry.activityType]?.modificationTime(note.entry.path) != nil {
+        deletionHold.release(key)
+      }
+    }
   }
 
   /// `baton deletions apply`: every held deletion is made. One made here
@@ -129,6 +148,7 @@ extension HandoffEngine {
   /// here whose file is back is left alone. Returns what was done.
   public func applyHeldDeletions() -> String {
     ensureScanned()
+    pruneHeldDeletions()
     let all = deletionHold.held.sorted { $0.key < $1.key }
     var (sent, applied) = (0, 0)
     batched {
@@ -160,6 +180,7 @@ extension HandoffEngine {
   /// version) is fetched and written here again. Returns what was done.
   public func rejectHeldDeletions() -> String {
     ensureScanned()
+    pruneHeldDeletions()
     let all = deletionHold.held.sorted { $0.key < $1.key }
     var (kept, wanted) = (0, 0)
     batched {

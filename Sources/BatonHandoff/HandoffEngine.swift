@@ -533,6 +533,7 @@ public actor HandoffEngine {
   /// Counters, recent failures, current activity and known peers.
   public func status() -> HandoffStatus {
     ensureScanned()
+    pruneHeldDeletions()
     return HandoffStatus(
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,

@@ -211,6 +211,40 @@ import Testing
     }
   }
 
+  /// Three agents: both peers hold a key holder's mass deletion; one
+  /// rejects it, and its new versions reach the deleter and, on a link, the
+  /// other peer, whose hold then has nothing left to decide.
+  @Test func aRejectionReachesEveryPeer() async throws {
+    let notes = texts(30)
+    let (mallory, bob) = try await twoInSync(notes, alice: .holdingNothing)
+    let carol = try HandoffTestAgent("carol", key: key)
+    #expect(await synced(carol, mallory))
+    let gone = Array(notes.keys.sorted().prefix(28))
+    await rm(mallory, gone)
+    #expect(await synced(bob, mallory))
+    #expect(await synced(carol, mallory))
+    #expect(await held(bob) == gone)
+    #expect(await held(carol) == gone)
+    // On a link the new versions (of the same bytes) are pushed as they are
+    // made, once the link's catch-up is over (a save that crosses it says
+    // so). The catch-up compares content only: a link opened after the
+    // rejection, like a session, leaves carol's hold listed until carol's
+    // person decides (applying it then meets the newer version from bob).
+    try await linked(bob, carol) {
+      await bob.save("marker.md", "# Marker\n")
+      #expect(await eventually(30, "the link caught up") { carol.folder.text("marker.md") != nil })
+      _ = await bob.engine.rejectHeldDeletions()
+      #expect(await eventually(30, "carol's hold settled") { await held(carol) == [] })
+    }
+    #expect(await synced(mallory, bob))
+    for agent in [mallory, bob, carol] {
+      for (path, text) in notes {
+        #expect(agent.folder.text(path) == text, "\(agent.name) \(path)")
+      }
+      #expect(agent.folder.trashed.withLock { $0.isEmpty })
+    }
+  }
+
   /// Applying a peer's held deletions moves the notes to the trash here.
   @Test func applyingAPeersHeldDeletionsTrashesTheNotes() async throws {
     let notes = texts(30)
