@@ -96,7 +96,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
@@ -239,6 +239,7 @@ boot() {
   done
   grep "^VM-MODULE-FAILED" "$console.txt" >&2 || true
   grep "^NOTE-LATENCY" "$console.txt" >>"$work/latency" || true
+  grep "^NOTE-AUTOCONNECT" "$console.txt" >>"$work/autoconnect" || true
   check_btsnoop "$console.txt"
   return 0
 }
@@ -399,9 +400,11 @@ for b in "${boots[@]}"; do
       # agent-bluez-scan idles for VM_SCAN_STEADY seconds after its set-up
       # and link (6 s on an idle machine; 180 s allowed for load): its own
       # timeout, and a longer boot (120 s more for agent-bluez-monitor).
+      # agent-bluez-autoconnect: 41 reconnections, a link and a wait for a
+      # scan window (66 to 111 s alone): 300 s, and as much more for the boot.
       scan_steady=${VM_SCAN_STEADY:-130}
-      CASE_TIMEOUT=120 CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-btvirt:240" \
-        BOOT_TIMEOUT=$((720 + scan_steady + 180)) BOOT_APPEND="VM_SCAN_STEADY=$scan_steady" \
+      CASE_TIMEOUT=120 CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300" \
+        BOOT_TIMEOUT=$((1020 + scan_steady + 180)) BOOT_APPEND="VM_SCAN_STEADY=$scan_steady" \
         boot kernel "$cases"
       if [[ ,$cases, == *,agent-bluez-scan,* ]]; then scan_duty; fi
       if [[ ,$cases, == *,agent-bluez-monitor,* ]]; then monitor_passive; fi
@@ -508,6 +511,10 @@ sed 's/^/  /' "$results"
 if [ -s "$work/latency" ]; then
   echo "vm: from a save to the peer's file:"
   awk '{$1 = ""; print "  " substr($0, 2)}' "$work/latency"
+fi
+if [ -s "$work/autoconnect" ]; then
+  echo "vm: a device the kernel auto-connects to (agent-bluez-autoconnect), s from its advert to the connection:"
+  sed 's/^NOTE-AUTOCONNECT /  /' "$work/autoconnect"
 fi
 echo "vm: total $(elapsed "$started") s"
 if grep -q " NOT-RUN " "$results"; then

@@ -3,13 +3,13 @@
 # Seconds since boot, for the log.
 now() { cut -d' ' -f1 /proc/uptime; }
 
-# Starts BlueZ's controller emulator with two controllers (hci0, hci1 on a
-# little radio of its own) and waits until both can be opened.
+# start_btvirt [N]: BlueZ's controller emulator with N controllers (default
+# 2: hci0, hci1 on a little radio of their own); waits until each can be opened.
 start_btvirt() {
-  btvirt -l2 >/tmp/btvirt.log 2>&1 &
+  btvirt -l${1:-2} >/tmp/btvirt.log 2>&1 &
   BTVIRT_PID=$!
-  wait_ready 0
-  wait_ready 1
+  btvirt_n=0
+  while [ $btvirt_n -lt ${1:-2} ]; do wait_ready $btvirt_n; btvirt_n=$((btvirt_n + 1)); done
 }
 
 # Waits until adapter N exists and the kernel has finished setting it up:

@@ -11,6 +11,8 @@
 //   hci-probe advertise N SECONDS NAME
 //   hci-probe scan N SECONDS NAME     exit 0 once an advertisement holding NAME is heard
 //   hci-probe connect N SECONDS NAME  connect to NAME, exchange ATT MTU over ACL, disconnect
+//   hci-probe peripheral N SECONDS    a device a central auto-connects to (a stand-in
+//                                     for a mouse), driven by lines on stdin (below)
 //
 // Exit status: 0 success, 1 the transport's error (its message on stderr),
 // 2 usage, 3 the expected traffic did not happen.
@@ -96,10 +98,37 @@ nonisolated func closeTimedOut(_ signal: Int32) {
   _exit(3)
 }
 
+nonisolated func peripheralTimedOut(_ signal: Int32) {
+  let text = Array("hci-probe: peripheral: no central connected in time\n".utf8)
+  text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+  _exit(3)
+}
+
 nonisolated func connectTimedOut(_ signal: Int32) {
   let text = Array("hci-probe: connect: no connection and ATT exchange in time\n".utf8)
   text.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
   _exit(3)
+}
+
+/// `aa:bb:cc:dd:ee:ff` as HCI sends it (least significant byte first).
+func parseAddress(_ text: Substring) -> [UInt8]? {
+  let parts = text.split(separator: ":")
+  guard parts.count == 6 else { return nil }
+  let bytes = parts.compactMap { UInt8($0, radix: 16) }
+  return bytes.count == 6 ? Array(bytes.reversed()) : nil
+}
+
+/// An address as HCI sends it, printed `AA:BB:CC:DD:EE:FF`.
+func printAddress<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+  bytes.reversed().map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }
+    .joined(separator: ":")
+}
+
+/// Seconds with four decimals (no Foundation here).
+func fixed(_ seconds: Double) -> String {
+  let units = Int((max(0, seconds) * 10_000).rounded())
+  let fraction = String(units % 10_000)
+  return "\(units / 10_000)." + String(repeating: "0", count: 4 - fraction.count) + fraction
 }
 
 /// Whether `needle` occurs in `haystack`.
@@ -124,7 +153,9 @@ nonisolated func scanTimedOut(_ signal: Int32) {
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let verb = arguments.first else {
-  complain("usage: hci-probe list | open N | advertise N SECONDS NAME | scan N SECONDS NAME")
+  complain(
+    "usage: hci-probe list | open N | advertise N SECONDS NAME | scan N SECONDS NAME"
+      + " | connect N SECONDS NAME | peripheral N SECONDS")
   exit(2)
 }
 if verb == "list" {
@@ -262,6 +293,181 @@ do {
         say("hci\(index) disconnected")
         break
       }
+    }
+  case "peripheral":
+    // A device the central's kernel auto-connects to (`btmgmt add-device -a 2`),
+    // on its public address, with the extended advertising commands (btvirt's
+    // controllers report and connect a legacy set only to a central that
+    // uses the legacy commands). Each line on stdin is one reconnection:
+    //   undirected          advertise connectably (ADV_IND)
+    //   directed ADDRESS    advertise directed at ADDRESS, a public address
+    //                       (ADV_DIRECT_IND, low duty cycle)
+    // until a central connects, then serve its GATT discovery (below) and
+    // disconnect (at most SECONDS in all):
+    //   ADVERTISING                   (the enable's Command Complete)
+    //   CONNECTED MODE SECONDS PEER   from the advertising enable sent to the
+    //                                 connection (LE Connection Complete)
+    //   DISCONNECTED
+    //   hold ADDRESS        connect to ADDRESS and keep the link (below): HELD
+    // It starts with READY ADDRESS (its own). End of input ends it.
+    guard arguments.count >= 3, let seconds = UInt32(arguments[2]) else { exit(2) }
+    signal(SIGALRM, peripheralTimedOut)
+    expectSuccess("Reset", try command(transport, 0x0C03))
+    expectSuccess(
+      "Set Event Mask", try command(transport, 0x0C01, [UInt8](repeating: 0xFF, count: 8)))
+    expectSuccess(
+      "LE Set Event Mask", try command(transport, 0x2001, [UInt8](repeating: 0xFF, count: 8)))
+    let own = try command(transport, 0x1009)
+    expectSuccess("Read BD_ADDR", own)
+    say("READY \(printAddress(own.dropFirst()))")
+    while let line = readLine() {
+      let words = line.split(separator: " ")
+      if words.first == "hold" {
+        // Connect, as central, to a peer advertising connectably on public
+        // address ADDRESS, and keep that link: btvirt (5.66) numbers each
+        // controller's links on its own (the first free from 42), tells both
+        // ends the central's number and forwards data under the sender's,
+        // so a link carries data only where both ends have as many others.
+        guard words.count == 2, let address = parseAddress(words[1]) else {
+          complain("peripheral: hold needs an address, as AA:BB:CC:DD:EE:FF")
+          exit(2)
+        }
+        alarm(seconds)
+        // LE Extended Create Connection: no accept list, own and peer
+        // public, 1M: scan 60/60 ms, interval 30-50 ms, timeout 420 ms.
+        let create: [UInt8] =
+          [0x00, 0x00, 0x00] + address
+          + [0x01, 0x60, 0, 0x60, 0, 0x18, 0, 0x28, 0, 0, 0, 0x2A, 0, 0, 0, 0, 0]
+        try transport.send([0x01, 0x43, 0x20, UInt8(create.count)] + create)
+        while let packet = try transport.receive() {
+          if packet.count >= 7, packet[0] == 0x04, packet[1] == 0x0F, packet[5] == 0x43,
+            packet[6] == 0x20, packet[3] != 0
+          {
+            complain("peripheral: LE Extended Create Connection failed: status \(packet[3])")
+            exit(3)
+          }
+          guard packet.count >= 7, packet[0] == 0x04, packet[1] == 0x3E,
+            packet[3] == 0x01 || packet[3] == 0x0A
+          else { continue }
+          guard packet[4] == 0 else {
+            complain("peripheral: hold: connection failed: status \(packet[4])")
+            exit(3)
+          }
+          say("HELD \(UInt16(packet[5]) | UInt16(packet[6] & 0x0F) << 8)")
+          break
+        }
+        alarm(0)
+        continue
+      }
+      guard let mode = words.first, mode == "undirected" || mode == "directed" else {
+        complain("peripheral: unknown line \"\(line)\"")
+        exit(2)
+      }
+      var target = [UInt8](repeating: 0, count: 6)
+      var properties: UInt16 = 0x0013  // legacy, connectable, scannable: ADV_IND
+      if mode == "directed" {
+        guard words.count == 2, let address = parseAddress(words[1]) else {
+          complain("peripheral: directed needs an address, as AA:BB:CC:DD:EE:FF")
+          exit(2)
+        }
+        target = address
+        properties = 0x0015  // legacy, connectable, directed: ADV_DIRECT_IND (low duty)
+      }
+      // LE Set Extended Advertising Parameters, set 1: 20 ms, all channels,
+      // own address public, peer public (the directed target), 1M PHY.
+      let parameters: [UInt8] =
+        [0x01, UInt8(properties & 0xFF), UInt8(properties >> 8), 0x20, 0, 0, 0x20, 0, 0,
+         0x07, 0x00, 0x00] + target + [0x00, 0x7F, 0x01, 0x00, 0x01, 0x00, 0x00]
+      expectSuccess(
+        "LE Set Extended Advertising Parameters", try command(transport, 0x2036, parameters))
+      if mode == "undirected" {
+        let data: [UInt8] = [2, 0x01, 0x06, 6, 0x09] + Array("mouse".utf8)
+        expectSuccess(
+          "LE Set Extended Advertising Data",
+          try command(transport, 0x2037, [0x01, 0x03, 0x01, UInt8(data.count)] + data))
+      }
+      alarm(seconds)
+      let enable: [UInt8] = [0x01, 0x01, 0x01, 0, 0, 0]
+      let start = now()
+      try transport.send([0x01, 0x39, 0x20, UInt8(enable.count)] + enable)
+      var handle: UInt16?
+      var enabled = false
+      while handle == nil || !enabled, let packet = try transport.receive() {
+        // Command Complete for LE Set Extended Advertising Enable: its status.
+        if packet.count >= 7, packet[0] == 0x04, packet[1] == 0x0E, packet[4] == 0x39,
+          packet[5] == 0x20
+        {
+          expectSuccess("LE Set Extended Advertising Enable", [packet[6]])
+          enabled = true
+          say("ADVERTISING")
+        }
+        // LE Connection Complete (0x01) or Enhanced (0x0A): status, handle,
+        // role, peer address type, peer address.
+        guard packet.count >= 15, packet[0] == 0x04, packet[1] == 0x3E,
+          packet[3] == 0x01 || packet[3] == 0x0A
+        else { continue }
+        let took = now() - start
+        guard packet[4] == 0 else {
+          complain("peripheral: connection failed: status \(packet[4])")
+          exit(3)
+        }
+        handle = UInt16(packet[5]) | UInt16(packet[6] & 0x0F) << 8
+        let peer = printAddress(packet[9..<15])
+        say("CONNECTED \(mode) \(fixed(took)) \(peer)")
+      }
+      guard let handle else { exit(3) }
+      // Stay until the central's bluetoothd has done its GATT discovery, as
+      // a device that reconnects stays: a link that ended before (while
+      // bluetoothd waited for an answer, or had no GATT client) hit a kernel
+      // BUG in 3 of 5 runs (6.1: list_del corruption in hci_chan_del,
+      // bluetoothd killed). An empty GATT server: MTU 23, every other
+      // request refused; leave once Discover All Primary Services (Read By
+      // Group Type) has its answer (Attribute Not Found: nothing to find).
+      var gone = false
+      while let packet = try transport.receive() {
+        if packet.count >= 6, packet[0] == 0x04, packet[1] == 0x05,
+          UInt16(packet[4]) | UInt16(packet[5] & 0x0F) << 8 == handle
+        {
+          gone = true  // the central disconnected first
+          break
+        }
+        // ACL on our handle, L2CAP CID 4 (ATT): handle(2) length(2) l2cap length(2) cid(2) pdu.
+        guard packet.count >= 10, packet[0] == 0x02,
+          UInt16(packet[1]) | UInt16(packet[2] & 0x0F) << 8 == handle,
+          packet[7] == 0x04, packet[8] == 0x00
+        else { continue }
+        let opcode = packet[9]
+        let requests: Set<UInt8> = [0x04, 0x06, 0x08, 0x0A, 0x0C, 0x0E, 0x10, 0x12, 0x16, 0x18, 0x20]
+        var pdu: [UInt8]
+        if opcode == 0x02 {
+          pdu = [0x03, 23, 0]  // Exchange MTU Response
+        } else if requests.contains(opcode) {
+          // Error Response: the request, its (first) handle, Attribute Not
+          // Found for the searches, Request Not Supported for the rest.
+          let attribute: [UInt8] = packet.count >= 12 ? [packet[10], packet[11]] : [0, 0]
+          let searches: Set<UInt8> = [0x04, 0x06, 0x08, 0x10]
+          pdu = [0x01, opcode] + attribute + [searches.contains(opcode) ? 0x0A : 0x06]
+        } else {
+          continue  // a command, a response or a confirmation: nothing to answer
+        }
+        let l2cap: [UInt8] = [UInt8(pdu.count), 0, 0x04, 0x00] + pdu
+        try transport.send(
+          [0x02, UInt8(handle & 0xFF), UInt8(handle >> 8) | 0x20, UInt8(l2cap.count), 0] + l2cap)
+        if opcode == 0x10 { break }
+      }
+      if !gone {
+        // Disconnect (reason 0x13) and wait for Disconnection Complete.
+        try transport.send([0x01, 0x06, 0x04, 3, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x13])
+        while let packet = try transport.receive() {
+          if packet.count >= 6, packet[0] == 0x04, packet[1] == 0x05,
+            UInt16(packet[4]) | UInt16(packet[5] & 0x0F) << 8 == handle
+          {
+            break
+          }
+        }
+      }
+      alarm(0)
+      say("DISCONNECTED")
     }
   case "scan":
     guard arguments.count >= 4, let seconds = Double(arguments[2]) else { exit(2) }
