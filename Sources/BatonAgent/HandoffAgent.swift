@@ -173,7 +173,8 @@ public final class HandoffAgent: AgentCore {
     for folderConfiguration in configuration.folders {
       let folder = try NotesFolder(
         root: folderConfiguration.path, pattern: folderConfiguration.pattern,
-        maximumNoteSize: configuration.maxNoteSize, trashDays: configuration.trashDays)
+        maximumNoteSize: configuration.maxNoteSize, trashDays: configuration.trashDays,
+        trashSize: configuration.trashSize)
       folder.purgeTrash()
       // Files unchanged since the last run are not read again (issue 14).
       folder.trust((try? store.fileStamps(activityType: folderConfiguration.activityType)) ?? [])

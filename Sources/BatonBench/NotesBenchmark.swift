@@ -55,7 +55,9 @@ enum NotesBenchmark {
 
   static func runWriteLoop(root: String, note: String, size: Int) throws -> Never {
     Logger.sink.threshold = .warning
-    let folder = try NotesFolder(root: root, maximumNoteSize: size + 1024)
+    // A small trash: every write keeps the version it replaces, and the
+    // cap removes the oldest while the writer is killed at any point.
+    let folder = try NotesFolder(root: root, maximumNoteSize: size + 1024, trashSize: 4 << 20)
     var n = 0
     if let current = try? folder.readNote(note),
       let header = String(decoding: current.prefix(32), as: UTF8.self)

@@ -11,7 +11,7 @@ import BatonSystem
 /// retention are removed; a note renamed there is renamed here.
 extension NoteWriter {
   /// The trash folder's name, directly below the notes folder.
-  static let trashFolder = ".baton-trash"
+  static let trashFolder = NoteTrash.folder
 
   /// Moves the note at `relativePath` to the trash if its file holds
   /// `expected`'s bytes (anything else is an edit this agent has not
@@ -40,11 +40,88 @@ extension NoteWriter {
         syncDirectory(trash, relativePath)
         syncDirectory(directory, relativePath)
         removeEmptyFolders(components.dropLast(), of: relativePath)
+        let pathInDay = (components.dropLast() + [target]).joined(separator: "/")
+        trashCan.record(.deleted, day: day, name: pathInDay, original: relativePath)
+        var info = stat()
+        if fstatat(trash.rawValue, target, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+          trashCan.added(Int(info.st_size))
+        }
         return .trashed(trashPath: (place + [target]).joined(separator: "/"))
       }
       if error != .exists { throw NotesError.writing("move to the trash", relativePath, error) }
     }
     throw .system(operation: "choose a name in the trash for", path: relativePath, errno: .exists)
+  }
+
+  /// Links the file of the note at `relativePath` (in `directory`, holding
+  /// `current`) into today's trash at its path, numbered like a deletion's
+  /// when the name is taken, before a rename replaces it; with `sync`, the
+  /// link (and the file) are fsynced. Where the file system refuses hard
+  /// links, `current`'s bytes are copied there instead. The caller owns the
+  /// returned folder.
+  func keep(
+    _ relativePath: String, _ components: [String], in directory: FileDescriptor,
+    _ current: Version, sync: Bool
+  ) throws(NotesError) -> Kept {
+    let name = components.last!
+    let day = Self.day(Self.wallClock())
+    let place = [Self.trashFolder, day] + components.dropLast()
+    let trash = try openDirectory(relativePath, place[...], create: true)
+    for attempt in 1...100 {
+      let target = attempt == 1 ? name : Self.numbered(name, attempt)
+      var error: Errno?
+      if linkat(directory.rawValue, name, trash.rawValue, target, 0) != 0 {
+        error = Errno.current
+        if error == .permissionDenied || error?.rawValue == EPERM || error?.rawValue == EXDEV,
+          let bytes = current.bytes
+        {
+          error = Self.copy(bytes, mode: current.mode, to: target, in: trash, sync: sync)
+        }
+      }
+      guard let error else {
+        if sync {
+          if let fd = try? FileDescriptor.open(target, [.readOnly, .noFollow], relativeTo: trash) {
+            try? fd.sync()
+            fd.closeIgnoringErrors()
+          }
+          syncDirectory(trash, relativePath)
+        }
+        return Kept(
+          directory: trash, name: target, day: day,
+          pathInDay: (components.dropLast() + [target]).joined(separator: "/"), size: current.size)
+      }
+      if error != .exists {
+        trash.closeIgnoringErrors()
+        throw NotesError.writing("keep in the trash the version replaced of", relativePath, error)
+      }
+    }
+    trash.closeIgnoringErrors()
+    throw .system(operation: "choose a name in the trash for", path: relativePath, errno: .exists)
+  }
+
+  /// Writes `bytes` to a new file `target` in `trash` (never replacing
+  /// one), fsynced when `sync`. The error, if any.
+  private static func copy(
+    _ bytes: [UInt8], mode: mode_t, to target: String, in trash: FileDescriptor, sync: Bool
+  ) -> Errno? {
+    let fd: FileDescriptor
+    do {
+      fd = try FileDescriptor.open(
+        target, [.writeOnly, .create, .exclusiveCreate, .noFollow], permissions: mode,
+        relativeTo: trash)
+    } catch {
+      return Errno(error)
+    }
+    do {
+      try fd.writeAll(bytes)
+      if sync { try fd.sync() }
+      try fd.close()
+      return nil
+    } catch {
+      fd.closeIgnoringErrors()
+      _ = unlinkat(trash.rawValue, target, 0)
+      return Errno(error)
+    }
   }
 
   /// Renames the note at `from` to `to` if its file holds `expected`'s

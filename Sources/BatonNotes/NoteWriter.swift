@@ -10,11 +10,22 @@ import Synchronization
 /// written outside the folder or through a symlink), a dotfile temp in the
 /// same folder, fsync, rename, fsync of the folder. A crash at any point
 /// leaves the old file or the new one, never a partial one.
+///
+/// The version an incoming note replaces is kept: before the rename, its
+/// file is hard-linked into `.baton-trash/<UTC day>/<path>` (numbered like
+/// a deletion's), and that link is durable before the rename is made (the
+/// trash folder's fsync, or the batch's one `syncfs`). A link, not a copy:
+/// atomic, no bytes written whatever the size, and exactly the inode the
+/// rename takes away (a copy could miss a save made while it was read).
+/// Where the file system has no hard links, the bytes are copied (and
+/// fsynced) instead. When the re-check before the rename finds a local
+/// save, the link is removed again (the file was not replaced).
 struct NoteWriter: Sendable {
   let root: String
   let names: NoteNames
   let index: NoteIndex
   let maximumNoteSize: Int
+  let trashCan: NoteTrash
 
   private static let counter = Atomic<UInt64>(0)
   private let log = Logger(label: "notes")
@@ -26,7 +37,10 @@ struct NoteWriter: Sendable {
     case .done(let outcome):
       return outcome
     case .staged(let staged):
-      defer { staged.directory.closeIgnoringErrors() }
+      defer {
+        staged.directory.closeIgnoringErrors()
+        staged.kept?.directory.closeIgnoringErrors()
+      }
       let outcome = try commit(staged)
       syncDirectory(staged.directory, relativePath)
       return outcome
@@ -59,6 +73,10 @@ struct NoteWriter: Sendable {
       for (i, s) in staged {
         _ = unlinkat(s.directory.rawValue, s.temporary, 0)
         s.directory.closeIgnoringErrors()
+        if let kept = s.kept {
+          _ = unlinkat(kept.directory.rawValue, kept.name, 0)
+          kept.directory.closeIgnoringErrors()
+        }
         results[i] = .failure(NotesError.writing("flush", s.relativePath, error))
       }
       staged = []
@@ -73,7 +91,10 @@ struct NoteWriter: Sendable {
     if !flushedOnce {
       for s in folders.values { syncDirectory(s.directory, s.relativePath) }
     }
-    for (_, s) in staged { s.directory.closeIgnoringErrors() }
+    for (_, s) in staged {
+      s.directory.closeIgnoringErrors()
+      s.kept?.directory.closeIgnoringErrors()
+    }
     return results.map { $0 ?? .failure(.notANote(path: "", reason: "not written")) }
   }
 
@@ -88,6 +109,20 @@ struct NoteWriter: Sendable {
     var hash: ContentHash
     var expected: ContentHash?
     var peer: String
+    /// The version it replaces, linked into the trash.
+    var kept: Kept?
+  }
+
+  /// A version linked (or copied) into the trash before a rename replaces it.
+  struct Kept {
+    /// Its folder in the trash, open.
+    var directory: FileDescriptor
+    /// Its name there.
+    var name: String
+    var day: String
+    /// Its path in the day folder.
+    var pathInDay: String
+    var size: Int
   }
 
   private enum Stage {
@@ -112,7 +147,7 @@ struct NoteWriter: Sendable {
     let folder = components.dropLast().joined(separator: "/")
     let directory = try openDirectory(relativePath, components.dropLast(), create: true)
     let hash = ContentHash(of: bytes)
-    do {
+    do throws(NotesError) {
       let current = try currentVersion(relativePath, in: directory, name: name)
       if let current, current.hash == hash {
         index.recordWriteBack(relativePath, bytes: bytes, hash: hash)
@@ -121,10 +156,20 @@ struct NoteWriter: Sendable {
       }
       let temporary = try writeTemporary(
         relativePath, bytes: bytes, in: directory, mode: current?.mode ?? 0o644, sync: sync)
+      var kept: Kept?
+      if let current, current.hash == expected, expected != nil {
+        do throws(NotesError) {
+          kept = try keep(relativePath, components, in: directory, current, sync: sync)
+        } catch {
+          _ = unlinkat(directory.rawValue, temporary, 0)
+          throw error
+        }
+      }
       return .staged(
         Staged(
           relativePath: relativePath, name: name, folder: folder, directory: directory,
-          temporary: temporary, bytes: bytes, hash: hash, expected: expected, peer: peer))
+          temporary: temporary, bytes: bytes, hash: hash, expected: expected, peer: peer,
+          kept: kept))
     } catch {
       directory.closeIgnoringErrors()
       throw error
@@ -139,7 +184,11 @@ struct NoteWriter: Sendable {
       s.relativePath, s.name, s.directory, s.temporary, s.bytes, s.hash
     )
     var removeTemporary = true
-    defer { if removeTemporary { _ = unlinkat(directory.rawValue, temporary, 0) } }
+    var removeKept = true
+    defer {
+      if removeTemporary { _ = unlinkat(directory.rawValue, temporary, 0) }
+      if removeKept, let kept = s.kept { _ = unlinkat(kept.directory.rawValue, kept.name, 0) }
+    }
 
     // Re-check right before the rename: a save made while we wrote wins.
     let latest = try currentVersion(relativePath, in: directory, name: name)
@@ -156,7 +205,15 @@ struct NoteWriter: Sendable {
         throw NotesError.writing("rename into", relativePath, error)
       }
       removeTemporary = false
-      log.info("wrote \(relativePath) (\(bytes.count) bytes \(hash.short)) from \(s.peer)")
+      removeKept = false
+      var replaced = ""
+      if let kept = s.kept {
+        trashCan.record(.overwritten, day: kept.day, name: kept.pathInDay, original: relativePath)
+        trashCan.added(kept.size)
+        replaced = "; the version it replaced is in \(NoteTrash.folder)/\(kept.day)/\(kept.pathInDay)"
+      }
+      log.info(
+        "wrote \(relativePath) (\(bytes.count) bytes \(hash.short)) from \(s.peer)\(replaced)")
       return .written(relativePath: relativePath)
     }
 
@@ -281,7 +338,7 @@ struct NoteWriter: Sendable {
 
   /// Writes `bytes` to a new dotfile in `directory` (fsynced when `sync`);
   /// returns its name.
-  private func writeTemporary(
+  func writeTemporary(
     _ relativePath: String, bytes: [UInt8], in directory: FileDescriptor, mode: mode_t, sync: Bool
   ) throws(NotesError) -> String {
     let number = NoteWriter.counter.add(1, ordering: .relaxed).newValue

@@ -20,6 +20,8 @@ public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
   case notANote(path: String, reason: String)
   /// There is no note at the path (it was deleted or moved away).
   case noSuchNote(path: String)
+  /// The trash holds no version of the note (of `day`, when given).
+  case notInTrash(path: String, day: String?)
   /// `fs.inotify.max_user_watches` is exhausted.
   case watchLimitReached(path: String, current: Int?, needed: Int)
   /// The disk (or the user's quota) is full; nothing local was changed.
@@ -46,6 +48,9 @@ public enum NotesError: Error, CustomStringConvertible, Equatable, Sendable {
       return "\(path) is not a note: \(reason)"
     case .noSuchNote(let path):
       return "there is no note \(path) (it was deleted or moved away)"
+    case .notInTrash(let path, let day):
+      return "the trash holds no version of \(path)\(day.map { " of \($0)" } ?? "");"
+        + " 'baton trash' lists what it holds"
     case .watchLimitReached(let path, let current, let needed):
       let now = current.map { "\($0)" } ?? "unknown"
       let suggestion = current.map { $0 + needed } ?? needed * 2

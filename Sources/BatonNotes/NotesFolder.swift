@@ -40,8 +40,11 @@ public final class NotesFolder: NoteFolderAccess {
   public let root: String
   public let names: NoteNames
   public let maximumNoteSize: Int
-  /// How many days a note deleted on a peer stays in the trash (`trash-days`).
+  /// How many days a version stays in the trash (`trash-days`).
   public let trashDays: Int
+  /// The most bytes the trash keeps (`trash-size`; 0: no cap): past it,
+  /// the oldest versions go first.
+  public let trashSize: Int
   /// The folder's device and inode when it was opened (`DEV:INODE`): another
   /// value at the next start means another folder in its place.
   public let identity: String
@@ -49,10 +52,13 @@ public final class NotesFolder: NoteFolderAccess {
   private let lastPurge = Mutex<String?>(nil)
   /// The default of `trashDays`.
   public static let defaultTrashDays = 30
+  /// The default of `trashSize`: 500 MiB.
+  public static let defaultTrashSize = 500 << 20
 
   let index: NoteIndex
   let tuning: NotesWatcher.Tuning
   private let writer: NoteWriter
+  private let trash: NoteTrash
   private let log = Logger(label: "notes")
 
   private struct Running {
@@ -65,16 +71,16 @@ public final class NotesFolder: NoteFolderAccess {
   /// `.rootNotADirectory`. Nothing is read until `start()` or `buildIndex()`.
   public convenience init(
     root: String, pattern: String = "*.md", maximumNoteSize: Int = 1 << 20,
-    trashDays: Int = NotesFolder.defaultTrashDays
+    trashDays: Int = NotesFolder.defaultTrashDays, trashSize: Int = NotesFolder.defaultTrashSize
   ) throws {
     try self.init(
       root: root, pattern: pattern, maximumNoteSize: maximumNoteSize, tuning: .init(),
-      trashDays: trashDays)
+      trashDays: trashDays, trashSize: trashSize)
   }
 
   init(
     root: String, pattern: String, maximumNoteSize: Int, tuning: NotesWatcher.Tuning,
-    trashDays: Int = NotesFolder.defaultTrashDays
+    trashDays: Int = NotesFolder.defaultTrashDays, trashSize: Int = NotesFolder.defaultTrashSize
   ) throws {
     var info = stat()
     guard stat(root, &info) == 0 else {
@@ -94,10 +100,13 @@ public final class NotesFolder: NoteFolderAccess {
     self.names = NoteNames(pattern: pattern)
     self.maximumNoteSize = maximumNoteSize
     self.trashDays = trashDays
+    self.trashSize = trashSize
     self.tuning = tuning
     self.index = NoteIndex(root: resolved, maximumNoteSize: maximumNoteSize)
+    self.trash = NoteTrash(root: resolved, capacity: trashSize)
     self.writer = NoteWriter(
-      root: resolved, names: names, index: index, maximumNoteSize: maximumNoteSize)
+      root: resolved, names: names, index: index, maximumNoteSize: maximumNoteSize,
+      trashCan: trash)
   }
 
   deinit { stop() }
@@ -208,7 +217,9 @@ public final class NotesFolder: NoteFolderAccess {
   /// when `expected` is nil) is kept and the note goes to a conflict copy
   /// `<name>.conflict-<peer>-<UTC yyyymmddTHHMMSSZ>.md`; a file that is gone
   /// although `expected` was given is simply written (nothing local is
-  /// lost). The write is not reported as a local save. Throws
+  /// lost). The file it replaces is kept in the trash first (hard-linked
+  /// there, durably, before the rename; see `NoteWriter`). The write is not
+  /// reported as a local save. Throws
   /// `NotesError`: `.invalidPath`/`.symlinkInPath` for refused paths,
   /// `.diskFull`/`.readOnly` (retryable: keep the note and try again later).
   public func writeNote(
@@ -233,13 +244,29 @@ public final class NotesFolder: NoteFolderAccess {
     return outcome
   }
 
-  /// Removes the trash's day folders older than `trashDays` days; returns how many.
+  /// Removes the trash's day folders older than `trashDays` days (returns
+  /// how many), then its oldest versions while it weighs more than
+  /// `trashSize`.
   @discardableResult
   public func purgeTrash(now: Int64? = nil) -> Int {
     let now = now ?? NoteWriter.wallClock()
     let (oldest, overflow) = Int64(trashDays).multipliedReportingOverflow(by: 86_400)
-    guard !overflow else { return 0 }
-    return writer.purgeTrash(before: NoteWriter.day(now - oldest))
+    let removed = overflow ? 0 : writer.purgeTrash(before: NoteWriter.day(now - oldest))
+    trash.trim()
+    return removed
+  }
+
+  /// Every version in the trash (`baton trash`): newest day first, each
+  /// day's in the order they came.
+  public func trashEntries() -> [NoteTrashEntry] { trash.entries() }
+
+  /// Puts the newest version of `relativePath` in the trash (of `day`
+  /// `yyyy-mm-dd`, or the newest day that holds one) back in the folder, as
+  /// a local save: the watcher reports it and it travels. The version it
+  /// replaces is kept in the trash first. Throws `NotesError.notInTrash`
+  /// when the trash has none.
+  public func restoreNote(_ relativePath: String, day: String? = nil) throws -> NoteRestoreOutcome {
+    try writer.restore(relativePath, day: day)
   }
 
   /// Renames a note within the folder (see `NoteWriter.rename`).

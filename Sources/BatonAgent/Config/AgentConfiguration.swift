@@ -25,6 +25,9 @@ public struct AgentConfiguration: Sendable, Equatable {
   /// How many days a note deleted on a peer stays in a folder's trash
   /// (`trash-days`, 1 to 3650; default 30).
   public var trashDays: Int
+  /// The most bytes a folder's trash keeps, oldest versions removed first
+  /// (`trash-size`, 0 to 1048576M; 0: no cap; default 500M).
+  public var trashSize: Int
   /// A burst of more deletions than this (made here, or from the peers) is
   /// held for `baton deletions` (`hold-deletions`, 0 to 1000000; 0 holds
   /// none; default 10).
@@ -49,6 +52,7 @@ public struct AgentConfiguration: Sendable, Equatable {
     addressRotation: Duration = AgentConfiguration.defaultAddressRotation,
     maxNoteSize: Int = AgentConfiguration.defaultMaxNoteSize,
     trashDays: Int = AgentConfiguration.defaultTrashDays,
+    trashSize: Int = AgentConfiguration.defaultTrashSize,
     holdDeletions: Int = AgentConfiguration.defaultHoldDeletions,
     holdDeletionsShare: Int = AgentConfiguration.defaultHoldDeletionsShare,
     allowedPeers: [String] = [], hciLog: String? = nil, scanning: ScanningMode = .windows,
@@ -62,6 +66,7 @@ public struct AgentConfiguration: Sendable, Equatable {
     self.addressRotation = addressRotation
     self.maxNoteSize = maxNoteSize
     self.trashDays = trashDays
+    self.trashSize = trashSize
     self.holdDeletions = holdDeletions
     self.holdDeletionsShare = holdDeletionsShare
     self.allowedPeers = allowedPeers
@@ -78,6 +83,8 @@ public struct AgentConfiguration: Sendable, Equatable {
   public static let maxNoteSizeRange: ClosedRange<Int> = 1...(16 << 20)
   public static let defaultTrashDays = 30
   public static let trashDaysRange: ClosedRange<Int> = 1...3650
+  public static let defaultTrashSize = 500 << 20
+  public static let trashSizeRange: ClosedRange<Int> = 0...(1 << 40)
   public static let defaultHoldDeletions = 10
   public static let holdDeletionsRange: ClosedRange<Int> = 0...1_000_000
   public static let defaultHoldDeletionsShare = 50

@@ -25,7 +25,7 @@ public struct ConfigurationLoader: Sendable {
   public static let agentKeys = [
     "address-rotation", "advertising-interval", "allowed-peers", "controller", "hci-log",
     "hold-deletions", "hold-deletions-share", "key-file", "max-note-size", "name", "scanning",
-    "state-dir", "trash-days",
+    "state-dir", "trash-days", "trash-size",
   ]
   /// The keys of a `[folder NAME]` section.
   public static let folderKeys = ["activity-type", "path", "pattern"]
@@ -107,6 +107,7 @@ public struct ConfigurationLoader: Sendable {
       addressRotation: agent.addressRotation ?? AgentConfiguration.defaultAddressRotation,
       maxNoteSize: agent.maxNoteSize ?? AgentConfiguration.defaultMaxNoteSize,
       trashDays: agent.trashDays ?? AgentConfiguration.defaultTrashDays,
+      trashSize: agent.trashSize ?? AgentConfiguration.defaultTrashSize,
       holdDeletions: agent.holdDeletions ?? AgentConfiguration.defaultHoldDeletions,
       holdDeletionsShare: agent.holdDeletionsShare ?? AgentConfiguration.defaultHoldDeletionsShare,
       allowedPeers: agent.allowedPeers, hciLog: agent.hciLog,

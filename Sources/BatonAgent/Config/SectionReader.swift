@@ -14,6 +14,7 @@ struct SectionReader {
     var addressRotation: Duration?
     var maxNoteSize: Int?
     var trashDays: Int?
+    var trashSize: Int?
     var holdDeletions: Int?
     var holdDeletionsShare: Int?
     var allowedPeers: [String] = []
@@ -192,6 +193,9 @@ struct SectionReader {
       case "trash-days":
         agent.trashDays = try ConfigurationValues.integer(
           value, in: AgentConfiguration.trashDaysRange, unit: "d", what: "days")
+      case "trash-size":
+        agent.trashSize = try ConfigurationValues.byteSize(
+          value, in: AgentConfiguration.trashSizeRange)
       case "hold-deletions":
         agent.holdDeletions = try ConfigurationValues.integer(
           value, in: AgentConfiguration.holdDeletionsRange, unit: "", what: "notes")

@@ -40,6 +40,7 @@ import Testing
     #expect(configuration.allowedPeers.isEmpty)
     #expect(configuration.hciLog == nil)
     #expect(configuration.holdDeletions == 10 && configuration.holdDeletionsShare == 50)
+    #expect(configuration.trashSize == 500 << 20)
     #expect(
       configuration.folders == [
         FolderConfiguration(
@@ -64,6 +65,7 @@ import Testing
       scanning = continuous
       hold-deletions = 0
       hold-deletions-share = 30%
+      trash-size = 2M
 
       [folder notes]
       path = /n
@@ -86,6 +88,7 @@ import Testing
     #expect(configuration.hciLog == "/tmp/hci.log")
     #expect(configuration.scanning == .continuous)
     #expect(configuration.holdDeletions == 0 && configuration.holdDeletionsShare == 30)
+    #expect(configuration.trashSize == 2 << 20)
     #expect(configuration.folders.map(\.name) == ["notes", "todo"])
     #expect(configuration.folders[0].pattern == "*.txt")
     #expect(configuration.folders[1].activityType == "org.example.todo")
@@ -132,7 +135,7 @@ import Testing
         "CONTROLLER",
         "test.conf:5: key 'max-note-size': '2G' is not valid; expected a size in bytes from 1 to 16M, optionally with a K or M suffix (1K = 1024 bytes)",
         "test.conf:6: key 'address-rotation': '0' is not valid; expected a whole number of minutes from 1 to 1440",
-        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, hold-deletions, hold-deletions-share, key-file, max-note-size, name, scanning, state-dir, trash-days",
+        "test.conf:7: key 'colour': unknown key in [agent]; expected one of address-rotation, advertising-interval, allowed-peers, controller, hci-log, hold-deletions, hold-deletions-share, key-file, max-note-size, name, scanning, state-dir, trash-days, trash-size",
         "test.conf:8: key 'scanning': 'always' is not a scanning mode; expected windows or continuous",
         "test.conf:10: key 'path': 'relative/dir' is relative; expected an absolute path or one starting with ~",
         "test.conf:11: key 'activity-type': 'note' is not a reverse-DNS name; expected dot-separated labels of letters, digits, '-' and '_', such as org.example.note",

@@ -105,8 +105,18 @@ final class AgentProcess: @unchecked Sendable {
     (try? Data(contentsOf: notes.appendingPathComponent(relativePath))).map { Array($0) }
   }
 
+  /// Every regular file below the notes folder but outside its trash
+  /// (relative paths, sorted).
+  func files() -> [String] { allFiles().filter { !$0.hasPrefix(".baton-trash/") } }
+
+  /// The versions in the trash (paths below the notes folder, sorted; not
+  /// the day folders' `.reasons`).
+  func trashFiles() -> [String] {
+    allFiles().filter { $0.hasPrefix(".baton-trash/") && !$0.hasSuffix("/.reasons") }
+  }
+
   /// Every regular file below the notes folder (relative paths, sorted).
-  func files() -> [String] {
+  func allFiles() -> [String] {
     let root = notes.path
     guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
     var out: [String] = []

@@ -41,6 +41,7 @@ import Testing
 
     var generator = SystemRandomNumberGenerator()
     var versionsSeen: Set<Int> = [0]
+    var trashedSeen = 0
     let rounds = 50
     for _ in 0..<rounds {
       let child = try ChildProcess(
@@ -61,13 +62,24 @@ import Testing
       let noteNames = NoteNames()
       #expect(names.filter { noteNames.isNote($0) } == ["big.md"])
       #expect(names.allSatisfy { $0 == "big.md" || $0.hasPrefix(".") })
+      // Every version the writes replaced is in the trash, each complete.
+      let trash = dir.appendingPathComponent(".baton-trash")
+      for path in FileManager.default.subpaths(atPath: trash.path) ?? []
+      where path.hasSuffix(".md") {
+        let kept = FileManager.default.contents(atPath: trash.appendingPathComponent(path).path)
+        #expect(kept.map { NoteCrashTests.completeVersion(Array($0)) != nil } ?? true, "\(path)")
+        trashedSeen += 1
+      }
     }
+    #expect(trashedSeen > 0)
     // Every round wrote at least one version before its kill.
     #expect(versionsSeen.count > rounds, "versions seen: \(versionsSeen.count)")
     // The next start clears the dead writers' temporaries.
     let folder = try NotesFolder(root: dir.path)
     let entries = try folder.buildIndex()
     #expect(entries.map(\.relativePath) == ["big.md"])
-    #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["big.md"])
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        == [".baton-trash", "big.md"])
   }
 }
