@@ -26,6 +26,12 @@ public protocol AgentCore: Sendable {
   func deletions(_ action: DeletionAction) async throws -> (
     message: String?, held: [HeldDeletionRecord]
   )
+  /// `baton trash`: the versions in every folder's trash.
+  func trash() async throws -> [TrashedVersionRecord]
+  /// `baton restore`: puts the newest version of the note at `notePath`
+  /// (absolute) in its folder's trash (of `day`, `yyyy-mm-dd`, when given)
+  /// back, as a local save; returns a message for the user.
+  func restore(notePath: String, day: String?) async throws -> String
 }
 
 extension AgentCore {
@@ -33,6 +39,17 @@ extension AgentCore {
   public func deletions(_ action: DeletionAction) async throws -> (
     message: String?, held: [HeldDeletionRecord]
   ) { (nil, []) }
+  /// A core with no trash.
+  public func trash() async throws -> [TrashedVersionRecord] { [] }
+  public func restore(notePath: String, day: String?) async throws -> String {
+    throw ControlFailure("no version of \(notePath) in the trash")
+  }
+}
+
+/// An error shown to the user as it is.
+public struct ControlFailure: Error, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
 }
 
 /// What `baton status` shows; also the JSON of `baton status --json`

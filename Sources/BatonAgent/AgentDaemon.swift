@@ -203,6 +203,23 @@ public final class AgentDaemon: Sendable {
         } catch {
           connection.reply(.failure("\(error)"))
         }
+      case .trash:
+        do {
+          connection.reply(ControlResponse(ok: true, trash: try await core.trash()))
+        } catch {
+          connection.reply(.failure("\(error)"))
+        }
+      case .restore:
+        guard let path = request.path, path.hasPrefix("/") else {
+          connection.reply(.failure("restore needs the note's absolute path"))
+          return
+        }
+        do {
+          let message = try await core.restore(notePath: path, day: request.day)
+          connection.reply(ControlResponse(ok: true, message: message))
+        } catch {
+          connection.reply(.failure("\(error)"))
+        }
       }
     }
   }

@@ -3,21 +3,28 @@ import FoundationEssentials
 /// A request on the control socket: one line of JSON, such as
 /// `{"command":"status"}` or `{"command":"send","path":"/home/u/notes/a.md"}`.
 /// `{"command":"deletions","action":"apply"}` (the action is `list` when
-/// absent).
+/// absent), `{"command":"trash"}`,
+/// `{"command":"restore","path":"/home/u/notes/a.md","day":"2026-12-02"}`
+/// (the newest day when `day` is absent).
 public struct ControlRequest: Codable, Sendable, Equatable {
   public enum Command: String, Codable, Sendable {
-    case status, send, deletions
+    case status, send, deletions, trash, restore
   }
   public var command: Command
-  /// For `send`: the note's absolute path.
+  /// For `send` and `restore`: the note's absolute path.
   public var path: String?
   /// For `deletions`: what to do with the held deletions.
   public var action: DeletionAction?
+  /// For `restore`: the trash's day folder (`yyyy-mm-dd`).
+  public var day: String?
 
-  public init(command: Command, path: String? = nil, action: DeletionAction? = nil) {
+  public init(
+    command: Command, path: String? = nil, action: DeletionAction? = nil, day: String? = nil
+  ) {
     self.command = command
     self.path = path
     self.action = action
+    self.day = day
   }
 
   public static let status = ControlRequest(command: .status)
@@ -26,6 +33,32 @@ public struct ControlRequest: Codable, Sendable, Equatable {
   }
   public static func deletions(_ action: DeletionAction) -> ControlRequest {
     ControlRequest(command: .deletions, action: action)
+  }
+  public static let trash = ControlRequest(command: .trash)
+  public static func restore(_ path: String, day: String?) -> ControlRequest {
+    ControlRequest(command: .restore, path: path, day: day)
+  }
+}
+
+/// One version in a folder's trash, as `baton trash` shows it.
+public struct TrashedVersionRecord: Codable, Sendable, Equatable {
+  /// The note's absolute path in its folder (what `baton restore` takes).
+  public var path: String
+  /// The trash's day folder, `yyyy-mm-dd` (UTC).
+  public var day: String
+  public var size: Int
+  /// `deleted` (on a peer) or `overwritten` (by a peer's version, or a
+  /// restore).
+  public var reason: String
+  /// Where it is: the absolute path of the file in the trash.
+  public var trashPath: String
+
+  public init(path: String, day: String, size: Int, reason: String, trashPath: String) {
+    self.path = path
+    self.day = day
+    self.size = size
+    self.reason = reason
+    self.trashPath = trashPath
   }
 }
 
@@ -65,11 +98,14 @@ public struct ControlResponse: Codable, Sendable, Equatable {
   public var error: String?
   /// For `deletions`: the deletions held (after the action).
   public var deletions: [HeldDeletionRecord]?
+  /// For `trash`: the versions in the trash.
+  public var trash: [TrashedVersionRecord]?
 
   public init(
     ok: Bool, status: AgentStatus? = nil, message: String? = nil, error: String? = nil,
-    deletions: [HeldDeletionRecord]? = nil
+    deletions: [HeldDeletionRecord]? = nil, trash: [TrashedVersionRecord]? = nil
   ) {
+    self.trash = trash
     self.ok = ok
     self.status = status
     self.message = message

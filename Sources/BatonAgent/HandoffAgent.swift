@@ -131,6 +131,38 @@ public final class HandoffAgent: AgentCore {
     throw AgentError.outsideFolders(path: notePath, folders: folders.map(\.folder.root))
   }
 
+  public func trash() async throws -> [TrashedVersionRecord] {
+    let folders = state.withLock { $0.folders }
+    return folders.flatMap { _, folder in
+      folder.trashEntries().map {
+        TrashedVersionRecord(
+          path: folder.root + "/" + $0.path, day: $0.day, size: $0.size,
+          reason: $0.reason.rawValue, trashPath: folder.root + "/" + $0.trashPath)
+      }
+    }
+  }
+
+  public func restore(notePath: String, day: String?) async throws -> String {
+    let folders = state.withLock { $0.folders }
+    let absolute = URL(fileURLWithPath: notePath).standardizedFileURL.resolvingSymlinksInPath().path
+    for (_, folder) in folders where absolute.hasPrefix(folder.root + "/") {
+      let relative = String(absolute.dropFirst(folder.root.count + 1))
+      // Through the folder's writer, like the peers' notes: a save made
+      // meanwhile is never replaced.
+      let outcome = try folder.restoreNote(relative, day: day)
+      if outcome.unchanged {
+        return "\(relative) already holds the version of \(outcome.day) (\(outcome.trashPath))"
+      }
+      log.notice(
+        "restored \(relative) from \(outcome.trashPath) (\(outcome.size) bytes)"
+          + (outcome.replacedTrashPath.map { "; the version it replaced is in \($0)" } ?? ""))
+      return "restored \(relative) from \(outcome.trashPath) (\(outcome.size) bytes); it goes to the"
+        + " peers as an edit"
+        + (outcome.replacedTrashPath.map { "; the version it replaced is in \($0)" } ?? "")
+    }
+    throw AgentError.outsideFolders(path: notePath, folders: folders.map(\.folder.root))
+  }
+
   public func deletions(_ action: DeletionAction) async throws -> (
     message: String?, held: [HeldDeletionRecord]
   ) {

@@ -19,7 +19,7 @@ public enum ExitStatus {
 }
 
 /// The `baton` command line: `agent`, `check`, `keygen`, `status`, `send`,
-/// `deletions`.
+/// `deletions`, `trash`, `restore`.
 /// `Sources/baton/main.swift` only calls `BatonCommand.main`.
 public enum BatonCommand {
   /// `baton --version`.
@@ -71,6 +71,8 @@ public enum BatonCommand {
     case "status": return ControlCommand.status(rest)
     case "send": return ControlCommand.send(rest)
     case "deletions": return ControlCommand.deletions(rest)
+    case "trash": return ControlCommand.trash(rest)
+    case "restore": return ControlCommand.restore(rest)
     case "help":
       Console.out(Usage.topHelp)
       return ExitStatus.success

@@ -6,8 +6,8 @@ import FoundationEssentials
   import Glibc
 #endif
 
-/// `baton status`, `baton send` and `baton deletions`: clients of the
-/// agent's control socket.
+/// `baton status`, `baton send`, `baton deletions`, `baton trash` and
+/// `baton restore`: clients of the agent's control socket.
 enum ControlCommand {
   static let socketSpec = OptionSpec(long: "socket", takesArgument: true)
   static let helpSpec = OptionSpec(long: "help", short: "h")
@@ -107,6 +107,74 @@ enum ControlCommand {
       lines.append("'baton deletions apply' makes them, 'baton deletions reject' undoes them")
     }
     Console.out(lines.joined(separator: "\n") + "\n")
+    return ExitStatus.success
+  }
+
+  static func trash(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [OptionSpec(long: "json"), socketSpec, helpSpec], command: "trash",
+        usage: Usage.trash, help: Usage.trashHelp, exitStatus: &exit)
+    else { return exit }
+    let path = AgentCommand.socketPath(parsed, BatonPaths())
+    guard let response = request(.trash, path, exitStatus: &exit) else { return exit }
+    if parsed.has("--json") {
+      Console.out(String(decoding: ControlCoding.encode(response), as: UTF8.self) + "\n")
+      return ExitStatus.success
+    }
+    let versions = response.trash ?? []
+    guard !versions.isEmpty else {
+      Console.out("the trash is empty\n")
+      return ExitStatus.success
+    }
+    let total = versions.reduce(0) { $0 &+ $1.size }
+    let count = versions.count == 1 ? "1 version" : "\(versions.count) versions"
+    var lines = ["\(count) in the trash, \(total) bytes:"]
+    let width = versions.map { String($0.size).count }.max() ?? 1
+    for v in versions {
+      let size = String(repeating: " ", count: max(0, width - String(v.size).count)) + "\(v.size)"
+      let reason = v.reason == "deleted" ? "deleted    " : "overwritten"
+      lines.append("  \(v.day)  \(size) bytes  \(reason)  \(v.path.escapedForDisplay)")
+    }
+    lines.append("'baton restore FILE [DAY]' puts the newest version of FILE (of DAY) back")
+    Console.out(lines.joined(separator: "\n") + "\n")
+    return ExitStatus.success
+  }
+
+  static func restore(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [socketSpec, helpSpec], command: "restore", usage: Usage.restore,
+        help: Usage.restoreHelp, operands: 1...2, exitStatus: &exit)
+    else { return exit }
+    var day: String?
+    if parsed.operands.count == 2 {
+      let given = parsed.operands[1]
+      let bytes = Array(given.utf8)
+      guard
+        bytes.count == 10,
+        bytes.enumerated().allSatisfy({ i, b in
+          i == 4 || i == 7 ? b == UInt8(ascii: "-") : (b >= 0x30 && b <= 0x39)
+        })
+      else {
+        return BatonCommand.usageError(
+          "restore: '\(given)' is not a day; expected yyyy-mm-dd, as 'baton trash' shows",
+          Usage.restore)
+      }
+      day = given
+    }
+    let paths = BatonPaths()
+    guard let file = paths.absolute(parsed.operands[0]) else {
+      Console.error("\(parsed.operands[0]): unknown user")
+      return ExitStatus.failure
+    }
+    let path = AgentCommand.socketPath(parsed, paths)
+    guard let response = request(.restore(file, day: day), path, exitStatus: &exit) else {
+      return exit
+    }
+    Console.out((response.message ?? "restored \(file)") + "\n")
     return ExitStatus.success
   }
 

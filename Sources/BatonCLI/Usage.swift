@@ -11,6 +11,8 @@ enum Usage {
   static let status = "usage: baton status [--json] [--socket PATH]\n"
   static let send = "usage: baton send [--socket PATH] FILE\n"
   static let deletions = "usage: baton deletions [--json] [--socket PATH] [apply | reject]\n"
+  static let trash = "usage: baton trash [--json] [--socket PATH]\n"
+  static let restore = "usage: baton restore [--socket PATH] FILE [DAY]\n"
   static let top = """
     usage: baton agent [options]     run the agent in the foreground
            baton check [options]     check the configuration and key file
@@ -18,6 +20,8 @@ enum Usage {
            baton status [--json]     show what the running agent is doing
            baton send FILE           make FILE the current activity now
            baton deletions [apply | reject]  list, make or undo held deletions
+           baton trash               list the versions kept in the trash
+           baton restore FILE [DAY]  put a version of FILE back from the trash
            baton --help | --version
 
     """
@@ -45,7 +49,8 @@ enum Usage {
     baton.conf(5).
 
     Exit status: 0 success, 1 error (configuration, key, runtime),
-    2 usage error, 3 no agent running (status, send, deletions).
+    2 usage error, 3 no agent running (status, send, deletions, trash,
+    restore).
 
     """
 
@@ -99,6 +104,38 @@ enum Usage {
     comes back here from the peers.
 
           --json           print the agent's raw JSON answer
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 3 if no agent is running.
+
+    """
+
+  static let trashHelp = """
+    \(trash)
+    Lists the versions the running agent keeps in its folders' trash
+    (.baton-trash/DAY/ in each folder): notes deleted on a peer, and the
+    versions a peer's newer one (or a restore) replaced. Each line gives the
+    day, the size, why (deleted or overwritten) and the note's path. They
+    are kept trash-days days, and at most trash-size bytes, oldest first
+    (baton.conf(5)).
+
+          --json           print the agent's raw JSON answer
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 3 if no agent is running.
+
+    """
+
+  static let restoreHelp = """
+    \(restore)
+    Asks the running agent to put back the newest version of the note FILE
+    kept in its folder's trash (of DAY, yyyy-mm-dd, when given; 'baton
+    trash' lists them). It is written like a save of yours: it travels to
+    the peers as an edit, and the version it replaces goes to the trash
+    first. The version stays in the trash too.
+
           --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
       -h, --help           show this help
 

@@ -199,6 +199,13 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let held = try await harness.request(.deletions(.list))
     #expect(held == ControlResponse(ok: true, deletions: []))
     #expect(ControlRequest.deletions(.reject).action == .reject)
+    // trash and restore: a core with no trash lists nothing and restores
+    // nothing; a relative path is refused before the core sees it.
+    #expect(try await harness.request(.trash) == ControlResponse(ok: true, trash: []))
+    let restored = try await harness.request(.restore("/n/a.md", day: "2026-12-02"))
+    #expect(restored == ControlResponse(ok: false, error: "no version of /n/a.md in the trash"))
+    let relativeRestore = try await harness.request(.restore("a.md", day: nil))
+    #expect(relativeRestore.error == "restore needs the note's absolute path")
 
     // A malformed request gets an error answer, and the daemon goes on.
     let path = harness.socketPath

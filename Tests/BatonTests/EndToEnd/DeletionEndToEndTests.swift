@@ -76,6 +76,9 @@ import Testing
     // A rename is a rename, not a deletion; an editor's save is a save (the
     // version it replaced on B is kept, listed as overwritten).
     #expect(trashed(b, "keep.md") == nil && trashed(b, "v.md") == Array("V\nfirst\n".utf8))
+    let (_, listing) = try b.run(["trash"])
+    let line = listing.split(separator: "\n").first { $0.hasSuffix("/v.md") } ?? ""
+    #expect(line.contains("  overwritten  "), "\(listing)")
     #expect(counter(b, "renamed") == 1, "\(group.logs)")
     #expect(counter(b, "trashed") == 3, "\(group.logs)")
     // Nothing came back to A.
