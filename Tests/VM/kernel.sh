@@ -8,9 +8,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache="$here/cache/kernel"
 
-modules=(bluetooth hci_vhci ecdh_generic ecc rfkill crc16 af_alg algif_hash algif_skcipher
-  cmac ecb virtio virtio_ring virtio_pci virtio_pci_modern_dev virtio_pci_legacy_dev
-  virtio_console)
+# (In this order: init loads them so. The kernel's default random number
+# generator, drbg, comes before bluetooth: without it
+# the ECDH self-test fails ("alg: ecdh-nist-p256: test failed on vector 2",
+# the vector whose key is generated), so SMP is off and the kernel cannot
+# make a resolvable private address for bluetoothd's Privacy.)
+modules=(sha512_generic ctr drbg bluetooth hci_vhci ecdh_generic ecc rfkill
+  crc16 af_alg algif_hash algif_skcipher cmac ecb virtio virtio_ring virtio_pci
+  virtio_pci_modern_dev virtio_pci_legacy_dev virtio_console)
 
 package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ && !found {print $2; found = 1}')
 if [ -z "$package" ]; then
@@ -19,7 +24,11 @@ if [ -z "$package" ]; then
 fi
 version=$(apt-cache policy "$package" | awk '/Candidate:/ {print $2}')
 dir="$cache/${package}_$version"
-if [ -f "$dir/.done" ]; then echo "$dir"; exit 0; fi
+# (Extracted again when the list of modules changed.)
+if [ -f "$dir/.done" ] && [ "$(cat "$dir/modules")" = "$(printf '%s\n' "${modules[@]}")" ]; then
+  echo "$dir"
+  exit 0
+fi
 
 echo "vm: fetching and extracting $package $version (once; cached in $dir)" >&2
 work=$(mktemp -d)
