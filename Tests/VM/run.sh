@@ -111,7 +111,7 @@ not_run() { # not_run CASE...: reported, never as passed
 }
 
 # --- the initramfs ------------------------------------------------------------
-work=$(mktemp -d /tmp/baton-vm.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/baton-vm.XXXXXX")
 cleanup() {
   for pid in ${pids:-}; do kill "$pid" 2>/dev/null || true; done
   [ "${VM_KEEP:-0}" = 1 ] && echo "vm: kept $work" >&2 || rm -rf "$work"
