@@ -56,6 +56,17 @@ final class AgentRadio: Sendable {
   /// an observer cannot tie two addresses together by a fixed period.
   static let rotationJitter = 0.2
 
+  /// The period rotations are jittered around: `address-rotation`, or
+  /// where the system gives a live advertisement a new address after
+  /// `addressLifetime` (BlueZ with privacy: the kernel's RPA timeout), two
+  /// thirds of that if shorter. So even the longest jittered period (0.8 of
+  /// the lifetime) re-seals, which gives the beacon a new address, before
+  /// the system could give the old seal one (PROTOCOL.md 3.3).
+  static func rotationBase(_ rotation: Duration, addressLifetime: Duration?) -> Duration {
+    guard let lifetime = addressLifetime else { return rotation }
+    return min(rotation, lifetime * 2 / 3)
+  }
+
   /// `base` × (1 - rotationJitter + 2 × rotationJitter × `unit`), for a
   /// `unit` in [0, 1) (clamped; not a number counts as the middle).
   static func jittered(_ base: Duration, unit: Double) -> Duration {
@@ -403,7 +414,14 @@ final class AgentRadio: Sendable {
           }
         }
       }
-      let rotation = configuration.addressRotation
+      let rotation = Self.rotationBase(
+        configuration.addressRotation, addressLifetime: host.addressLifetime)
+      if let lifetime = host.addressLifetime, rotation < configuration.addressRotation {
+        log.info(
+          "the system keeps an advertising address \(lifetime.components.seconds) s"
+            + " (the kernel's RPA timeout): re-sealing the beacon every"
+            + " \(rotation.components.seconds) s ± 20 %, so no seal outlives its address")
+      }
       group.addTask {
         var random = SystemRandomNumberGenerator()
         while !Task.isCancelled {
@@ -559,7 +577,9 @@ final class AgentRadio: Sendable {
           do {
             // The beacon is re-sealed and installed before advertising resumes
             // under the new address: no seal is ever heard under both. (BlueZ
-            // owns its address: then only the beacon is re-sealed.)
+            // owns its address: then only the beacon is re-sealed, which
+            // registers a new advertisement, and with privacy the kernel
+            // gives that a new address; `rotationBase`.)
             let beacon = await sealedBeacon().data
             if let address = try await host.rotateAddressIfOwned(
               to: BluetoothAddress(littleEndian: engine.newAddress())!, advertisingData: beacon)

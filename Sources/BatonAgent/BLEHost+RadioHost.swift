@@ -10,6 +10,8 @@ extension BLEHost: RadioHost {
   var connectsFromAnotherAddress: Bool { false }
   /// Our own resolvable address, rotated by the agent (PROTOCOL.md 3.1).
   var addressIsPrivate: Bool { true }
+  /// We rotate the address ourselves, with a fresh seal (`rotateAddressIfOwned`).
+  var addressLifetime: Duration? { nil }
 
   /// Always connectable: the address is private (`addressIsPrivate`), so
   /// the agent never asks for a closed beacon here.

@@ -27,6 +27,12 @@ protocol RadioHost: AnyObject, Sendable {
   /// afresh, and connectable only in short windows a peer asks for
   /// (PROTOCOL.md 3.3).
   var addressIsPrivate: Bool { get }
+  /// How long the system keeps the address it gave one advertisement before
+  /// it may give the same advertisement another (BlueZ with privacy: the
+  /// kernel's RPA timeout); nil when the address is ours or never changes
+  /// under a live advertisement. The agent re-seals well within it, so no
+  /// seal is heard under two addresses (PROTOCOL.md 3.3).
+  var addressLifetime: Duration? { get }
 
   /// Advertises `data`, connectable or not (see `addressIsPrivate`).
   func startAdvertising(data: [UInt8], intervalMilliseconds: Int, connectable: Bool) async throws

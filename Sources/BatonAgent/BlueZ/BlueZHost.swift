@@ -278,9 +278,24 @@ public final class BlueZHost: RadioHost {
   public var address: BluetoothAddress { state.withLock { $0.address } }
   public var isClosed: Bool { state.withLock { $0.finished } }
   var ownsAddress: Bool { false }
-  /// bluetoothd's `Privacy` is device or network (a resolvable address the
-  /// kernel rotates), read from main.conf when the host was opened.
+  /// bluetoothd's `Privacy` is device or network (the kernel advertises from
+  /// resolvable private addresses), read from main.conf when the host was
+  /// opened.
   let addressIsPrivate: Bool
+  /// With privacy, the kernel gives each registration of our advertisement
+  /// (a new advertising set) a fresh resolvable address and keeps it for
+  /// the set's life, but only until its RPA timeout: a live set the kernel
+  /// sets up again after that (the set a connection ended on, when any
+  /// client then sets the adapter connectable, measured in the VM) gets a
+  /// new address for the same seal. Read from debugfs where this process
+  /// may (root), else the kernel's default. Without privacy the closed
+  /// beacon goes out from a non-resolvable address the kernel draws at
+  /// every set-up whatever the set's age, which no lifetime bounds: nil.
+  var addressLifetime: Duration? {
+    guard addressIsPrivate else { return nil }
+    let adapter = adapterPath.flatMap { $0.split(separator: "/").last.map(String.init) }
+    return BluetoothdPrivacy.rpaTimeout(adapter: adapter ?? requestedAdapter ?? "hci0")
+  }
   /// Without a public address the kernel connects from whatever random
   /// address the controller holds, after active discovery a non-resolvable
   /// one (measured in the VM).

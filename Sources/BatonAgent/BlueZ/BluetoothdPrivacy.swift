@@ -28,6 +28,35 @@ public enum BluetoothdPrivacy {
     ["network", "on", "true", "device"].contains(setting)
   }
 
+  /// The kernel's RPA timeout when nobody changed it (HCI_DEFAULT_RPA_TIMEOUT,
+  /// 15 minutes), which only root can read or change (debugfs).
+  public static let defaultRPATimeout: Duration = .seconds(900)
+  public static let debugfs = "/sys/kernel/debug/bluetooth"
+
+  /// How long the kernel keeps the resolvable private address it gave an
+  /// advertising set, for adapter `adapter` (hci0): its debugfs
+  /// `rpa_timeout` when this process may read it, else the kernel's
+  /// default. The kernel gives every new set a fresh address and keeps it
+  /// while the set lives, until this long after it was set; then the next
+  /// time the kernel sets the live set up again (the set a connection ended
+  /// on, when a client sets the adapter connectable, for instance) it gives
+  /// the same data a new address (PROTOCOL.md 3.3).
+  public static func rpaTimeout(adapter: String, debugfs: String = debugfs) -> Duration {
+    let path = "\(debugfs)/\(adapter)/rpa_timeout"
+    guard let data = FileManager.default.contents(atPath: path) else { return defaultRPATimeout }
+    return rpaTimeout(text: String(decoding: data, as: UTF8.self)) ?? defaultRPATimeout
+  }
+
+  /// debugfs's `rpa_timeout` text ("900\n"), in seconds: the kernel takes
+  /// 30 to 86400 (24 hours).
+  static func rpaTimeout(text: String) -> Duration? {
+    let words = text.split(whereSeparator: \.isWhitespace)
+    guard words.count == 1, let seconds = Int(words[0]), (30...86_400).contains(seconds) else {
+      return nil
+    }
+    return .seconds(seconds)
+  }
+
   /// What to do about a setting that is not private.
   public static func advice(_ setting: String) -> String {
     "bluetoothd's Privacy is '\(setting)' (\(mainConf)): the beacon goes out closed, from"

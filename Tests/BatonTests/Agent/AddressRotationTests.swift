@@ -19,6 +19,22 @@ import Testing
     #expect(AgentRadio.jittered(base, unit: 0.999_999) > .seconds(1079))
   }
 
+  /// Where the system gives a live advertisement a new address after a
+  /// while (BlueZ with privacy: the kernel's RPA timeout), the beacon is
+  /// re-sealed within two thirds of it, so even the longest jittered period
+  /// ends before it (PROTOCOL.md 3.3).
+  @Test func aShortAddressLifetimeShortensTheRotation() {
+    let rotation = Duration.seconds(900)
+    #expect(AgentRadio.rotationBase(rotation, addressLifetime: nil) == rotation)
+    #expect(AgentRadio.rotationBase(rotation, addressLifetime: .seconds(900)) == .seconds(600))
+    #expect(AgentRadio.rotationBase(rotation, addressLifetime: .seconds(60)) == .seconds(40))
+    #expect(AgentRadio.rotationBase(rotation, addressLifetime: .seconds(3600)) == rotation)
+    for lifetime in [30, 60, 900, 86400] {
+      let base = AgentRadio.rotationBase(rotation, addressLifetime: .seconds(lifetime))
+      #expect(AgentRadio.jittered(base, unit: 1) < .seconds(lifetime))
+    }
+  }
+
   @Test func aUnitOutsideZeroToOneIsClamped() {
     let base = Duration.seconds(60)
     #expect(about(AgentRadio.jittered(base, unit: -3), 48))

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Testing
 
 @testable import BatonAgent
@@ -25,5 +26,28 @@ import Testing
     }
     let advice = BluetoothdPrivacy.advice("off")
     #expect(advice.contains("Privacy = device") && advice.contains("/etc/bluetooth/main.conf"))
+  }
+
+  /// debugfs's rpa_timeout: the seconds the kernel takes (30 to 86400), or
+  /// nothing usable.
+  @Test(arguments: [
+    ("900\n", 900), ("60", 60), ("30\n", 30), ("86400\n", 86400), ("29\n", nil),
+    ("86401", nil), ("", nil), ("-60\n", nil), ("60 60\n", nil), ("1e3", nil),
+    ("99999999999999999999999", nil),
+  ] as [(String, Int?)])
+  func readsTheKernelsRPATimeout(_ text: String, _ seconds: Int?) {
+    #expect(BluetoothdPrivacy.rpaTimeout(text: text) == seconds.map { .seconds($0) })
+  }
+
+  @Test func theRPATimeoutComesFromDebugfsOrIsTheKernelsDefault() throws {
+    let dir = try TestEnvironment.temporaryDirectory("debugfs")
+    try FileManager.default.createDirectory(
+      at: dir.appendingPathComponent("hci0"), withIntermediateDirectories: true)
+    try Data("60\n".utf8).write(to: dir.appendingPathComponent("hci0/rpa_timeout"))
+    #expect(BluetoothdPrivacy.rpaTimeout(adapter: "hci0", debugfs: dir.path) == .seconds(60))
+    // Not readable (not root, no debugfs), or nonsense: the default, 15 minutes.
+    #expect(BluetoothdPrivacy.rpaTimeout(adapter: "hci1", debugfs: dir.path) == .seconds(900))
+    try Data("soon".utf8).write(to: dir.appendingPathComponent("hci0/rpa_timeout"))
+    #expect(BluetoothdPrivacy.rpaTimeout(adapter: "hci0", debugfs: dir.path) == .seconds(900))
   }
 }
