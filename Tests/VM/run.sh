@@ -18,7 +18,8 @@
 # computed from the image size), VM_KEEP=1 keeps the work folder, VM_VERBOSE=1
 # shows every case's log. Each boot's console is also kept in
 # Tests/VM/cache/last-run/. VM_CASES=a,b replaces the kernel boot's cases.
-# VM_SCAN_STEADY (s, default 130): agent-bluez-scan's idle, measured period.
+# VM_SCAN_STEADY (s, default 130): agent-bluez-scan's idle, measured period;
+# VM_PRIVACY_STEADY (s, default 200): agent-bluez-privacy's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -96,7 +97,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
@@ -170,6 +171,7 @@ done
 cp /usr/share/dbus-1/system.conf "$root/usr/share/dbus-1/"
 cp /etc/dbus-1/system.d/bluetooth.conf "$root/etc/bluetooth.conf.debian"
 cp /etc/bluetooth/main.conf "$root/etc/bluetooth/"
+cp /etc/bluetooth/main.conf "$root/etc/bluetooth/main.conf.stock"
 printf '%s\n' 5eb1e00b5eb1e00b5eb1e00b5eb1e00b >"$root/etc/machine-id"
 if [ -x "$baton" ]; then
   install_binary "$baton" /usr/bin/baton
@@ -312,6 +314,26 @@ monitor_passive() {
   grep "^FACT" "$out" | grep -i "scan\|discovery" | sed 's/^/vm: agent-bluez-monitor: /' >&2 || true
 }
 
+# privacy_seals: the host's half of agent-bluez-privacy. Its recording gives
+# every adapter's advertising intervals, each with its seal (the 24 bytes
+# after the beacon header) and its address: FAIL when one seal went out
+# under two addresses (or no seal at all was advertised); the counts as
+# FACT lines.
+privacy_seals() {
+  local log="$work/agent-bluez-privacy.btsnoop" out="$work/privacy-seals.out"
+  if [ ! -s "$log" ]; then
+    echo "CASE privacy-seals FAIL (no recording from agent-bluez-privacy)" >>"$results"
+    return 0
+  fi
+  if python3 "$here/scan-timeline.py" --seals "$log" >"$out" 2>&1; then
+    echo "CASE privacy-seals PASS ($(sed -n 's/^RESULT //p' "$out"))" >>"$results"
+  else
+    echo "CASE privacy-seals FAIL ($(sed -n 's/^RESULT //p' "$out"))" >>"$results"
+    cat "$out" >&2
+  fi
+  grep "^FACT" "$out" | sed 's/^/vm: agent-bluez-privacy: /' >&2 || true
+}
+
 # start_radio N: radio.py with N controllers; sets RADIO_PORTS.
 start_radio() {
   local fifo="$work/radio.in" out="$work/radio.out"
@@ -395,7 +417,7 @@ for b in "${boots[@]}"; do
       [ -z "${VM_CASES:-}" ] && cases="$cases,bluez-btvirt"
       if [ -z "${VM_CASES:-}" ]; then
         if [ "$has_bluez" = 1 ]; then cases="$cases,$bluez_kernel_cases"
-        else not_run ${bluez_kernel_cases//,/ } scan-duty monitor-passive >>"$results"; fi
+        else not_run ${bluez_kernel_cases//,/ } scan-duty monitor-passive privacy-seals >>"$results"; fi
       fi
       # agent-bluez-scan idles for VM_SCAN_STEADY seconds after its set-up
       # and link (6 s on an idle machine; 180 s allowed for load): its own
@@ -403,11 +425,16 @@ for b in "${boots[@]}"; do
       # agent-bluez-autoconnect: 41 reconnections, a link and a wait for a
       # scan window (66 to 111 s alone): 300 s, and as much more for the boot.
       scan_steady=${VM_SCAN_STEADY:-130}
-      CASE_TIMEOUT=120 CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300" \
-        BOOT_TIMEOUT=$((1020 + scan_steady + 180)) BOOT_APPEND="VM_SCAN_STEADY=$scan_steady" \
+      # agent-bluez-privacy likewise, for VM_PRIVACY_STEADY seconds.
+      privacy_steady=${VM_PRIVACY_STEADY:-200}
+      CASE_TIMEOUT=120 \
+        CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-privacy:$((privacy_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300" \
+        BOOT_TIMEOUT=$((1020 + scan_steady + 180 + privacy_steady + 180)) \
+        BOOT_APPEND="VM_SCAN_STEADY=$scan_steady VM_PRIVACY_STEADY=$privacy_steady" \
         boot kernel "$cases"
       if [[ ,$cases, == *,agent-bluez-scan,* ]]; then scan_duty; fi
       if [[ ,$cases, == *,agent-bluez-monitor,* ]]; then monitor_passive; fi
+      if [[ ,$cases, == *,agent-bluez-privacy,* ]]; then privacy_seals; fi
       ;;
     radio)
       # The bridge: the guest's hciN on the host's simulated radio, heard both ways.

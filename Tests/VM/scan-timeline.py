@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The host's half of the VM cases agent-bluez-scan and agent-bluez-monitor
+"""The host's half of the VM cases agent-bluez-scan, agent-bluez-monitor and
+agent-bluez-privacy
 (Tests/VM/run.sh).
 
 Reads the case's btmon recording (btsnoop), decodes it with `btmon -r`, and
@@ -30,8 +31,17 @@ it exits 1 if any adapter's recording has a mgmt discovery command (Start
 Discovery, Start Service Discovery, ...) or an accepted LE Set (Extended)
 Scan Parameters asking for an active scan.
 
+With --seals (the host's half of agent-bluez-privacy) it instead lists, for
+every adapter over the whole recording, each advertising interval (a set
+from its enable to its disable, removal or LE Advertising Set Terminated,
+split where its data or address changes in place) with its seal (the 24
+bytes after the beacon header, from LE Set (Extended) Advertising Data) and
+its address (`INTERVAL ...` lines), and exits 1 if one seal went out under
+two addresses, a beacon's address is unknown, or no beacon was advertised.
+
     scan-timeline.py [--index 0] [--burst 10] [--max-duty 5] [--max-scan 3] FILE
     scan-timeline.py --no-discovery [--index 0] [--burst 0] FILE
+    scan-timeline.py --seals FILE
     scan-timeline.py --strip-data IN OUT   (only writes IN without ACL/SCO/ISO data)
 
 The ACL data is always left out before decoding: it says nothing about
@@ -142,6 +152,27 @@ def address(value):
     return (value or "").split(" ")[0]
 
 
+def set_handle(value):
+    """An advertising handle, written '0x01' or '1' by btmon."""
+    text = (value or "").split(" ")[0]
+    try:
+        return int(text, 16) if text.startswith("0x") else int(text)
+    except ValueError:
+        return None
+
+
+def beacon_seal(body):
+    """The seal in an advertising data command's decoded AD: the 24 bytes of
+    the Manufacturer Specific AD of company 0xFFFF (btmon: "Company: ...
+    (65535)" then "Data: <hex>"), or None when the data has no beacon."""
+    for i, line in enumerate(body):
+        if line.startswith("Company: ") and line.endswith("(65535)") and i + 1 < len(body):
+            data = body[i + 1]
+            if data.startswith("Data: ") and len(data) == len("Data: ") + 48:
+                return data[len("Data: "):]
+    return None
+
+
 SCAN_ENABLE = {"0x08|0x000c": "Scanning", "0x08|0x0042": "Extended scan"}
 SCAN_PARAMETERS = {"0x08|0x000b", "0x08|0x0041"}
 LE_SET_RANDOM_ADDRESS = "0x08|0x0005"
@@ -150,6 +181,10 @@ LE_SET_ADV_ENABLE = "0x08|0x000a"
 LE_SET_ADV_SET_RANDOM_ADDRESS = "0x08|0x0035"
 LE_SET_EXT_ADV_PARAMS = "0x08|0x0036"
 LE_SET_EXT_ADV_ENABLE = "0x08|0x0039"
+LE_SET_ADV_DATA = "0x08|0x0008"
+LE_SET_EXT_ADV_DATA = "0x08|0x0037"
+LE_REMOVE_ADV_SET = "0x08|0x003c"
+LE_CLEAR_ADV_SETS = "0x08|0x003d"
 LEGACY = "legacy"  # the advertising "set" of the legacy commands
 
 
@@ -169,6 +204,12 @@ class Adapter:
         self.discovery = collections.Counter()  # mgmt discovery commands (bluetoothd's)
         self.scan_parameters = collections.Counter()  # "type, interval, window" accepted
         self.active_scans = 0       # accepted scan parameters of type active
+        # The seals on the air (--seals): each advertising set's current
+        # seal (the 24 bytes after the beacon header, hex) and the open
+        # interval of each enabled set; closed intervals, in order.
+        self.seal = {}              # handle -> seal hex, or None (not a beacon)
+        self.on_air = {}            # handle -> [start, seal, address, connectable]
+        self.intervals = []         # (start, end, handle, seal, address, connectable)
 
     def accepted(self, time, opcode, name, body):
         """The command OPCODE with BODY completed with status 0 at TIME."""
@@ -193,11 +234,21 @@ class Adapter:
         elif opcode == LE_SET_RANDOM_ADDRESS:
             self.random = address(field(body, "Address"))
             self.random_addresses.append((time, "LE Set Random Address", None, self.random))
+            self.changed(time, LEGACY)
         elif opcode == LE_SET_ADV_SET_RANDOM_ADDRESS:
             handle = number(field(body, "Advertising handle"))
             value = address(field(body, "Advertising random address"))
             self.set_random[handle] = value
             self.random_addresses.append((time, "LE Set Advertising Set Random Address", handle, value))
+            self.changed(time, handle)
+        elif opcode in (LE_SET_ADV_DATA, LE_SET_EXT_ADV_DATA):
+            handle = LEGACY if opcode == LE_SET_ADV_DATA else number(field(body, "Handle"))
+            self.seal[handle] = beacon_seal(body)
+            self.changed(time, handle)
+        elif opcode == LE_REMOVE_ADV_SET:
+            self.off(time, [set_handle(field(body, "Handle"))])
+        elif opcode == LE_CLEAR_ADV_SETS:
+            self.off(time, list(self.on_air))
         elif opcode == LE_SET_ADV_PARAMS:
             kind = field(body, "Type") or "?"
             self.params[LEGACY] = (kind.rsplit(" (", 1)[0], raw(kind) in (0, 1, 4),
@@ -212,11 +263,16 @@ class Adapter:
         elif opcode == LE_SET_ADV_ENABLE:
             if raw(field(body, "Advertising")) == 1:
                 self.enabled(time, LEGACY)
+            else:
+                self.off(time, [LEGACY])
         elif opcode == LE_SET_EXT_ADV_ENABLE:
+            handles = [number(line[8:]) for line in body if line.startswith("Handle: ")]
             if raw(field(body, "Extended advertising")) == 1:
-                for line in body:
-                    if line.startswith("Handle: "):
-                        self.enabled(time, number(line[8:]))
+                for handle in handles:
+                    self.enabled(time, handle)
+            else:
+                # No sets named: every set is disabled.
+                self.off(time, handles if handles else list(self.on_air))
 
     def enabled(self, time, handle):
         """Advertising set HANDLE went on the air: with which address."""
@@ -229,6 +285,41 @@ class Adapter:
         else:
             where = ("?", None)
         self.adv_enables.append((time, handle, kind, connectable) + where)
+        if handle not in self.on_air:
+            self.on_air[handle] = [time, self.seal.get(handle), where[1], connectable]
+
+    def address_of(self, handle):
+        """The address set HANDLE advertises from now (as `enabled` finds it)."""
+        _, _, own = self.params.get(handle, ("?", None, None))
+        if own in (0, 2):
+            return self.public
+        if own in (1, 3):
+            return self.random if handle == LEGACY else self.set_random.get(handle, self.random)
+        return None
+
+    def off(self, time, handles):
+        """Sets HANDLES stopped advertising at TIME (disabled, removed,
+        terminated by a connection)."""
+        for handle in handles:
+            entry = self.on_air.pop(handle, None)
+            if entry:
+                start, seal, where, connectable = entry
+                self.intervals.append((start, time, handle, seal, where, connectable))
+
+    def changed(self, time, handle):
+        """Set HANDLE's data or address changed: while it advertises, that
+        closes its interval and opens another (a change in place)."""
+        entry = self.on_air.get(handle)
+        if not entry:
+            return
+        seal, where = self.seal.get(handle), self.address_of(handle)
+        if (seal, where) != (entry[1], entry[2]):
+            self.off(time, [handle])
+            self.on_air[handle] = [time, seal, where, entry[3]]
+
+    def close(self, time):
+        """The recording ended: every set still advertising ends here."""
+        self.off(time, list(self.on_air))
 
 
 def read_recording(path):
@@ -236,7 +327,9 @@ def read_recording(path):
     adapters = collections.defaultdict(Adapter)
     pending = {}  # (index, opcode) -> (name, body) of the command awaiting completion
     markers = []
+    last = 0.0
     for p in packets(decode(path)):
+        last = max(last, p.time)
         if p.kind == "=" and p.title.startswith("New Index: ") and p.index is not None:
             adapters[p.index].public = p.title.split()[2]
         elif p.kind == "@" and p.title.startswith("MGMT Open: btmgmt"):
@@ -258,10 +351,19 @@ def read_recording(path):
                 adapters[p.index].accepted(p.time, m.group(1), name, body)
             else:
                 adapters[p.index].failed.append((p.time, name, status))
+        elif p.kind == ">" and p.body and p.body[0].startswith("LE Advertising Set Terminated"):
+            if raw(field(p.body, "Status")) == 0:
+                adapters[p.index].off(p.time, [set_handle(field(p.body, "Handle"))])
+        elif (p.kind == ">" and p.body and re.match(r"LE (Enhanced )?Connection Complete", p.body[0])
+              and raw(field(p.body, "Status")) == 0 and "Peripheral" in (field(p.body, "Role") or "")):
+            # Legacy advertising stops when a connection is made to it.
+            adapters[p.index].off(p.time, [LEGACY])
         elif p.kind == ">" and "LE Scan Timeout" in " ".join(p.body[:1]):
             a = adapters[p.index]
             if a.scans and a.scans[-1][1] is None:
                 a.scans[-1][1] = p.time
+    for a in adapters.values():
+        a.close(last)
     return adapters, markers
 
 
@@ -276,6 +378,51 @@ def steady_figures(scans, start, end):
             longest = max(longest, b - a)
             count += 1
     return on / (end - start), longest, count
+
+
+def check_seals(adapters, markers):
+    """--seals: prints every adapter's advertising intervals (seal, address)
+    and FACT lines with the counts; 1 if a seal went out under two
+    addresses, a beacon interval's address is unknown, or no seal was
+    advertised at all."""
+    zero = markers[0] if markers else 0.0
+    ok, seals_seen, summary = True, 0, []
+    for index in sorted(adapters):
+        a, hci = adapters[index], f"hci{index}"
+        beacons = [i for i in a.intervals if i[3] is not None and i[1] > i[0]]
+        for start, end, handle, seal, where, conn in beacons:
+            print(f"INTERVAL {hci} {start - zero:+.2f}..{end - zero:+.2f} set {handle}"
+                  f" seal {seal[:16]}... address {where or '?'}"
+                  f" ({'connectable' if conn else 'not connectable'})")
+        by_seal = collections.defaultdict(list)
+        for start, end, handle, seal, where, conn in beacons:
+            by_seal[seal].append((start, where))
+        addresses = {where for *_, where, _ in beacons}
+        # The beacon's address changed: consecutive intervals, another address.
+        changes = sum(1 for x, y in zip(beacons, beacons[1:]) if x[4] != y[4])
+        reenabled = sum(len(v) - len({w for _, w in v}) for v in by_seal.values())
+        twice = {seal: v for seal, v in by_seal.items() if len({w for _, w in v}) > 1}
+        unknown = [i for i in beacons if i[4] is None]
+        seals_seen += len(by_seal)
+        print(f"FACT {hci}: {len(beacons)} beacon intervals, {len(by_seal)} seals,"
+              f" {len(addresses)} addresses, {changes} address changes,"
+              f" {reenabled} times a seal came back on the same address;"
+              f" {sum(1 for i in beacons if i[5])} connectable;"
+              f" advertising set addresses set {sum(1 for r in a.random_addresses if r[2] is not None)} times")
+        for seal, v in twice.items():
+            ok = False
+            print(f"FACT {hci}: seal {seal} under {len({w for _, w in v})} addresses: "
+                  + ", ".join(f"{w} from {t - zero:+.2f} s" for t, w in v))
+        if unknown:
+            ok = False
+            print(f"FACT {hci}: {len(unknown)} beacon intervals on an unknown address")
+        summary.append(f"{hci}: {len(by_seal)} seals on {len(addresses)} addresses,"
+                       f" {len(twice)} under two or more")
+    if seals_seen == 0:
+        print("RESULT no beacon was advertised")
+        return 1
+    print("RESULT " + "; ".join(summary))
+    return 0 if ok else 1
 
 
 def main():
@@ -295,6 +442,9 @@ def main():
                     help="fail if the checked adapter advertised connectably on its public"
                          " address during the steady period (PROTOCOL.md 3.3: a closed"
                          " beacon, bluetoothd's Privacy off)")
+    ap.add_argument("--seals", action="store_true",
+                    help="instead: every adapter's (seal, address) advertising intervals over the"
+                         " whole recording; fail if one seal went out under two addresses")
     args = ap.parse_args()
     if args.strip_data:
         print(f"{strip_data(args.file, args.out)} records kept")
@@ -305,6 +455,8 @@ def main():
     except (OSError, ValueError, RuntimeError) as e:
         print(f"RESULT cannot read the recording: {e}")
         return 1
+    if args.seals:
+        return check_seals(adapters, markers)
     if len(markers) < 2:
         print(f"RESULT the recording has {len(markers)} btmgmt markers, not 2 (link-up, end)")
         return 1

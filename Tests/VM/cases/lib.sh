@@ -152,6 +152,15 @@ dump_btsnoop() {
 # btvirt or the bridge first: their readiness check opens the user channel,
 # which bluetoothd's powered adapter would refuse. Sets DBUS_PID, BLUEZ_PID.
 start_bluez() {
+  # main.conf as Debian ships it (/etc/bluetooth/main.conf.stock), or with
+  # `Privacy = $BLUEZ_PRIVACY` under [General]: a case that sets it leaves
+  # no trace for the next one.
+  if [ -n "${BLUEZ_PRIVACY:-}" ]; then
+    awk -v p="$BLUEZ_PRIVACY" '{print} $0 == "[General]" {print "Privacy = " p}' \
+      /etc/bluetooth/main.conf.stock >/etc/bluetooth/main.conf
+  else
+    cp /etc/bluetooth/main.conf.stock /etc/bluetooth/main.conf
+  fi
   if [ "${1:-}" = restricted ]; then
     sed '/<policy context="default">/,/<\/policy>/d' /etc/bluetooth.conf.debian \
       >/etc/dbus-1/system.d/bluetooth.conf
