@@ -177,7 +177,7 @@ if [ -x "$baton" ]; then
   install_binary "$baton" /usr/bin/baton
   # baton opens libsystemd (for D-Bus) with dlopen, which ldd does not list:
   # the library and what it needs.
-  libsystemd=$(/sbin/ldconfig -p | awk '/libsystemd\.so\.0 / {print $NF; exit}')
+  libsystemd=$(/sbin/ldconfig -p | awk '/libsystemd\.so\.0 / && !found {print $NF; found = 1}')
   install_binary "$libsystemd" "$libsystemd"
   [ "$has_agent" = 1 ] && touch "$root/etc/baton-has-agent"
   [ "$has_bluez" = 1 ] && touch "$root/etc/baton-has-bluez"
