@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// bluetoothd's `Privacy` setting (`[General]` of /etc/bluetooth/main.conf),
 /// which decides what address our advertisement goes out on with
 /// `controller = bluez`: with `off` (Debian's default) and the `limited-*`
