@@ -18,17 +18,10 @@ import Testing
   }
 
   private func write(_ dir: URL, _ relative: String, _ text: String) throws {
-    let url = dir.appendingPathComponent(relative)
-    try FileManager.default.createDirectory(
-      at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-    try Data(text.utf8).write(to: url)
+    try FolderFiles.write(dir, relative, text)
   }
 
-  private func text(_ dir: URL, _ relative: String) -> String? {
-    FileManager.default.contents(atPath: dir.appendingPathComponent(relative).path).map {
-      String(decoding: $0, as: UTF8.self)
-    }
-  }
+  private func text(_ dir: URL, _ relative: String) -> String? { FolderFiles.text(dir, relative) }
 
   private func hash(_ text: String) -> ContentHash { ContentHash(of: Array(text.utf8)) }
   private var today: String { NoteWriter.day(NoteWriter.wallClock()) }
