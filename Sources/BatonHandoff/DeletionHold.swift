@@ -11,14 +11,19 @@ public struct DeletionLimits: Sendable, Equatable {
   /// Deletions of one folder from one side (here, or the peers) belong to
   /// one burst while each comes within this of the one before.
   public var window: Duration
+  /// Deletions from one side that trickle in below the burst limits are
+  /// held too once, within this span of the first, they delete more than
+  /// `sharePercent` of a folder that held more than `count` notes then.
+  public var day: Duration
 
   public init(
     count: Int = DeletionLimits.defaultCount, sharePercent: Int = DeletionLimits.defaultShare,
-    window: Duration = .seconds(60)
+    window: Duration = .seconds(60), day: Duration = .seconds(86_400)
   ) {
     self.count = count
     self.sharePercent = sharePercent
     self.window = window
+    self.day = day
   }
 
   public static let defaultCount = 10
@@ -44,6 +49,14 @@ public struct HeldDeletion: Sendable, Equatable {
   }
 }
 
+/// Why deletions are held (`DeletionHold.holds`).
+enum DeletionHoldReason: Sendable, Equatable {
+  /// Many within a minute of each other.
+  case burst
+  /// Fewer at a time, but more than the share of the folder within a day.
+  case day
+}
+
 /// The bursts of deletions and the deletions held, a synchronous state the
 /// engine keeps (HandoffEngine+Holds.swift applies what it decides). Not
 /// persisted: a held local deletion is a live entry whose file is missing,
@@ -66,21 +79,34 @@ struct DeletionHold {
     var holding: Bool
   }
 
+  /// The deletions of one folder from one side since the first of them
+  /// within `limits.day`: a trickle of small bursts adds up here.
+  private struct Day {
+    var count: Int
+    var start: ContinuousClock.Instant
+    var notesAtStart: Int
+    var holding: Bool
+  }
+
   private var bursts: [String: Burst] = [:]
+  private var days: [String: Day] = [:]
   /// By index key.
   private(set) var held: [String: Held] = [:]
 
   init(limits: DeletionLimits) { self.limits = limits }
 
   /// Counts `count` new deletions of the folder of `type` from `side`
-  /// ("" for here, "peers" for any peer) at `now`, and says whether they
-  /// are held: once a burst is over a limit, it holds every deletion until
-  /// it ends (`limits.window` without one). `notes` (the folder's live
-  /// notes) is asked only when a burst begins.
+  /// ("" for here, "peers" for any peer) at `now`, and says why they are
+  /// held, or nil when they are not: once a burst is over a limit, it holds
+  /// every deletion until it ends (`limits.window` without one); once the
+  /// deletions within `limits.day` of the first are over the share, every
+  /// one is held until that span ends or a person decides (`decided`).
+  /// `notes` (the folder's live notes) is asked only when a burst or a day
+  /// begins.
   mutating func holds(
     _ count: Int, type: String, side: String, now: ContinuousClock.Instant, notes: () -> Int
-  ) -> Bool {
-    guard limits.count > 0, count > 0 else { return false }
+  ) -> DeletionHoldReason? {
+    guard limits.count > 0, count > 0 else { return nil }
     let key = side + "\u{0}" + type
     var burst = bursts[key] ?? Burst(count: 0, last: now, notesAtStart: 0, holding: false)
     if burst.count == 0 || now - burst.last > limits.window {
@@ -89,17 +115,33 @@ struct DeletionHold {
     burst.count = burst.count.addingReportingOverflow(count).partialValue
     burst.last = now
     if !burst.holding {
-      let (share, overflow) = burst.count.multipliedReportingOverflow(by: 100)
-      burst.holding =
-        burst.count > limits.count
-        || (burst.notesAtStart > limits.count
-          && (overflow || share > limits.sharePercent * burst.notesAtStart))
+      burst.holding = burst.count > limits.count || overShare(burst.count, of: burst.notesAtStart)
     }
     bursts[key] = burst
-    // Old bursts are forgotten (one per folder and side at most anyway).
+    var day = days[key] ?? Day(count: 0, start: now, notesAtStart: 0, holding: false)
+    if day.count == 0 || now - day.start > limits.day {
+      day = Day(count: 0, start: now, notesAtStart: burst.notesAtStart, holding: false)
+    }
+    day.count = day.count.addingReportingOverflow(count).partialValue
+    if !day.holding { day.holding = overShare(day.count, of: day.notesAtStart) }
+    days[key] = day
+    // Old bursts and days are forgotten (one per folder and side at most anyway).
     if bursts.count > 64 { bursts = bursts.filter { now - $0.value.last <= limits.window } }
-    return burst.holding
+    if days.count > 64 { days = days.filter { now - $0.value.start <= limits.day } }
+    return burst.holding ? .burst : day.holding ? .day : nil
   }
+
+  /// Whether `deleted` notes are more than the share of a folder that held
+  /// `notes`, more than `limits.count` (a small folder never is).
+  private func overShare(_ deleted: Int, of notes: Int) -> Bool {
+    guard notes > limits.count else { return false }
+    let (share, overflow) = deleted.multipliedReportingOverflow(by: 100)
+    return overflow || share > limits.sharePercent * notes
+  }
+
+  /// A person applied or rejected what was held: the day's count begins
+  /// again (the bursts go on, so that the rest of an `rm -r` is held).
+  mutating func decided() { days.removeAll() }
 
   func isHeld(_ key: String) -> Bool { held[key] != nil }
 

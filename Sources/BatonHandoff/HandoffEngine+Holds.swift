@@ -33,9 +33,10 @@ extension HandoffEngine {
       }
     }
     guard !gone.isEmpty else { return }
-    let held = deletionHold.holds(
-      gone.count, type: type, side: Self.localSide, now: .now, notes: { liveNotes(type) })
-    guard held else {
+    guard
+      let reason = deletionHold.holds(
+        gone.count, type: type, side: Self.localSide, now: .now, notes: { liveNotes(type) })
+    else {
       for path in gone { markDeleted(type, path) }
       return
     }
@@ -48,7 +49,7 @@ extension HandoffEngine {
           tombstone: nil))
     }
     logger.warning(
-      "\(type): \(gone.count) notes deleted here at once, more than hold-deletions allows"
+      "\(type): \(gone.count) notes deleted here \(Self.describe(reason))"
         + " (\(deletionHold.held.count) held in all); the deletions are held, not sent, and the"
         + " peers keep the notes: `baton deletions` lists them, `baton deletions apply` sends"
         + " them (each peer holds them again for its own person), `baton deletions reject` brings"
@@ -85,9 +86,10 @@ extension HandoffEngine {
       }
     }
     for (type, list) in trashing.sorted(by: { $0.key < $1.key }) {
-      let held = deletionHold.holds(
-        list.count, type: type, side: Self.peersSide, now: .now, notes: { liveNotes(type) })
-      guard held else {
+      guard
+        let reason = deletionHold.holds(
+          list.count, type: type, side: Self.peersSide, now: .now, notes: { liveNotes(type) })
+      else {
         for t in list { applyTombstone(t, from: peer) }
         continue
       }
@@ -100,10 +102,18 @@ extension HandoffEngine {
             tombstone: t))
       }
       logger.warning(
-        "\(type): \(peer) deleted \(list.count) notes at once, more than hold-deletions allows"
+        "\(type): \(peer) deleted \(list.count) notes \(Self.describe(reason))"
           + " (\(deletionHold.held.count) held in all); the deletions are held, not applied, and"
           + " the notes stay here: `baton deletions` lists them, `baton deletions apply` moves"
           + " them to the trash, `baton deletions reject` brings them back on every peer")
+    }
+  }
+
+  /// The words for why deletions are held, after "N notes deleted".
+  static func describe(_ reason: DeletionHoldReason) -> String {
+    switch reason {
+    case .burst: "at once, more than hold-deletions allows"
+    case .day: "in a trickle, more than hold-deletions-share of the folder within a day"
     }
   }
 
@@ -151,6 +161,7 @@ extension HandoffEngine {
     pruneHeldDeletions()
     let all = deletionHold.held.sorted { $0.key < $1.key }
     var (sent, applied) = (0, 0)
+    deletionHold.decided()
     batched {
       for (key, held) in all {
         deletionHold.release(key)
@@ -183,6 +194,7 @@ extension HandoffEngine {
     pruneHeldDeletions()
     let all = deletionHold.held.sorted { $0.key < $1.key }
     var (kept, wanted) = (0, 0)
+    deletionHold.decided()
     batched {
       for (key, held) in all {
         deletionHold.release(key)

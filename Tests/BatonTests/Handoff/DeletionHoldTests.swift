@@ -50,7 +50,7 @@ import Testing
     var hold = DeletionHold(limits: DeletionLimits(count: 10, sharePercent: 50))
     let t0 = ContinuousClock.now
     func holds(_ n: Int, _ type: String, _ side: String = "", at s: Int = 0, of notes: Int) -> Bool {
-      hold.holds(n, type: type, side: side, now: t0 + .seconds(s), notes: { notes })
+      hold.holds(n, type: type, side: side, now: t0 + .seconds(s), notes: { notes }) != nil
     }
     // Honest deletions: one at a time, or a few of a big folder.
     #expect(!holds(1, "t", of: 100))
@@ -68,7 +68,57 @@ import Testing
     #expect(!holds(10, "x", of: 10))
     var off = DeletionHold(limits: .none)
     let none = off.holds(1000, type: "t", side: "", now: t0, notes: { 1000 })
-    #expect(!none)
+    #expect(none == nil)
+  }
+
+  /// A patient deleter: 10 of 100 notes a minute apart, each burst within
+  /// the count. The day adds them up: the sixth burst (60 %) is held, and
+  /// so is what follows, until a person decides or the day is over.
+  @Test func aTrickleOfSmallBurstsIsHeldPastTheShareOfADay() {
+    var hold = DeletionHold(limits: DeletionLimits(count: 10, sharePercent: 50))
+    let t0 = ContinuousClock.now
+    func holds(_ n: Int, at minute: Int, _ side: String = "peers") -> DeletionHoldReason? {
+      hold.holds(n, type: "t", side: side, now: t0 + .seconds(61 * minute), notes: { 100 })
+    }
+    for minute in 0..<5 { #expect(holds(10, at: minute) == nil, "burst \(minute)") }
+    #expect(holds(10, at: 5) == .day)
+    #expect(holds(1, at: 6) == .day)
+    // This side only: deletions made here count apart.
+    #expect(holds(10, at: 6, "") == nil)
+    // A person decided: the day counts again.
+    hold.decided()
+    #expect(holds(10, at: 7) == nil)
+    // A day after the first, the count begins again too.
+    var later = DeletionHold(limits: DeletionLimits(count: 10, sharePercent: 50))
+    for hour in [0, 6, 12, 18, 25, 31] {
+      let reason = later.holds(
+        10, type: "t", side: "peers", now: t0 + .seconds(3600 * hour), notes: { 100 })
+      #expect(reason == nil, "hour \(hour)")
+    }
+    // A burst over the count is a burst, whatever the day says.
+    #expect(holds(11, at: 20) == .burst)
+  }
+
+  /// A key holder deleting a few notes at a time, in sessions far enough
+  /// apart to be bursts of their own (the window shortened to nothing):
+  /// bob applies the first 8 of 30 and holds the next 8, which would make
+  /// more than half of his folder.
+  @Test func aKeyHoldersTrickleOfDeletionsIsHeld() async throws {
+    let notes = texts(30)
+    var policy = HandoffPolicy()
+    policy.deletionLimits = DeletionLimits(count: 10, sharePercent: 50, window: .zero)
+    let (mallory, bob) = try await twoInSync(notes, alice: .holdingNothing, bob: policy)
+    let paths = notes.keys.sorted()
+    await rm(mallory, Array(paths[0..<8]))
+    #expect(await synced(bob, mallory))
+    #expect(await held(bob) == [])
+    #expect(bob.folder.paths.count == 22)
+    await rm(mallory, Array(paths[8..<16]))
+    #expect(await synced(bob, mallory))
+    #expect(await held(bob) == Array(paths[8..<16]))
+    #expect(bob.folder.paths.count == 22)
+    let message = await bob.engine.rejectHeldDeletions()
+    #expect(message.contains("8 deleted on a peer are kept"))
   }
 
   /// Runs a link between `a` and `b` until `body` returns.
