@@ -68,7 +68,7 @@ extension NoteWriter {
       throw .tooLarge(path: relativePath, size: current.size, maximum: maximumNoteSize)
     }
     let temporary = try writeTemporary(
-      relativePath, bytes: bytes, in: directory, mode: current?.mode ?? 0o644, sync: true)
+      relativePath, bytes: bytes, in: directory, mode: current.map(\.noteMode), sync: true)
     var kept: Kept?
     defer {
       _ = unlinkat(directory.rawValue, temporary, 0)

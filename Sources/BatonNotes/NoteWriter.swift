@@ -155,7 +155,7 @@ struct NoteWriter: Sendable {
         return .done(.unchanged(relativePath: relativePath))
       }
       let temporary = try writeTemporary(
-        relativePath, bytes: bytes, in: directory, mode: current?.mode ?? 0o644, sync: sync)
+        relativePath, bytes: bytes, in: directory, mode: current.map(\.noteMode), sync: sync)
       var kept: Kept?
       if let current, current.hash == expected, expected != nil {
         do throws(NotesError) {
@@ -306,6 +306,11 @@ struct NoteWriter: Sendable {
     var bytes: [UInt8]?
     var size: Int
     var mode: mode_t
+
+    /// The permissions the new version of this file gets: the old one's
+    /// read and write bits. No execute, set-id or sticky bit: a peer's
+    /// bytes never become a program because the file they replace was one.
+    var noteMode: mode_t { mode & 0o666 }
   }
 
   /// The file now at `name` (nil: none). A file over the size limit has no
@@ -337,22 +342,26 @@ struct NoteWriter: Sendable {
   }
 
   /// Writes `bytes` to a new dotfile in `directory` (fsynced when `sync`);
-  /// returns its name.
+  /// returns its name. Its permissions are `mode` (the replaced file's, see
+  /// `Version.noteMode`), or for a new note 0666 less the umask, as any
+  /// program's new file (the user unit's `UMask=0077` gives 0600).
   func writeTemporary(
-    _ relativePath: String, bytes: [UInt8], in directory: FileDescriptor, mode: mode_t, sync: Bool
+    _ relativePath: String, bytes: [UInt8], in directory: FileDescriptor, mode: mode_t?,
+    sync: Bool
   ) throws(NotesError) -> String {
     let number = NoteWriter.counter.add(1, ordering: .relaxed).newValue
     let name = "\(NoteNames.temporaryPrefix)\(getpid())-\(number)"
     let fd: FileDescriptor
     do {
       fd = try FileDescriptor.open(
-        name, [.writeOnly, .create, .exclusiveCreate, .noFollow], permissions: mode,
+        name, [.writeOnly, .create, .exclusiveCreate, .noFollow], permissions: mode ?? 0o666,
         relativeTo: directory)
     } catch {
       throw NotesError.writing("create a temporary file for", relativePath, Errno(error))
     }
     do {
-      _ = fchmod(fd.rawValue, mode)
+      // The replaced file's mode as it was, not narrowed by our umask.
+      if let mode { _ = fchmod(fd.rawValue, mode) }
       try fd.writeAll(bytes)
       if sync { try fd.sync() }
       try fd.close()

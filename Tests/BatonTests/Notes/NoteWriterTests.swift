@@ -93,6 +93,33 @@ import Testing
     #expect(try folder.readNote("a/b/c/deep.md") == Array("# v2\n".utf8))
   }
 
+  /// A new note gets 0666 less the umask (the user unit's 0077 gives 0600),
+  /// not a fixed 0644; an overwrite keeps the replaced file's read and
+  /// write bits but never its execute, set-id or sticky bits.
+  @Test func newNotesFollowTheUmaskAndOverwritesDropExecuteBits() throws {
+    let (dir, folder) = try makeFolder()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    func mode(_ relative: String) -> mode_t {
+      var info = stat()
+      stat(dir.appendingPathComponent(relative).path, &info)
+      return info.st_mode & 0o7777
+    }
+    // umask is the process's: other tests running meanwhile create their
+    // files narrower for a moment, which none of them checks.
+    let old = umask(0o077)
+    let written = Result { try folder.writeNote("new.md", bytes: Array("# n\n".utf8), replacing: nil, peer: "p") }
+    umask(old)
+    #expect(try written.get() == .written(relativePath: "new.md"))
+    #expect(mode("new.md") == 0o600)
+
+    let bytes = Array("# x\n".utf8)
+    _ = try folder.writeNote("x.md", bytes: bytes, replacing: nil, peer: "p")
+    chmod(dir.appendingPathComponent("x.md").path, 0o4775)
+    _ = try folder.writeNote(
+      "x.md", bytes: Array("# x2\n".utf8), replacing: ContentHash(of: bytes), peer: "p")
+    #expect(mode("x.md") == 0o664)
+  }
+
   @Test(arguments: [
     "/tmp/abs.md", "../escape.md", "a/../../escape.md", "a//b.md", "", "nul\u{0}.md",
     "ctl\u{1B}.md", String(repeating: "y", count: 256) + ".md", ".hidden.md", "x.md~", "4913",
