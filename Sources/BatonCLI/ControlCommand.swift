@@ -65,7 +65,7 @@ enum ControlCommand {
       return ExitStatus.failure
     }
     guard let response = request(.send(file), path, exitStatus: &exit) else { return exit }
-    Console.out((response.message ?? "sent \(file)") + "\n")
+    Console.out((response.message?.escapedForDisplay ?? "sent \(file)") + "\n")
     return ExitStatus.success
   }
 
@@ -92,7 +92,7 @@ enum ControlCommand {
       return ExitStatus.success
     }
     var lines: [String] = []
-    if let message = response.message { lines.append(message) }
+    if let message = response.message { lines.append(message.escapedForDisplay) }
     if held.isEmpty {
       if action == .list { lines.append("no deletions held") }
     } else {
@@ -135,7 +135,7 @@ enum ControlCommand {
     for v in versions {
       let size = String(repeating: " ", count: max(0, width - String(v.size).count)) + "\(v.size)"
       let reason = v.reason == "deleted" ? "deleted    " : "overwritten"
-      lines.append("  \(v.day)  \(size) bytes  \(reason)  \(v.path.escapedForDisplay)")
+      lines.append("  \(v.day.escapedForDisplay)  \(size) bytes  \(reason)  \(v.path.escapedForDisplay)")
     }
     lines.append("'baton restore FILE [DAY]' puts the newest version of FILE (of DAY) back")
     Console.out(lines.joined(separator: "\n") + "\n")
@@ -174,7 +174,7 @@ enum ControlCommand {
     guard let response = request(.restore(file, day: day), path, exitStatus: &exit) else {
       return exit
     }
-    Console.out((response.message ?? "restored \(file)") + "\n")
+    Console.out((response.message?.escapedForDisplay ?? "restored \(file)") + "\n")
     return ExitStatus.success
   }
 
@@ -185,7 +185,7 @@ enum ControlCommand {
     do {
       let response = try ControlClient.send(request, socketPath: path)
       guard response.ok else {
-        Console.error(response.error ?? "the agent refused the request")
+        Console.error(response.error?.escapedForDisplay ?? "the agent refused the request")
         exitStatus = ExitStatus.failure
         return nil
       }
