@@ -28,6 +28,25 @@ public enum ControlClient {
     }
   }
 
+  /// Refuses an answer from anyone but this user: what is sent (a path to
+  /// send, a restore) and what comes back (a status) are this user's
+  /// business, and a socket at a path another user could create (a
+  /// `--socket` in /tmp, a runtime directory made by someone else) must
+  /// not be trusted for it.
+  private static func checkOwner(_ socket: UnixSocket, _ socketPath: String)
+    throws(ControlClientError)
+  {
+    let me = getuid()
+    guard let peer = socket.peerUserID() else {
+      throw .failed("cannot tell who answers on \(socketPath) (SO_PEERCRED failed); not sending")
+    }
+    guard peer == me else {
+      throw .failed(
+        "the socket \(socketPath) is answered by user id \(peer), not by you (\(me)): it is"
+          + " not your agent; not sending. Remove it, or give your agent's socket with --socket")
+    }
+  }
+
   /// Sends `request` to the agent at `socketPath` and waits up to
   /// `timeoutSeconds` for its reply.
   public static func send(_ request: ControlRequest, socketPath: String, timeoutSeconds: Int = 15)
@@ -35,6 +54,7 @@ public enum ControlClient {
   {
     let socket = try connect(socketPath)
     defer { socket.close() }
+    try checkOwner(socket, socketPath)
     socket.setTimeouts(seconds: timeoutSeconds)
     do {
       try socket.writeAll(ControlCoding.encode(request) + [UInt8(ascii: "\n")])

@@ -191,4 +191,67 @@ import Testing
     #expect(missing.status == 3)
     #expect(missing.stderr.hasPrefix("baton: no agent is running"))
   }
+
+  /// A stand-in agent on a socket at `socketPath`: answers the first
+  /// request with `answer` (a JSON line; a connection closed without one,
+  /// such as the client's probe, is passed over), run as `user` (nil: this
+  /// user).
+  private func fakeAgent(at socketPath: String, answer: String, user: String? = nil) throws
+    -> ChildProcess
+  {
+    let script = """
+      import socket, sys
+      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+      s.bind(sys.argv[1]); s.listen(1)
+      print("ready", flush=True)
+      while True:
+          c, _ = s.accept()
+          if c.recv(65536):
+              c.sendall(sys.argv[2].encode() + b"\\n")
+              break
+          c.close()
+      """
+    let python = ["/usr/bin/python3", "-c", script, socketPath, answer]
+    let command = user.map { ["/usr/bin/setpriv", "--reuid=\($0)", "--regid=\($0)", "--clear-groups"] + python } ?? python
+    let child = try ChildProcess(command[0], Array(command.dropFirst()))
+    #expect(child.readLine() == "ready")
+    return child
+  }
+
+  /// The agent's words are escaped before they reach the terminal: a
+  /// refusal carrying an escape sequence prints it as `\u{1b}`.
+  @Test func theAgentsAnswerIsEscapedForTheTerminal() throws {
+    let sandbox = try BatonSandbox()
+    let socketPath = sandbox.path + "/fake.sock"
+    let agent = try fakeAgent(
+      at: socketPath, answer: #"{"ok":false,"error":"no\u001b[2J\u001b]0;owned\u0007"}"#)
+    defer { agent.stop() }
+    let note = sandbox.notes + "/a.md"
+    try sandbox.write("# A\n", to: note)
+    let send = try sandbox.run(["send", "--socket", socketPath, note])
+    #expect(send.status == 1)
+    #expect(!send.stderr.contains("\u{1B}") && !send.stderr.contains("\u{07}"))
+    #expect(send.stderr.contains(#"no\u{1b}[2J\u{1b}]0;owned\u{7}"#), "\(send.stderr)")
+  }
+
+  /// A socket answered by another user is not this user's agent: nothing
+  /// is sent to it and nothing it says is believed.
+  @Test(.enabled(if: getuid() == 0, "running a stand-in agent as another user needs root"))
+  func anAgentOfAnotherUserIsNotTrusted() throws {
+    let sandbox = try BatonSandbox()
+    let directory = "/tmp/baton-other-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    #expect(mkdir(directory, 0o777) == 0)
+    chmod(directory, 0o777)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let socketPath = directory + "/control"
+    let agent = try fakeAgent(
+      at: socketPath, answer: #"{"ok":true,"message":"sent, trust me"}"#, user: "65534")
+    defer { agent.stop() }
+    let note = sandbox.notes + "/a.md"
+    try sandbox.write("# A\n", to: note)
+    let send = try sandbox.run(["send", "--socket", socketPath, note])
+    #expect(send.status == 1)
+    #expect(!send.stdout.contains("trust me"))
+    #expect(send.stderr.contains("is answered by user id 65534, not by you (0)"), "\(send.stderr)")
+  }
 }
