@@ -18,13 +18,33 @@ public final class BTSnoopWriter: Sendable {
   private let file: Mutex<FileDescriptor?>
   public let path: String
 
-  /// Creates (truncates) `path` and writes the header.
+  /// Creates (truncates) `path` and writes the header. A symbolic link at
+  /// `path` is refused rather than followed (the log would truncate
+  /// whatever it points at), and so is anything but a regular file.
   public init(path: String) throws {
     self.path = path
     let fd: FileDescriptor
     do {
-      fd = try FileDescriptor.open(path, [.writeOnly, .create, .truncate], permissions: 0o600)
+      fd = try FileDescriptor.open(
+        path, [.writeOnly, .create, .noFollow, .nonBlocking], permissions: 0o600)
+    } catch let error as Errno where error == .tooManyLinks {
+      throw HCIError.logFailed(
+        path: path,
+        reason: "it is a symbolic link, which the log does not follow; give the file itself")
+    } catch let error as Errno where error.rawValue == ENXIO {
+      // A FIFO nobody reads (opened without blocking).
+      throw HCIError.logFailed(path: path, reason: "it is not a regular file; give a file's path")
     } catch {
+      throw HCIError.logFailed(path: path, reason: "\(error)")
+    }
+    var info = stat()
+    guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+      fd.closeIgnoringErrors()
+      throw HCIError.logFailed(path: path, reason: "it is not a regular file; give a file's path")
+    }
+    guard ftruncate(fd.rawValue, 0) == 0 else {
+      let error = Errno.current
+      fd.closeIgnoringErrors()
       throw HCIError.logFailed(path: path, reason: "\(error)")
     }
     var header = Array("btsnoop".utf8) + [0]
