@@ -38,6 +38,13 @@ enum AgentCommand {
     else { return status }
     if parsed.has("--verbose") { Logger.sink.threshold = .debug }
     let log = Logger(label: "agent")
+    // Before the key is read: no core file or same-user debugger shows it
+    // (BATON_DUMPABLE=1 keeps both, for strace or gdb; baton(1) ENVIRONMENT).
+    do throws(Errno) {
+      if getenv("BATON_DUMPABLE").map({ String(cString: $0) }) != "1" { try CoreDumps.disable() }
+    } catch {
+      log.warning("cannot keep the agent out of core dumps (prctl: \(error)); a crash may write its keys to a core file")
+    }
 
     let paths = BatonPaths()
     let loader = ConfigurationLoader(paths: paths)

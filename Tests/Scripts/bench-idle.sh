@@ -51,7 +51,8 @@ idle_agent_setup bench-idle "$bin" "$work"
 # dirty pages), then GNU dd's nocache with no data read.
 sync "$bin"
 dd if="$bin" iflag=nocache count=0 status=none
-"$bin" agent --notes "$work/notes" --controller "$controller" --name idle 2> "$work/agent.log" &
+# BATON_DUMPABLE: strace below attaches to it (without it, only root may).
+BATON_DUMPABLE=1 "$bin" agent --notes "$work/notes" --controller "$controller" --name idle 2> "$work/agent.log" &
 agent_pid=$!
 for _ in $(seq 100); do [ -S "$work/run/baton/control" ] && break; sleep 0.05; done
 [ -S "$work/run/baton/control" ] || { cat "$work/agent.log" >&2; exit 1; }
