@@ -54,7 +54,7 @@ enum AgentCommand {
     do {
       configuration = try loader.load(overrides)
       key = try GroupKey(contentsOfFile: configuration.keyFile)
-      try makeStateDirectory(configuration.stateDirectory)
+      if let notice = try makeStateDirectory(configuration.stateDirectory) { log.notice(notice) }
     } catch {
       for line in "\(error)".split(separator: "\n") { log.error("\(line)") }
       return ExitStatus.failure
@@ -91,8 +91,12 @@ enum AgentCommand {
     return BatonCommand.runBlocking { await daemon.run() }
   }
 
-  /// Creates the state directory (and its parents) with mode 0700.
-  static func makeStateDirectory(_ path: String) throws {
+  /// Creates the state directory (and its parents) with mode 0700; one
+  /// that exists must be this user's (`FileTrust`): it holds the index, the
+  /// peers seen and the counters. One of this user's that others may enter
+  /// (made by `mkdir -p`, say) is closed to them: returns what was done.
+  @discardableResult
+  static func makeStateDirectory(_ path: String) throws -> String? {
     do {
       try FileManager.default.createDirectory(
         atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -103,6 +107,26 @@ enum AgentCommand {
           message: "cannot create the state directory \(path): \(describe(error))")
       ])
     }
+    func refused(_ problem: String) -> ConfigurationError {
+      ConfigurationError([
+        ConfigurationProblem(
+          file: nil, key: "state-dir", message: "the state directory \(path): \(problem)")
+      ])
+    }
+    var info = stat()
+    guard stat(path, &info) == 0 else { throw refused("\(Errno.current)") }
+    guard info.st_mode & S_IFMT == S_IFDIR else { throw refused("it is not a directory") }
+    let mode = String(info.st_mode & 0o777, radix: 8)
+    if info.st_uid == getuid() && info.st_mode & 0o077 != 0 {
+      guard chmod(path, 0o700) == 0 else {
+        throw refused(
+          "it is open to others (mode \(mode)) and chmod failed: \(Errno.current);"
+            + " run 'chmod 700 \(path)'")
+      }
+      return "the state directory \(path) was mode \(mode), open to others; it is 0700 now"
+    }
+    if let problem = FileTrust.problem(info, path: path, private: true) { throw refused(problem) }
+    return nil
   }
 
   static func check(_ arguments: [String]) -> Int32 {

@@ -38,6 +38,8 @@ public struct GroupKey: Sendable, Equatable {
   public enum LoadError: Error, CustomStringConvertible, Equatable {
     case unreadable(path: String, reason: String)
     case tooOpen(path: String, mode: mode_t)
+    /// Owned by another user (`FileTrust`), who could replace the key.
+    case notOwn(path: String, reason: String)
     case malformed(path: String, reason: String)
 
     public var description: String {
@@ -46,6 +48,8 @@ public struct GroupKey: Sendable, Equatable {
         "cannot read key file \(path): \(reason); create one with 'baton keygen > \(path)' and 'chmod 600 \(path)'"
       case .tooOpen(let path, let mode):
         "key file \(path) is readable by \(mode & 0o070 != 0 ? (mode & 0o007 != 0 ? "its group and others" : "its group") : "others") (mode \(String(mode & 0o777, radix: 8))); run 'chmod 600 \(path)'"
+      case .notOwn(let path, let reason):
+        "key file \(path): \(reason)"
       case .malformed(let path, let reason):
         "key file \(path) is not a baton key (\(reason)); it should hold one line '\(GroupKey.prefix)...' as printed by 'baton keygen'"
       }
@@ -82,6 +86,9 @@ public struct GroupKey: Sendable, Equatable {
       throw .unreadable(path: path, reason: "not a regular file")
     }
     guard info.st_mode & 0o077 == 0 else { throw .tooOpen(path: path, mode: info.st_mode) }
+    if let problem = FileTrust.problem(info, path: path, private: true) {
+      throw .notOwn(path: path, reason: problem)
+    }
     let bytes: [UInt8]
     do {
       let fd = try FileDescriptor.open(path, .readOnly)

@@ -48,6 +48,15 @@ public struct ConfigurationLoader: Sendable {
     do {
       let fd = try FileDescriptor.open(file, .readOnly)
       defer { fd.closeIgnoringErrors() }
+      var info = stat()
+      if fstat(fd.rawValue, &info) == 0,
+        let problem = FileTrust.problem(info, path: file, private: false)
+      {
+        throw ConfigurationError([
+          ConfigurationProblem(
+            file: file, message: "the configuration file is not only yours: \(problem)")
+        ])
+      }
       let bytes = try fd.readAll(limit: 1 << 20)
       guard let decoded = String(validating: bytes, as: UTF8.self) else {
         throw ConfigurationError([

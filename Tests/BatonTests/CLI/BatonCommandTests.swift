@@ -254,4 +254,25 @@ import Testing
     #expect(!send.stdout.contains("trust me"))
     #expect(send.stderr.contains("is answered by user id 65534, not by you (0)"), "\(send.stderr)")
   }
+
+  /// A state directory of this user's that others can enter (made by
+  /// `mkdir -p`, say) holds the index and the peers seen: the agent closes
+  /// it and says so. One of another user's is refused (SystemTests has the
+  /// key file's case; FileTrust is the same check).
+  @Test func anAgentClosesItsStateDirectoryToOthers() throws {
+    let sandbox = try BatonSandbox()
+    let state = sandbox.path + "/state/baton"
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    chmod(state, 0o755)
+    // No controller answers on this port: the agent stops after the check.
+    let agent = try sandbox.run([
+      "agent", "--notes", sandbox.notes, "--controller", "tcp:127.0.0.1:1",
+    ])
+    #expect(
+      agent.stderr.contains("the state directory \(state) was mode 755, open to others; it is 0700 now"),
+      "\(agent.stderr)")
+    var info = stat()
+    stat(state, &info)
+    #expect(info.st_mode & 0o777 == 0o700)
+  }
 }

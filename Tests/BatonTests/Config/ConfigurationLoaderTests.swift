@@ -216,6 +216,27 @@ import Testing
       try loader.load(ConfigurationOverrides(configFile: dir.path + "/nothing.conf"))
     }
   }
+
+  /// A configuration others can write says what to sync and where for
+  /// them: refused with the chmod to run (issue 31).
+  @Test func refusesAFileOthersCanWrite() throws {
+    let dir = try TestEnvironment.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let file = dir.appendingPathComponent("baton.conf").path
+    try "[folder a]\npath = \(dir.path)\n".write(toFile: file, atomically: false, encoding: .utf8)
+    chmod(file, 0o666)
+    do {
+      _ = try loader.load(ConfigurationOverrides(configFile: file))
+      Issue.record("a world-writable configuration was accepted")
+    } catch {
+      #expect(
+        error.description.contains(
+          "is not only yours: it is writable by its group and others (mode 666); run 'chmod go-w \(file)'"),
+        "\(error)")
+    }
+    chmod(file, 0o644)
+    _ = try loader.load(ConfigurationOverrides(configFile: file))
+  }
 }
 
 @Suite struct ConfigurationValuesTests {

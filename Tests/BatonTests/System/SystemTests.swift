@@ -38,6 +38,22 @@ import Testing
     chmod(path, 0o600)
     _ = try GroupKey(contentsOfFile: path)
   }
+
+  /// A key file of another user's, who could replace the group's key.
+  @Test(.enabled(if: getuid() == 0, "giving a file to another user needs root"))
+  func refusesAFileOfAnotherUser() throws {
+    let dir = try TestEnvironment.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let path = dir.appendingPathComponent("key").path
+    try GroupKey.generate().fileText.write(toFile: path, atomically: false, encoding: .utf8)
+    chmod(path, 0o600)
+    #expect(chown(path, 65534, 65534) == 0)
+    #expect {
+      try GroupKey(contentsOfFile: path)
+    } throws: { error in
+      "\(error)".contains("it belongs to user id 65534, not to you (0)")
+    }
+  }
 }
 
 @Suite struct SimulatedRadioTests {
