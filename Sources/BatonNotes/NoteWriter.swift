@@ -278,7 +278,8 @@ struct NoteWriter: Sendable {
           opened = try FileDescriptor.open(
             component, [.readOnly, .directory, .noFollow], relativeTo: directory)
         } catch let error as Errno where error == .noEntry && create {
-          if mkdirat(directory.rawValue, component, 0o755) != 0 && Errno.current != .exists {
+          // 0777 less the umask, as mkdir(1) makes it (0700 under the unit).
+          if mkdirat(directory.rawValue, component, 0o777) != 0 && Errno.current != .exists {
             let failure = Errno.current
             directory.closeIgnoringErrors()
             throw NotesError.writing("create folder for", relativePath, failure)

@@ -94,7 +94,7 @@ import Testing
   }
 
   /// A new note gets 0666 less the umask (the user unit's 0077 gives 0600),
-  /// not a fixed 0644; an overwrite keeps the replaced file's read and
+  /// not a fixed 0644, and a new folder 0777 less it; an overwrite keeps the replaced file's read and
   /// write bits but never its execute, set-id or sticky bits.
   @Test func newNotesFollowTheUmaskAndOverwritesDropExecuteBits() throws {
     let (dir, folder) = try makeFolder()
@@ -108,9 +108,15 @@ import Testing
     // files narrower for a moment, which none of them checks.
     let old = umask(0o077)
     let written = Result { try folder.writeNote("new.md", bytes: Array("# n\n".utf8), replacing: nil, peer: "p") }
+    umask(0o002)
+    let shared = Result { try folder.writeNote("team/t.md", bytes: Array("# t\n".utf8), replacing: nil, peer: "p") }
     umask(old)
     #expect(try written.get() == .written(relativePath: "new.md"))
     #expect(mode("new.md") == 0o600)
+    // Folders too: 0777 less the umask (a group-shared umask keeps group write).
+    #expect(try shared.get() == .written(relativePath: "team/t.md"))
+    #expect(mode("team") == 0o775)
+    #expect(mode("team/t.md") == 0o664)
 
     let bytes = Array("# x\n".utf8)
     _ = try folder.writeNote("x.md", bytes: bytes, replacing: nil, peer: "p")
