@@ -47,7 +47,7 @@ extension HandoffEngine {
       return HandoffLink(
         secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit),
         keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,
-        silenceLimit: policy.silenceLimit)
+        silenceLimit: policy.silenceLimit, peerIndexInterval: policy.retryInterval)
     } catch {
       await watched.close()
       fail(activityType: "-", peer: secure.peerLabel, reason: "link: \(error)")
@@ -74,7 +74,7 @@ extension HandoffEngine {
           HandoffLink(
             secure: secure, channel: watched, initiator: false, peerMaxNoteSize: Int(limit),
             keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,
-        silenceLimit: policy.silenceLimit))
+            silenceLimit: policy.silenceLimit, peerIndexInterval: policy.retryInterval))
       }
     } catch {
       await watched.close()
@@ -205,7 +205,11 @@ extension HandoffEngine {
         notes.append(payload)
       case .index(let entries):
         flush()
-        link.setPeerIndex(entries)
+        if link.receivePeerIndex(entries) {
+          logger.debug(
+            "link with \(link.peerLabel): its INDEX came within \(link.peerIndexInterval) of the"
+              + " last one; applied when that is over")
+        }
       case .have(let entries):
         flush()
         for e in entries {

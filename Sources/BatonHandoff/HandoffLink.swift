@@ -21,6 +21,11 @@ public final class HandoffLink: Sendable {
   let keepAlive: Duration
   /// Time without receiving after which a PING is sent while we send.
   let busyKeepAlive: Duration
+  /// The least time between two INDEX messages of the peer's that are
+  /// applied (PROTOCOL.md 6.2, "Retry"): each may make us push every note
+  /// again, so a peer sending an empty one over and over costs one push of
+  /// the folder per interval, not one per message.
+  let peerIndexInterval: Duration
   /// How long after a PING with nothing received the link counts as dead.
   let silenceLimit: Duration
 
@@ -79,6 +84,10 @@ public final class HandoffLink: Sendable {
     var awaitingNodes = false
     var nodesReceived: [IndexReconciliation.Answer]?
     var resyncAt: ContinuousClock.Instant?
+    /// When the peer's last INDEX was applied; one that came sooner than
+    /// `peerIndexInterval` after it waits here (the newest only) until then.
+    var peerIndexApplied: ContinuousClock.Instant?
+    var deferredPeerIndex: (entries: [HandoffIndexEntry], at: ContinuousClock.Instant)?
     var closed: String?
     var dead = false
     /// Entries to announce with HAVE.
@@ -99,8 +108,10 @@ public final class HandoffLink: Sendable {
 
   init(
     secure: SecureChannel, channel: WatchedChannel, initiator: Bool, peerMaxNoteSize: Int,
-    keepAlive: Duration, busyKeepAlive: Duration, silenceLimit: Duration
+    keepAlive: Duration, busyKeepAlive: Duration, silenceLimit: Duration,
+    peerIndexInterval: Duration = .seconds(30)
   ) {
+    self.peerIndexInterval = peerIndexInterval
     self.keepAlive = keepAlive
     self.busyKeepAlive = busyKeepAlive
     self.silenceLimit = silenceLimit
@@ -341,7 +352,33 @@ public final class HandoffLink: Sendable {
   }
 
   /// The peer's INDEX: from now on, exactly what it holds.
-  func setPeerIndex(_ entries: [HandoffIndexEntry]) {
+  /// The peer's INDEX: what it holds (and so what we push), at once or,
+  /// within `peerIndexInterval` of the last one applied, when that is over
+  /// (only the newest waits). Returns whether this one waits.
+  @discardableResult
+  func receivePeerIndex(_ entries: [HandoffIndexEntry]) -> Bool {
+    let now = ContinuousClock.now
+    let deferred = state.withLock { s -> Bool in
+      guard let last = s.peerIndexApplied, now - last < peerIndexInterval else {
+        s.peerIndexApplied = now
+        s.deferredPeerIndex = nil
+        return false
+      }
+      s.deferredPeerIndex = (entries, last + peerIndexInterval)
+      return true
+    }
+    if deferred {
+      wakeWatchdog()
+    } else {
+      setPeerIndex(entries)
+    }
+    return deferred
+  }
+
+  /// Whether a peer's INDEX waits for `peerIndexInterval` to pass.
+  var peerIndexWaits: Bool { state.withLock { $0.deferredPeerIndex != nil } }
+
+  private func setPeerIndex(_ entries: [HandoffIndexEntry]) {
     var map: [String: PeerCopy] = [:]
     map.reserveCapacity(entries.count)
     for e in entries {
@@ -454,12 +491,14 @@ public final class HandoffLink: Sendable {
         next = last + quietLimit
       }
       if let at = s.resyncAt { next = min(next, at) }
+      if let at = s.deferredPeerIndex?.at { next = min(next, at) }
       return next
     }
   }
 
   /// The watchdog: PING after `keepAlive` of silence, close after
-  /// `silenceLimit` more; a due resync sends our INDEX. It sleeps until the
+  /// `silenceLimit` more; a due resync sends our INDEX; a peer's INDEX that
+  /// waited (`receivePeerIndex`) is applied when due. It sleeps until the
   /// next of these is due (an idle link wakes it once per `keepAlive`), or
   /// until `probe()` or a resync changes that. Returns when the link ends.
   func watch() async {
@@ -482,6 +521,15 @@ public final class HandoffLink: Sendable {
       let last = channel.lastReceived
       let lastOut = channel.lastSent
       enum Verdict { case fine, wake, dead }
+      let dueIndex = state.withLock { s -> [HandoffIndexEntry]? in
+        guard let waiting = s.deferredPeerIndex, now >= waiting.at, s.closed == nil else {
+          return nil
+        }
+        s.deferredPeerIndex = nil
+        s.peerIndexApplied = now
+        return waiting.entries
+      }
+      if let dueIndex { setPeerIndex(dueIndex) }
       let verdict = state.withLock { s -> Verdict in
         guard s.closed == nil else { return .dead }
         var verdict = Verdict.fine

@@ -295,6 +295,57 @@ extension HandoffLinkTests {
   }
 }
 
+extension HandoffLinkTests {
+  /// A key holder sending INDEX after INDEX, each empty, would make the
+  /// agent push its whole folder for every one (issue 30). One per
+  /// `retryInterval` is applied; the newest of those that came sooner waits
+  /// for it, and is applied then (so nothing a peer asks for is lost).
+  @Test func aFloodOfEmptyIndexesCostsOnePushPerInterval() async throws {
+    var policy = HandoffPolicy()
+    policy.retryInterval = .seconds(5)
+    let a = try HandoffTestAgent("alice", key: key, policy: policy)
+    let b = try HandoffTestAgent("mallory", key: key)
+    for i in 0..<3 { await a.save("n\(i).md", "# N\(i)\n") }
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-mallory")
+    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    else {
+      Issue.record("no link")
+      return
+    }
+    let la = try await opened
+    let run = Task { await a.engine.runLink(la) }
+    // Mallory's side is driven by hand: its engine never runs the link.
+    var mallory = lb.secure
+    func notes(_ count: Int) async throws -> Set<String> {
+      var paths: Set<String> = []
+      var seen = 0
+      while seen < count {
+        switch try await mallory.receive() {
+        case .note(let payload):
+          paths.insert(payload.path)
+          seen += 1
+        case .getNodes(let requests):
+          // Alice's catch-up walk: Mallory holds nothing.
+          try await mallory.send(.nodes(IndexReconciliation.answer(requests, from: HandoffIndex(offeredTypes: [HandoffTestAgent.notesType]))))
+        default: break
+        }
+      }
+      return paths
+    }
+    try await mallory.send(.index([]))
+    #expect(try await notes(3) == ["n0.md", "n1.md", "n2.md"])
+    for _ in 0..<5 { try await mallory.send(.index([])) }
+    #expect(await until(20) { la.peerIndexWaits }, "the INDEXes within the interval were applied")
+    // The newest is applied when the interval is over: one more push.
+    #expect(try await notes(3) == ["n0.md", "n1.md", "n2.md"])
+    #expect(await until(20) { !la.peerIndexWaits })
+    await la.close()
+    _ = await run.value
+    await cb.close()
+  }
+}
+
 /// A channel whose sends each take `delay` (a slow radio).
 private final class SlowChannel: MessageChannel {
   let inner: any MessageChannel
