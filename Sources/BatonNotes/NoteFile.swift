@@ -179,4 +179,10 @@ enum NoteFile {
   static func child(_ directory: String, _ name: String) -> String {
     directory.isEmpty ? name : directory + "/" + name
   }
+
+  /// The name after the last `/` (the whole path at the top).
+  static func lastComponent(_ path: String) -> Substring {
+    guard let slash = path.lastIndex(of: "/") else { return path[...] }
+    return path[path.index(after: slash)...]
+  }
 }

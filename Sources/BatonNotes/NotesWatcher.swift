@@ -83,6 +83,9 @@ final class NotesWatcher: @unchecked Sendable {
   private var movedAway: [UInt32: (path: String, isDirectory: Bool)] = [:]
   /// New names of notes moved within the folder, with their old names.
   private var renames: [String: String] = [:]
+  /// Notes found by the first scan of a folder that appeared, until read:
+  /// one may be a note moved in before the folder was watched.
+  private var foundInNewFolders: Set<String> = []
   /// Notes with events since the last drain (their reads may be torn).
   private var touched: Set<String> = []
   /// Notes read as empty and waiting for their second read.
@@ -238,7 +241,10 @@ final class NotesWatcher: @unchecked Sendable {
       // Written again after a close: wait for the writer's next close.
       pendingSaves[path] = nil
     } else if event.mask.contains(.movedFrom) || event.mask.contains(.delete) {
-      if event.mask.contains(.movedFrom) { rememberMove(event.cookie, path, isDirectory: false) }
+      if event.mask.contains(.movedFrom) {
+        rememberMove(event.cookie, path, isDirectory: false)
+        pairMoveIntoNewFolder(path, cookie: event.cookie)
+      }
       pendingRemovals[path] = scheduleRemoval()
     }
   }
@@ -258,6 +264,24 @@ final class NotesWatcher: @unchecked Sendable {
     return min(lastRemovalSeen + tuning.removalDelayNanoseconds, first + Self.removalBurstCap)
   }
   static let removalBurstCap: UInt64 = 1_000_000_000
+
+  /// `mkdir d; mv n.md d/`: the note's move-to happened in `d` before `d`
+  /// was watched, so only its move-from is seen (after `d`'s creation), and
+  /// `d`'s first scan finds the note as new. A note so found, not read yet,
+  /// whose name is that of the note moved away from `path` is its rename,
+  /// as if the move-to had been seen; `report` still checks that the old
+  /// name is gone.
+  private func pairMoveIntoNewFolder(_ path: String, cookie: UInt32) {
+    let name = NoteFile.lastComponent(path)
+    guard
+      let newPath = foundInNewFolders.first(where: {
+        renames[$0] == nil && pendingSaves[$0] != nil && NoteFile.lastComponent($0) == name
+      })
+    else { return }
+    foundInNewFolders.remove(newPath)
+    movedAway[cookie] = nil
+    renames[newPath] = path
+  }
 
   /// A move away whose move-to (same cookie) may follow; the memory is
   /// bounded (a move out of the folder never gets its move-to).
@@ -295,6 +319,7 @@ final class NotesWatcher: @unchecked Sendable {
       var inspections: [(String, NoteIndex.Inspection)] = []
       for path in due {
         pendingSaves[path] = nil
+        foundInNewFolders.remove(path)
         inspections.append((path, index.inspect(path)))
       }
       drain()
@@ -427,6 +452,7 @@ final class NotesWatcher: @unchecked Sendable {
           // A new folder's file may still be being written: read it through
           // the settle-and-drain path, which drops a torn read.
           pendingSaves[child] = NotesWatcher.now() + tuning.settleNanoseconds
+          if foundInNewFolders.count < 4096 { foundInNewFolders.insert(child) }
         } else {
           _ = index.examine(child)
         }

@@ -120,7 +120,11 @@ final class NotesFixture: Sendable {
     try populate(directory)
     var tuning = tuning
     let sink = NotesObservedEvents()
-    tuning.observer = { path, mask in sink.append(path, mask) }
+    let given = tuning.observer
+    tuning.observer = { path, mask in
+      sink.append(path, mask)
+      given?(path, mask)
+    }
     folder = try NotesFolder(
       root: directory.path, pattern: pattern, maximumNoteSize: maximumNoteSize, tuning: tuning)
     self.sink = sink
