@@ -85,10 +85,12 @@ public enum HCIUserChannelError: Error, Equatable, Sendable, CustomStringConvert
         + "stop it (another baton agent, btproxy, a bumble app) or use another adapter"
     case .notPermitted(_, let errno):
       return
-        "\(name): not permitted (\(errno.symbol)): the HCI user channel needs CAP_NET_ADMIN. "
-        + "Run as root, or grant it to the binary (`sudo setcap cap_net_admin+ep "
-        + "$(command -v baton)`), or in a systemd system unit set "
-        + "AmbientCapabilities=CAP_NET_ADMIN"
+        "\(name): not permitted (\(errno.symbol)): the exclusive HCI user channel needs "
+        + "CAP_NET_ADMIN. The default controller, bluez (beside bluetoothd), needs none: "
+        + "drop `controller = \(name)` unless baton must own the adapter. Otherwise grant "
+        + "the capability to the binary alone (`sudo setcap cap_net_admin+ep "
+        + "$(command -v baton)`) or set AmbientCapabilities=CAP_NET_ADMIN in a system unit "
+        + "with User=; do not run the agent as root"
     case .blockedByRFKill:
       return "\(name): adapter is blocked by rfkill (ERFKILL): run `rfkill unblock bluetooth`"
     case .closed:

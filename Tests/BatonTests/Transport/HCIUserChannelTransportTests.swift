@@ -47,8 +47,8 @@ import Testing
     (
       EPERM, "notPermitted",
       [
-        "EPERM", "CAP_NET_ADMIN", "setcap cap_net_admin+ep", "root",
-        "AmbientCapabilities=CAP_NET_ADMIN",
+        "EPERM", "CAP_NET_ADMIN", "setcap cap_net_admin+ep", "drop `controller = hci3`",
+        "AmbientCapabilities=CAP_NET_ADMIN", "do not run the agent as root",
       ]
     ),
     (EACCES, "notPermitted", ["EACCES", "CAP_NET_ADMIN"]),
