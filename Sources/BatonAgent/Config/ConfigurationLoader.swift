@@ -173,6 +173,8 @@ public struct ConfigurationLoader: Sendable {
     }
     problems += folderProblems(
       configuration.folders, lines: folderLines, file: file, checkFileSystem: checkFileSystem)
+    problems += privateFileProblems(
+      configuration, lines: folderLines, file: file, checkFileSystem: checkFileSystem)
 
     guard problems.isEmpty else {
       throw ConfigurationError(
@@ -181,6 +183,43 @@ public struct ConfigurationLoader: Sendable {
         })
     }
     return configuration
+  }
+
+  /// A folder must not hold the agent's own files: the key file, this
+  /// configuration file or the state directory (whose database the watcher
+  /// would see written all the time). Compared as given and, when they
+  /// exist, through `realpath` (a symlink to the folder counts).
+  private func privateFileProblems(
+    _ configuration: AgentConfiguration, lines: [[String: Int]?], file: String,
+    checkFileSystem: Bool
+  ) -> [ConfigurationProblem] {
+    func resolved(_ path: String) -> [String] {
+      guard checkFileSystem, let real = realpath(path, nil) else { return [path] }
+      defer { free(real) }
+      return [path, String(cString: real)]
+    }
+    let own = [
+      ("the key file", configuration.keyFile), ("the configuration file", file),
+      ("the state directory", configuration.stateDirectory),
+    ]
+    var problems: [ConfigurationProblem] = []
+    for (index, folder) in configuration.folders.enumerated() {
+      let roots = resolved(folder.path)
+      for (what, path) in own {
+        let inside = resolved(path).contains { candidate in
+          roots.contains { candidate == $0 || candidate.hasPrefix($0 == "/" ? "/" : $0 + "/") }
+        }
+        guard inside else { continue }
+        let line = lines[index]?["path"]
+        problems.append(
+          ConfigurationProblem(
+            file: line == nil ? nil : file, line: line, key: line == nil ? "--notes" : "path",
+            message:
+              "folder '\(folder.name)' (\(folder.path)) holds \(what) \(path); expected a notes"
+              + " folder apart from baton's own files (move \(what) out, or choose another folder)"))
+      }
+    }
+    return problems
   }
 
   /// Checks the folders against each other (distinct activity types, no

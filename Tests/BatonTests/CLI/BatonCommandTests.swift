@@ -107,15 +107,17 @@ import Testing
     #expect(result.stdout.split(separator: "\n").map(String.init) == expected)
 
     // Overrides apply, as they would for the agent.
+    try FileManager.default.createDirectory(
+      atPath: sandbox.path + "/other", withIntermediateDirectories: true)
     let overridden = try sandbox.run([
-      "check", "--name", "laptop", "--notes", sandbox.path, "--controller=hci1",
+      "check", "--name", "laptop", "--notes", sandbox.path + "/other", "--controller=hci1",
     ])
     #expect(overridden.status == 0)
     #expect(overridden.stdout.contains("name: laptop\n"))
     #expect(overridden.stdout.contains("controller: hci1 (kernel adapter hci1"))
     #expect(
       overridden.stdout.contains(
-        "folder notes: \(sandbox.path), notes matching *.md, activity type org.baton.note\n"))
+        "folder notes: \(sandbox.path)/other, notes matching *.md, activity type org.baton.note\n"))
   }
 
   @Test func checkReportsEveryProblemWithFileAndLine() throws {

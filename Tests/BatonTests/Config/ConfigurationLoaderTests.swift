@@ -196,7 +196,10 @@ import Testing
   @Test func checksFoldersOnDisk() throws {
     let dir = try TestEnvironment.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
-    let file = dir.appendingPathComponent("baton.conf").path
+    // The configuration apart from the folder (a folder may not hold it).
+    try FileManager.default.createDirectory(
+      at: dir.appendingPathComponent("config"), withIntermediateDirectories: true)
+    let file = dir.appendingPathComponent("config/baton.conf").path
     try "[folder a]\npath = \(dir.path)/missing\n".write(
       toFile: file, atomically: false, encoding: .utf8)
     #expect(throws: ConfigurationError.self) {
@@ -208,13 +211,54 @@ import Testing
       #expect(error.problems.first?.line == 2)
       #expect(error.description.contains("No such file or directory"))
     }
-    try "[folder a]\npath = \(dir.path)\n".write(toFile: file, atomically: false, encoding: .utf8)
+    try FileManager.default.createDirectory(
+      at: dir.appendingPathComponent("notes"), withIntermediateDirectories: true)
+    try "[folder a]\npath = \(dir.path)/notes\n".write(
+      toFile: file, atomically: false, encoding: .utf8)
     #expect(
-      try loader.load(ConfigurationOverrides(configFile: file)).folders.first?.path == dir.path)
+      try loader.load(ConfigurationOverrides(configFile: file)).folders.first?.path
+        == dir.path + "/notes")
     // An explicit -f FILE must exist; the default file may be absent.
     #expect(throws: ConfigurationError.self) {
       try loader.load(ConfigurationOverrides(configFile: dir.path + "/nothing.conf"))
     }
+  }
+
+  /// A notes folder that holds the key file, the configuration or the
+  /// state directory is refused, naming which (issue 31).
+  @Test func refusesAFolderHoldingBatonsOwnFiles() throws {
+    let dir = try TestEnvironment.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let file = dir.appendingPathComponent("baton.conf").path
+    try "[agent]\nkey-file = \(dir.path)/notes/key\nstate-dir = \(dir.path)/state\n[folder a]\npath = \(dir.path)/notes\n[folder b]\npath = \(dir.path)/other\nactivity-type = org.example.b\n"
+      .write(toFile: file, atomically: false, encoding: .utf8)
+    for sub in ["notes", "other", "state"] {
+      try FileManager.default.createDirectory(
+        atPath: dir.path + "/" + sub, withIntermediateDirectories: true)
+    }
+    func problems(_ overrides: ConfigurationOverrides) -> [String] {
+      do {
+        _ = try loader.load(overrides)
+        return []
+      } catch {
+        return error.problems.map(\.message)
+      }
+    }
+    #expect(
+      problems(ConfigurationOverrides(configFile: file)) == [
+        "folder 'a' (\(dir.path)/notes) holds the key file \(dir.path)/notes/key; expected a notes"
+          + " folder apart from baton's own files (move the key file out, or choose another folder)"
+      ])
+    // The configuration's own folder as the notes folder, through a
+    // symlink: it holds all three.
+    #expect(symlink(dir.path, dir.path + "/other/up") == 0)
+    let viaLink = problems(
+      ConfigurationOverrides(configFile: file, notes: dir.path + "/other/up",
+        keyFile: dir.path + "/key"))
+    #expect(viaLink.count == 3, "\(viaLink)")
+    #expect(viaLink.contains { $0.contains("holds the key file") })
+    #expect(viaLink.contains { $0.contains("holds the configuration file") })
+    #expect(viaLink.contains { $0.contains("holds the state directory") })
   }
 
   /// A configuration others can write says what to sync and where for
@@ -223,7 +267,10 @@ import Testing
     let dir = try TestEnvironment.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: dir) }
     let file = dir.appendingPathComponent("baton.conf").path
-    try "[folder a]\npath = \(dir.path)\n".write(toFile: file, atomically: false, encoding: .utf8)
+    try FileManager.default.createDirectory(
+      at: dir.appendingPathComponent("notes"), withIntermediateDirectories: true)
+    try "[folder a]\npath = \(dir.path)/notes\n".write(
+      toFile: file, atomically: false, encoding: .utf8)
     chmod(file, 0o666)
     do {
       _ = try loader.load(ConfigurationOverrides(configFile: file))
