@@ -52,4 +52,5 @@ final class DeadlineChannel: MessageChannel {
   func receive() async throws -> [UInt8]? { try await inner.receive() }
 
   func close() async { await inner.close() }
+  var closedByPeer: Bool { inner.closedByPeer }
 }

@@ -8,7 +8,8 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   /// said so in its hello or its challenge response.
   case peerProtocolVersion(peer: String, version: UInt8)
   /// The peer closed the channel on our hello without answering, which is what
-  /// an agent of protocol 1 does with a hello of another version.
+  /// an agent of protocol 1 does with a hello of another version, and what an
+  /// agent of this protocol does with a hello that reached it damaged.
   case peerRefusedHello(peer: String)
   /// The peer sent something the protocol does not allow at this point.
   case protocolViolation(peer: String, reason: String)
@@ -28,8 +29,10 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   public var description: String {
     switch self {
     case .authenticationFailed(let peer, let reason, true):
-      "peer \(peer) failed authentication (\(reason)): it uses another group key, or the"
-        + " handshake was tampered with or replayed; check that both agents use the same key file"
+      "peer \(peer) failed authentication (\(reason)): the handshake was damaged in transit"
+        + " (a radio fault; the next session retries), or it uses another group key, or the"
+        + " handshake was tampered with or replayed; if this repeats, check that both agents"
+        + " use the same key file"
     case .authenticationFailed(let peer, let reason, false):
       "peer \(peer) failed authentication: \(reason)"
     case .peerProtocolVersion(let peer, let version) where version < SecureChannel.handshakeVersion:
@@ -40,7 +43,8 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
         + " \(SecureChannel.handshakeVersion); upgrade this agent"
     case .peerRefusedHello(let peer):
       "peer \(peer) closed the connection on our protocol \(SecureChannel.handshakeVersion) hello"
-        + " without answering: it probably speaks baton protocol 1; upgrade it to this version"
+        + " without answering: the hello reached it damaged (a radio fault; the next session"
+        + " retries), or it speaks baton protocol 1; if this repeats, upgrade it to this version"
     case .protocolViolation(let peer, let reason):
       "peer \(peer) broke the handoff protocol: \(reason)"
     case .channelClosed(let peer):

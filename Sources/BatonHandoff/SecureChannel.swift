@@ -89,7 +89,10 @@ package struct SecureChannel: Sendable {
       do {
         m2 = try await next()
       } catch HandoffError.channelClosed {
-        // A protocol 1 responder closes on a hello of another version, saying nothing.
+        // A protocol 1 responder closes on a hello of another version, saying
+        // nothing. A channel that failed here (data lost or damaged, a stall,
+        // a connection timeout) is a radio fault instead: retried as any.
+        guard channel.closedByPeer else { throw HandoffError.channelClosed(peer: peerLabel) }
         throw HandoffError.peerRefusedHello(peer: peerLabel)
       }
       if m2.count >= 2, m2[0] == challengeResponse, m2[1] != handshakeVersion {

@@ -48,4 +48,5 @@ final class WatchedChannel: MessageChannel {
     return message
   }
   func close() async { await inner.close() }
+  var closedByPeer: Bool { inner.closedByPeer }
 }

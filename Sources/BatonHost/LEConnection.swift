@@ -71,7 +71,7 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
       defer { s.waiters.removeAll() }
       return s.waiters
     }
-    link.terminate("connection ended: \(reason)")
+    link.terminate("connection ended: \(reason)", byPeer: reason == .remoteUserTerminated)
     for waiter in waiters { waiter.resume(returning: reason) }
   }
 

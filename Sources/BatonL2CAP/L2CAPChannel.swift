@@ -51,6 +51,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     var pendingGrant = 0
     var peerCredits: Int
     var closed: String?
+    /// The peer closed the channel (or its connection) itself.
+    var closedByPeer = false
     /// When a frame or credits last came from the peer, or we last sent a
     /// frame or began to wait for one.
     var lastActivity = ContinuousClock.now
@@ -102,6 +104,10 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
 
   /// Whether the channel is closed.
   public var isClosed: Bool { state.withLock { $0.closed != nil } }
+
+  /// Whether the peer closed the channel: its Disconnection Request, or the
+  /// end of the connection by the remote user (not a timeout or a fault).
+  public var closedByPeer: Bool { state.withLock { $0.closedByPeer } }
 
   /// Sends one message as one SDU; suspends while the peer has given no credit.
   public func send(_ message: [UInt8]) async throws {
@@ -244,10 +250,11 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   /// Marks the channel closed; returns false if it already was. Wakes readers
   /// (nil after the inbox drains) and senders (error).
   @discardableResult
-  func markClosed(_ reason: String) -> Bool {
+  func markClosed(_ reason: String, byPeer: Bool = false) -> Bool {
     let receivers = state.withLock { s -> [CheckedContinuation<[UInt8]?, Never>]? in
       guard s.closed == nil else { return nil }
       s.closed = reason
+      s.closedByPeer = byPeer
       defer { s.receivers.removeAll() }
       return s.receivers
     }

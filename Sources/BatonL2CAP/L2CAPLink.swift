@@ -246,7 +246,8 @@ package final class L2CAPLink: Sendable {
   }
 
   /// The connection ended: every channel closes, every request fails.
-  package func terminate(_ reason: String) {
+  /// `byPeer`: the peer ended it (not a timeout, a fault or this host).
+  package func terminate(_ reason: String, byPeer: Bool = false) {
     let (channels, pending) = state.withLock {
       s -> ([L2CAPChannel], [CheckedContinuation<L2CAPSignal.Body, any Error>]) in
       s.closed = reason
@@ -256,7 +257,7 @@ package final class L2CAPLink: Sendable {
       }
       return (Array(s.channels.values), Array(s.pending.values))
     }
-    for channel in channels { channel.markClosed(reason) }
+    for channel in channels { channel.markClosed(reason, byPeer: byPeer) }
     for continuation in pending {
       continuation.resume(throwing: L2CAPError.channelClosed(psm: 0, reason: reason))
     }
@@ -339,7 +340,7 @@ package final class L2CAPLink: Sendable {
       sendSignal(
         L2CAPSignal(
           identifier: id, body: .disconnectionResponse(destinationCID: dcid, sourceCID: scid)))
-      channel.markClosed("disconnected by the peer")
+      channel.markClosed("disconnected by the peer", byPeer: true)
     case .flowControlCredit(let cid, let credits):
       // The CID is the peer's (our remote CID).
       let channel = state.withLock { s in s.channels.values.first { $0.remoteCID == cid } }

@@ -12,4 +12,16 @@ public protocol MessageChannel: AnyObject, Sendable {
   func receive() async throws -> [UInt8]?
   /// Closes the channel (and, for L2CAP, disconnects it). Idempotent.
   func close() async
+  /// Whether the channel ended because the peer closed it (for L2CAP: its
+  /// Disconnection Request, or its own end of the connection), rather than
+  /// because this end closed it or detected a fault (data lost or damaged
+  /// below it, a stall, a connection that timed out). False while open.
+  /// The handshake tells an old peer's refusal from a radio fault with it.
+  var closedByPeer: Bool { get }
+}
+
+extension MessageChannel {
+  /// A channel that cannot tell why it closed says "the peer", the only
+  /// cause a reliable channel has.
+  public var closedByPeer: Bool { true }
 }

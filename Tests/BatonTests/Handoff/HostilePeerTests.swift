@@ -83,6 +83,7 @@ import Testing
     _ = await runSession(a, stranger)
     let wrongKey = try #require(await a.engine.status().failures.first)
     #expect(wrongKey.reason.contains("does not verify") && wrongKey.reason.contains("key file"))
+    #expect(wrongKey.reason.contains("damaged in transit"))
     let malformed = HandoffError.authenticationFailed(
       peer: "x", reason: "malformed hello", keyMayDiffer: false)
     #expect(!malformed.description.contains("key file"))

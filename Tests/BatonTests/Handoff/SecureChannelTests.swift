@@ -204,9 +204,40 @@ final class TamperingChannel: MessageChannel {
       return
     }
     #expect(error as? HandoffError == .peerRefusedHello(peer: "old"))
-    #expect("\(error)".contains("protocol 1; upgrade it to this version"))
+    #expect("\(error)".contains("reached it damaged"))
+    #expect("\(error)".contains("protocol 1; if this repeats, upgrade it to this version"))
     let failure = try #require(await b.engine.status().failures.first)
-    #expect(failure.reason.contains("protocol 1; upgrade it"))
+    #expect(failure.reason.contains("protocol 1; if this repeats, upgrade it"))
+  }
+
+  /// A channel that failed on our side before any M2 (data lost or damaged
+  /// below it, a stall) is a radio fault, not an old peer's refusal: it is
+  /// reported as a closed connection that the next session retries, and it
+  /// does not hold back handshakes with that address.
+  @Test func initiatorReportsAFaultBeforeM2AsAFault() async throws {
+    final class FailingChannel: MessageChannel {
+      let inner: any MessageChannel
+      init(_ inner: any MessageChannel) { self.inner = inner }
+      var maximumMessageSize: Int { inner.maximumMessageSize }
+      func send(_ message: [UInt8]) async throws { try await inner.send(message) }
+      func receive() async throws -> [UInt8]? { try await inner.receive() }
+      func close() async { await inner.close() }
+      var closedByPeer: Bool { false }
+    }
+    let b = try HandoffTestAgent("bob", key: key)
+    let (i, peer) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await b.engine.runSession(over: FailingChannel(i), initiator: true, peerAddress: "p")
+    })
+    _ = try #require(try await peer.receive())
+    await peer.close()
+    guard case .failure(let error) = await session else {
+      Issue.record("no failure")
+      return
+    }
+    #expect(error as? HandoffError == .channelClosed(peer: "p"))
+    #expect(!"\(error)".contains("protocol 1"))
+    #expect((error as? HandoffError)?.endsHandshakesWithThisAddress == false)
   }
 
   @Test func initiatorDetectsAnOldResponderThatAnswers() async throws {

@@ -127,6 +127,7 @@ struct L2CAPChannelTests {
       FakeController.acl(handle: 1, cid: channel.localCID, [UInt8](repeating: 0, count: 2049)))
     #expect(try await channel.receive() == nil)
     #expect(channel.isClosed)
+    #expect(!channel.closedByPeer)  // a fault, not the peer's choice
     let disconnected = await eventually {
       fake.sentSignals(handle: 1).contains {
         if case .disconnectionRequest(let d, let s) = $0.body {
@@ -161,6 +162,7 @@ struct L2CAPChannelTests {
       body: .disconnectionRequest(destinationCID: channel.localCID, sourceCID: 0x0050))
     fake.inject(FakeController.acl(handle: 1, cid: 5, request.encoded))
     #expect(try await channel.receive() == nil)
+    #expect(channel.closedByPeer)  // the handshake reads this as the peer's refusal
     #expect(
       await eventually {
         fake.sentSignals(handle: 1).contains {

@@ -50,6 +50,7 @@ import Testing
     #expect(try await channel.receive() == nil)
     #expect(ContinuousClock.now - started < .seconds(2))
     #expect(channel.isClosed)
+    #expect(!channel.closedByPeer)  // data lost: a fault, not an old peer's refusal
     #expect(await eventually { Self.disconnectionRequested(fake, channel) })
   }
 
