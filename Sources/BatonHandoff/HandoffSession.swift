@@ -538,6 +538,17 @@ extension HandoffEngine {
       conflict: conflict, merged: merged)
   }
 
+  /// How a failed write (`verb` "write") or read ("send") of a note is
+  /// logged: a disk error (which a retry may cure), or the folder's refusal
+  /// of the name (a symlink in its path, an invalid name, too large), which
+  /// no retry changes and which the error itself describes.
+  static func noteFailure(_ verb: String, _ path: String, _ error: any Error) -> String {
+    if let refusal = error as? NotesError, !refusal.isRetryable {
+      return "did not \(verb) \(path): \(refusal)"
+    }
+    return "disk error \(verb == "write" ? "writing" : "reading") \(path): \(error)"
+  }
+
   /// Records what writing one incoming note did.
   private func record(
     _ n: IncomingNote, _ result: Result<NoteWriteOutcome, any Error>, from peer: String,
@@ -550,7 +561,7 @@ extension HandoffEngine {
       outcome = o
     case .failure(let error):
       if !conflict { persistCompleteWrite(type, p.path, saving: nil) }
-      fail(activityType: type, peer: peer, reason: "disk error writing \(p.path): \(error)")
+      fail(activityType: type, peer: peer, reason: Self.noteFailure("write", p.path, error))
       summary.failed += 1
       if (error as? NotesError)?.isRetryable ?? true { summary.unwritten += 1 }
       return
@@ -635,7 +646,7 @@ extension HandoffEngine {
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unknown))
       return nil
     } catch {
-      fail(activityType: type, peer: ch.peerLabel, reason: "disk error reading \(path): \(error)")
+      fail(activityType: type, peer: ch.peerLabel, reason: Self.noteFailure("send", path, error))
       summary.failed += 1
       try await ch.send(.noteUnavailable(activityType: type, path: path, reason: .unreadable))
       return nil

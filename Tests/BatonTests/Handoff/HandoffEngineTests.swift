@@ -447,6 +447,27 @@ import Testing
     #expect(b.folder.text("w.md") == "w")
   }
 
+  /// A name the folder refuses (a symlink in its path, found only when
+  /// writing or reading) is not a disk error and is not called one (issue 30).
+  @Test func refusedNameIsNotCalledADiskError() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("d/w.md", "w")
+    b.folder.refuseWith.withLock { $0 = .symlinkInPath(path: "d/w.md", component: "d") }
+    _ = await runSession(b, a)
+    let written = try #require(await b.engine.status().failures.first?.reason)
+    #expect(!written.contains("disk error"))
+    #expect(written.contains("did not write d/w.md") && written.contains("is a symlink"))
+    await b.save("e/r.md", "r")
+    b.folder.refuseWith.withLock { $0 = .symlinkInPath(path: "e/r.md", component: "e") }
+    _ = await runSession(a, b)
+    let reasons = await b.engine.status().failures.map(\.reason)
+    let read = try #require(reasons.first { $0.contains("send e/r.md") })
+    #expect(!read.contains("disk error"))
+    #expect(read.contains("did not send e/r.md") && read.contains("is a symlink"))
+    #expect(!reasons.contains { $0.contains("disk error") })
+  }
+
   @Test func restartSendsNothingAgainAndKeepsTheIndex() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)

@@ -9,6 +9,8 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   private let files = Mutex<[String: [UInt8]]>([:])
   /// When set, writes fail with this error (a full or read-only disk).
   let failWrites = Mutex<Bool>(false)
+  /// When set, writes and reads throw this (a refusal of the name, say).
+  let refuseWith = Mutex<NotesError?>(nil)
 
   /// Called with the path after each write-back lands (what a rename does).
   let afterWrite = Mutex<(@Sendable (String) -> Void)?>(nil)
@@ -56,6 +58,7 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   }
 
   func readNote(_ relativePath: String) throws -> [UInt8] {
+    if let error = refuseWith.withLock({ $0 }) { throw error }
     guard let bytes = files.withLock({ $0[relativePath] }) else {
       throw NotesError.noSuchNote(path: relativePath)
     }
@@ -74,6 +77,7 @@ final class InMemoryNoteFolder: NoteFolderAccess {
     _ relativePath: String, bytes: [UInt8], replacing expected: ContentHash?, peer: String
   ) throws -> NoteWriteOutcome {
     if failWrites.withLock({ $0 }) { throw DiskFull() }
+    if let error = refuseWith.withLock({ $0 }) { throw error }
     let outcome = files.withLock { files -> NoteWriteOutcome in
       let current = files[relativePath].map { ContentHash(of: $0) }
       if current == ContentHash(of: bytes) { return .unchanged(relativePath: relativePath) }
