@@ -41,6 +41,48 @@ import Testing
     print("30 notes through \(group.radio.injectedFaults.count) faults in \(Int(elapsed)) s")
   }
 
+  /// Issue 30: with 1 % of ACL packets damaged and 1 % lost (both ways, both
+  /// controllers), A writes 50 notes while the faults are on, then B writes
+  /// 50: how many reach the other side while the faults last (up to 60 s
+  /// after the last save) is printed; once the faults stop, every note
+  /// arrives. Measured on 2 shared cores (seed 30): 5 and 2, 0 and 1, 3 and 3
+  /// of 50 (A to B, B to A), so the only floor the code meets reliably today
+  /// is none; raise it (`floor`) when a fault costs a frame, not a link.
+  /// `BATON_TEST_FAULT_P` sets another rate for a measurement (5 %: 0 and 0).
+  @Test func notesMoveWhileOnePercentOfACLPacketsAreDamagedOrLost() async throws {
+    let p = ProcessInfo.processInfo.environment["BATON_TEST_FAULT_P"] ?? "0.01"
+    let group = try AgentGroup(
+      count: 2, faults: "corrupt type=acl p=\(p); drop type=acl p=\(p)", seed: 30,
+      faultsStartOff: true)
+    let (a, b) = (group.agents[0], group.agents[1])
+    try group.startAll()
+    #expect(await linked(a, to: ["agentB"]), "\(group.logs)")
+    #expect(await linked(b, to: ["agentA"]), "\(group.logs)")
+    var counts: [Int] = []
+    for (writer, reader, tag) in [(a, b, "a"), (b, a, "b")] {
+      var expected: [String: [UInt8]] = [:]
+      for i in 1...50 {
+        let text = "Note \(tag)\(i)\n" + String(repeating: "line \(i) of a short note\n", count: 12)
+        expected["\(tag)\(i).md"] = Array(text.utf8)
+      }
+      func arrived() -> Int { expected.filter { reader.read($0.key) == $0.value }.count }
+      group.radio.faultsOn()
+      for (name, bytes) in expected.sorted(by: { $0.key < $1.key }) { try writer.save(name, bytes) }
+      _ = await eventually(60, "50 notes from \(writer.name) during the faults") { arrived() == 50 }
+      counts.append(arrived())
+      group.radio.faultsOff()
+      #expect(
+        await eventually(180, "50 notes from \(writer.name) after the faults") { arrived() == 50 },
+        "\(group.logs)")
+    }
+    print(
+      "issue 30, p=\(p): \(counts[0]) of 50 notes A to B and \(counts[1]) of 50 B to A"
+        + " during the faults; \(group.radio.injectedFaults.count) faults injected")
+    #expect(group.radio.injectedFaults.count > 0)
+    let floor = 0
+    #expect(counts.allSatisfy { $0 >= floor }, "\(counts)")
+  }
+
   /// Lost Number Of Completed Packets events: the controller's buffers
   /// they would have returned are gone while the connection lasts, until
   /// none is left. The stalled connection is dropped (which returns them)
