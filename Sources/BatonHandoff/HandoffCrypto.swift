@@ -17,6 +17,9 @@ public struct HandoffKeys: Sendable {
   let payload: [UInt8]
   /// Keys the hash of resolvable addresses (keyed BLAKE2b): context `baton-ad`, id 1.
   let address: [UInt8]
+  /// Keys the index summary's entry fingerprints (keyed BLAKE2b-128):
+  /// context `baton-fp`, id 1 (PROTOCOL.md section 6.1).
+  let summary: [UInt8]
 
   public init(groupKey: GroupKey) {
     beaconCipher = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-bc")
@@ -24,6 +27,7 @@ public struct HandoffKeys: Sendable {
     auth = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-au")
     payload = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-pl")
     address = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-ad")
+    summary = HandoffCrypto.deriveSubkey(groupKey.bytes, id: 1, context: "baton-fp")
   }
 }
 

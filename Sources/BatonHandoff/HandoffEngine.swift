@@ -113,7 +113,7 @@ public actor HandoffEngine {
       map[f.activityType] = f.folder
     }
     self.folders = map
-    index = HandoffIndex(offeredTypes: Set(map.keys))
+    index = HandoffIndex(offeredTypes: Set(map.keys), summaryKey: keys.summary)
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)
     if let recovery = store.recovery { logger.error(recovery) }

@@ -17,13 +17,15 @@ struct HandoffIndex: Sequence, Sendable {
   private var notes: [Element] = []
   /// Where each key's note is in `notes`.
   private var places: [String: Int32] = [:]
-  private(set) var summary = IndexSummary()
+  private(set) var summary: IndexSummary
   /// How many of the summary's entries are tombstones.
   private(set) var tombstoneCount = 0
   let offeredTypes: Set<String>
 
-  init(offeredTypes: Set<String>) {
+  /// `summaryKey` keys the summary's fingerprints: `HandoffKeys.summary`.
+  init(offeredTypes: Set<String>, summaryKey: [UInt8]) {
     self.offeredTypes = offeredTypes
+    summary = IndexSummary(key: summaryKey)
   }
 
   subscript(key: String) -> StoredNote? {

@@ -8,9 +8,13 @@ import BatonSystem
 /// - An entry's *position* is the first 4 bytes, big-endian, of
 ///   BLAKE2b-256(`string type || string path`): its place does not depend on
 ///   its content, so both sides put the same note in the same node.
-/// - Its *fingerprint* is the first 16 bytes, little-endian, of
-///   BLAKE2b-256(`string type || string path || content hash`), with a
-///   byte 01 appended for a tombstone.
+/// - Its *fingerprint* is the 16 bytes, little-endian, of BLAKE2b-128 keyed
+///   with the group's summary key (`HandoffKeys.summary`) over `string type ||
+///   string path || content hash`, with a byte 01 appended for a tombstone:
+///   without the group key no one can predict an entry's term, so no set of
+///   entries crafted in advance sums alike in every group, and for an
+///   outsider finding two sets that do is as hard as telling keyed BLAKE2b
+///   from random. A key holder can still craft them (PROTOCOL.md 6.1).
 /// - A node at depth d (0 to 8) holds the entries whose position starts with
 ///   the node's d nibbles (its prefix); its fingerprint is the sum modulo 2^128
 ///   of theirs, with their count. The root's gives the index digest.
@@ -74,7 +78,12 @@ struct IndexSummary: Sendable {
   /// twice the memory for no gain in speed.
   private var buckets = [[Member]](repeating: [], count: 1 << (4 * IndexSummary.storedDepth))
 
-  init() {}
+  /// The 32-byte key of the entry fingerprints: `HandoffKeys.summary`.
+  let key: [UInt8]
+
+  init(key: [UInt8]) {
+    self.key = key
+  }
 
   var count: Int { levels[0][0].count }
   var root: Node { levels[0][0] }
@@ -108,15 +117,15 @@ struct IndexSummary: Sendable {
 
   /// A tombstone's input ends with one more byte, 01, so that a deleted
   /// note never sums like the note it deleted.
-  static func fingerprint(type: String, path: String, hash: ContentHash, deleted: Bool = false)
-    -> Fingerprint
-  {
+  static func fingerprint(
+    type: String, path: String, hash: ContentHash, deleted: Bool = false, key: [UInt8]
+  ) -> Fingerprint {
     var w = ByteWriter()
     w.string(type)
     w.string(path)
     w.raw(hash.bytes)
     if deleted { w.u8(HandoffIndexEntry.tombstoneFlag) }
-    let h = HandoffCrypto.hash(w.bytes)
+    let h = HandoffCrypto.hash(w.bytes, key: key, length: 16)
     var low: UInt64 = 0
     var high: UInt64 = 0
     for i in (0..<8).reversed() {
@@ -126,17 +135,18 @@ struct IndexSummary: Sendable {
     return Fingerprint(low: low, high: high)
   }
 
-  static func item(_ e: HandoffIndexEntry) -> Item {
+  static func item(_ e: HandoffIndexEntry, key: [UInt8]) -> Item {
     Item(
       position: position(type: e.activityType, path: e.path),
-      fingerprint: fingerprint(type: e.activityType, path: e.path, hash: e.hash, deleted: e.deleted))
+      fingerprint: fingerprint(
+        type: e.activityType, path: e.path, hash: e.hash, deleted: e.deleted, key: key))
   }
 
   // MARK: Changes
 
   /// Adds (or replaces) the entry under `key`.
   mutating func insert(_ key: String, _ entry: HandoffIndexEntry) {
-    let item = Self.item(entry)
+    let item = Self.item(entry, key: self.key)
     let bucket = Int(item.position >> 20)
     if let i = buckets[bucket].firstIndex(where: { $0.key == key }) {
       account(buckets[bucket][i].item, adding: false)

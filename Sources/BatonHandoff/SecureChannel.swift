@@ -37,9 +37,10 @@ package struct SecureChannel: Sendable {
   // MARK: Handshake
 
   /// The handshake version (M1 and M2 byte 1). Version 2 added the ephemeral
-  /// X25519 key agreement; the beacon's own format version stays
+  /// X25519 key agreement; version 5 keyed the summary fingerprints, so
+  /// summaries of versions 4 and 5 never match; the beacon's own format version stays
   /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  package static let handshakeVersion: UInt8 = 4
+  package static let handshakeVersion: UInt8 = 5
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03

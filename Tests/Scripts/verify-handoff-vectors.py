@@ -94,6 +94,7 @@ def main():
     got["k_beacon_mac"] = kdf(group, 2, "baton-bc")
     got["k_auth"] = kdf(group, 1, "baton-au")
     got["k_payload"] = kdf(group, 1, "baton-pl")
+    got["k_summary"] = kdf(group, 1, "baton-fp")
 
     # Beacon
     plain = bytes([1]) + (0x123456).to_bytes(3, "little") + (0x89ABCDEF).to_bytes(4, "little")
@@ -115,8 +116,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 4]) + b"\x11" * 32
-    head2 = bytes([2, 4]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 5]) + b"\x11" * 32
+    head2 = bytes([2, 5]) + b"\x22" * 32 + e_r + b"\x33" * 24
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
     head3 = bytes([3]) + e_i + b"\x44" * 24
     m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
@@ -160,7 +161,12 @@ def main():
     # The index summary (section 6.1) of an index holding only that note
     typ, path = "org.example.notes", "a.md"
     position = int.from_bytes(hashlib.blake2b(string(typ) + string(path), digest_size=32).digest()[:4], "big")
-    fp = int.from_bytes(hashlib.blake2b(string(typ) + string(path) + chash, digest_size=32).digest()[:16], "little")
+    # An entry's fingerprint: BLAKE2b-128 keyed with k_summary (not a
+    # truncated BLAKE2b-256: the output length is part of BLAKE2b's parameters)
+    def fingerprint(typ, path, chash, deleted=False):
+        data = string(typ) + string(path) + chash + (bytes([1]) if deleted else b"")
+        return int.from_bytes(hashlib.blake2b(data, digest_size=16, key=got["k_summary"]).digest(), "little")
+    fp = fingerprint(typ, path, chash)
     got["index_position"] = position.to_bytes(4, "big")
     got["index_fingerprint"] = fp.to_bytes(16, "little")
     root_count, root_fp = 1, fp % (1 << 128)
@@ -187,8 +193,15 @@ def main():
     deleted_version = vv([(alice, 3), (bob, 1)])
     tombstone = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + deleted_version
                  + struct.pack("<Q", alice) + bytes([1]))
-    got["tombstone_fingerprint"] = hashlib.blake2b(
-        string(typ) + string(path) + chash + bytes([1]), digest_size=32).digest()[:16]
+    got["tombstone_fingerprint"] = fingerprint(typ, path, chash, deleted=True).to_bytes(16, "little")
+    # A node holding a.md and b.md (same bytes): the sum of their fingerprints
+    # modulo 2^128, and the digest of an index holding just those two
+    fp_b = fingerprint(typ, "b.md", chash)
+    got["index_fingerprint_b"] = fp_b.to_bytes(16, "little")
+    pair = (fp + fp_b) % (1 << 128)
+    got["index_pair_fingerprint"] = pair.to_bytes(16, "little")
+    got["index_pair_digest_full"] = hashlib.blake2b(
+        struct.pack("<Q", 2) + pair.to_bytes(16, "little"), digest_size=32).digest()
     got["gone"] = bytes([17]) + struct.pack("<I", 1) + tombstone
     renamed = (string(typ) + string("b.md") + chash + struct.pack("<Q", 5) + vv([(alice, 1)])
                + struct.pack("<Q", alice) + bytes([0]))
@@ -216,7 +229,7 @@ def main():
     bad = 0
     for name, value in got.items():
         if name not in v:
-            print(f"MISSING {name} in PROTOCOL.md"); bad += 1
+            print(f"MISSING {name} in PROTOCOL.md\n  got {value.hex()}"); bad += 1
         elif v[name] != value:
             print(f"MISMATCH {name}\n  doc {v[name].hex()}\n  got {value.hex()}"); bad += 1
         else:

@@ -327,7 +327,7 @@ extension HandoffLinkTests {
           seen += 1
         case .getNodes(let requests):
           // Alice's catch-up walk: Mallory holds nothing.
-          try await mallory.send(.nodes(IndexReconciliation.answer(requests, from: HandoffIndex(offeredTypes: [HandoffTestAgent.notesType]))))
+          try await mallory.send(.nodes(IndexReconciliation.answer(requests, from: HandoffIndex(offeredTypes: [HandoffTestAgent.notesType], summaryKey: HandoffKeys(groupKey: key).summary))))
         default: break
         }
       }

@@ -41,7 +41,7 @@ import Testing
   }
 
   static func index(_ notes: [String: String]) -> HandoffIndex {
-    var index = HandoffIndex(offeredTypes: [type])
+    var index = HandoffIndex(offeredTypes: [type], summaryKey: IndexSummaryTests.summaryKey)
     for (path, content) in notes {
       index[HandoffEngine.key(type, path)] = StoredNote(entry: IndexSummaryTests.entry(path, content))
     }

@@ -8,6 +8,8 @@ import Testing
 @Suite struct IndexSummaryTests {
   static let type = "org.example.notes"
   static let other = "org.example.unconfigured"
+  /// The summary key of the test group (group key 00 01 ... 1f).
+  static let summaryKey = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!).summary
 
   /// Every node of depth 0 to 8 that holds something, computed from the
   /// offered entries alone with the definition's formulas.
@@ -23,7 +25,7 @@ import Testing
       let e = note.entry
       let position = IndexSummary.position(type: e.activityType, path: e.path)
       let fp = IndexSummary.fingerprint(
-        type: e.activityType, path: e.path, hash: e.hash, deleted: e.deleted)
+        type: e.activityType, path: e.path, hash: e.hash, deleted: e.deleted, key: summaryKey)
       for depth in 0...8 {
         let prefix = depth == 0 ? 0 : position >> (32 - 4 * UInt32(depth))
         var node = nodes[depth, default: [:]][prefix, default: IndexSummary.Node()]
@@ -83,7 +85,7 @@ import Testing
   @Test(arguments: [1, 2, 3, 4] as [UInt64])
   func incrementalSummaryAgreesWithScratchOverRandomHistories(seed: UInt64) {
     var rng = SplitMix64(seed: seed)
-    var index = HandoffIndex(offeredTypes: [Self.type])
+    var index = HandoffIndex(offeredTypes: [Self.type], summaryKey: Self.summaryKey)
     var notes: [String: StoredNote] = [:]
     let paths = (0..<120).map { "dir\($0 % 7)/note-\($0).md" }
     for step in 0..<400 {
@@ -138,12 +140,39 @@ import Testing
   /// Two indexes built in different orders hold the same summary.
   @Test func orderDoesNotMatter() {
     let entries = (0..<500).map { Self.entry("n\($0).md", "content \($0)") }
-    var a = HandoffIndex(offeredTypes: [Self.type])
-    var b = HandoffIndex(offeredTypes: [Self.type])
+    var a = HandoffIndex(offeredTypes: [Self.type], summaryKey: Self.summaryKey)
+    var b = HandoffIndex(offeredTypes: [Self.type], summaryKey: Self.summaryKey)
     for e in entries { a[HandoffEngine.key(e.activityType, e.path)] = StoredNote(entry: e) }
     for e in entries.reversed() { b[HandoffEngine.key(e.activityType, e.path)] = StoredNote(entry: e) }
     #expect(a.summary.digest == b.summary.digest)
     b[HandoffEngine.key(Self.type, "n7.md")] = StoredNote(entry: Self.entry("n7.md", "changed"))
     #expect(a.summary.digest != b.summary.digest)
+  }
+
+  /// The same entries under two groups' keys: every fingerprint differs, so
+  /// no set of entries crafted without a group's key sums alike in it.
+  @Test func anotherGroupsKeyGivesOtherFingerprints() {
+    let otherKey = HandoffKeys(groupKey: GroupKey(bytes: Array(32..<64))!).summary
+    #expect(otherKey != Self.summaryKey)
+    let entries = (0..<200).map { Self.entry("n\($0).md", "content \($0)") }
+    var a = HandoffIndex(offeredTypes: [Self.type], summaryKey: Self.summaryKey)
+    var b = HandoffIndex(offeredTypes: [Self.type], summaryKey: otherKey)
+    for e in entries {
+      a[HandoffEngine.key(e.activityType, e.path)] = StoredNote(entry: e)
+      b[HandoffEngine.key(e.activityType, e.path)] = StoredNote(entry: e)
+      let mine = IndexSummary.fingerprint(
+        type: e.activityType, path: e.path, hash: e.hash, key: Self.summaryKey)
+      let theirs = IndexSummary.fingerprint(
+        type: e.activityType, path: e.path, hash: e.hash, key: otherKey)
+      #expect(mine != theirs, "\(e.path)")
+    }
+    // Positions do not depend on the key: both put a note in the same node,
+    // with the same count, and only the fingerprints tell the groups apart.
+    #expect(a.summary.count == b.summary.count)
+    #expect(a.summary.root.fingerprint != b.summary.root.fingerprint)
+    #expect(a.summary.digest != b.summary.digest)
+    for c in 0..<16 {
+      #expect(a.summary.children(depth: 0, prefix: 0)[c].count == b.summary.children(depth: 0, prefix: 0)[c].count)
+    }
   }
 }

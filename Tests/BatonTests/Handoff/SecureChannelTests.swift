@@ -176,7 +176,7 @@ final class TamperingChannel: MessageChannel {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, 0x01] + HandoffCrypto.random(32))  // a protocol 1 hello
-    // The answer a protocol 1 initiator reports as "it speaks handoff protocol version 3".
+    // The answer a protocol 1 initiator reports as "it speaks handoff protocol version 5".
     #expect(try await old.receive() == [0x02, SecureChannel.handshakeVersion])
     #expect(try await old.receive() == nil)
     guard case .failure(let error) = await session else {
@@ -264,26 +264,31 @@ final class TamperingChannel: MessageChannel {
   }
 
   @Test func newerPeerIsToldToUpgradeThisAgent() {
-    let error = HandoffError.peerProtocolVersion(peer: "p", version: 5)
+    let error = HandoffError.peerProtocolVersion(peer: "p", version: 6)
     let text = "\(error)"
-    #expect(text.contains("speaks baton protocol 5") && text.contains("upgrade this agent"))
+    #expect(text.contains("speaks baton protocol 6") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 4 (deletions and renames) refuses a protocol 3 hello with the
-  /// upgrade message, as protocol 3 did protocol 2's.
-  @Test func protocol3InitiatorGetsTheUpgradeMessage() async throws {
+  /// Protocol 5 (keyed summary fingerprints) refuses a protocol 3 or 4 hello
+  /// with the version notice `02 05` and the upgrade message: their summaries
+  /// would never match this one's.
+  @Test(arguments: [3, 4] as [UInt8])
+  func olderInitiatorGetsTheUpgradeMessage(version: UInt8) async throws {
+    #expect(SecureChannel.handshakeVersion == 5)
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
-    try await old.send([0x01, 0x03] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 4])
+    try await old.send([0x01, version] + HandoffCrypto.random(32))
+    #expect(try await old.receive() == [0x02, 5])
     guard case .failure(let error) = await session else {
-      Issue.record("a protocol 3 hello was accepted")
+      Issue.record("a protocol \(version) hello was accepted")
       return
     }
-    #expect("\(error)".contains("peer old speaks baton protocol 3; upgrade it to this version"))
+    #expect(
+      "\(error)".contains(
+        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 5)"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
