@@ -235,6 +235,8 @@ def main():
     isk_input = lv_cat(DSI + b"_ISK", sid, k_a) + transcript
     check("cpace_isk_input", isk_input)
     check("cpace_isk_ir", hashlib.sha512(isk_input).digest())
+    check("cpace_mult_sX",
+          scalar_mult_vfy(int.from_bytes(v["cpace_mult_s"], "little"), v["cpace_mult_X"]))
     # Refused shares: a non-canonical encoding decodes to nothing, and the
     # identity's encoding is all zeros; scalar_mult_vfy gives G.I for both.
     identity = encode(IDENTITY)
@@ -247,7 +249,7 @@ def main():
     for name in ("cpace_invalid_Y1", "cpace_identity"):
         check("cpace_identity", scalar_mult_vfy(ya, v[name]))
     # Round trip: decoding then encoding every share gives it back.
-    for name in ("cpace_g", "cpace_Ya", "cpace_Yb", "cpace_K"):
+    for name in ("cpace_g", "cpace_Ya", "cpace_Yb", "cpace_K", "cpace_mult_X"):
         check(name, encode(decode(v[name])))
 
     if failures:

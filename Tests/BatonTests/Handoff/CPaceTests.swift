@@ -32,6 +32,9 @@ import Testing
       "15435061636552697374726574746f3235355f49534b107e4b4791d6a8ef019b936c79fb7f2c572080b69a8a76457ab6a4d7f887a4bf6b55a2f80ac19c333f917a05fc9887c8b40f20d6bac480f2c386c394efc7c47adb9925dcd2630b64f240c50f8d0eec482b915703414461203ea7e0b19560d7c0b0f5734f63b955286dfa8232b5ebe63324e2d9e7433f725803414462",
     "cpace_isk_ir":
       "b69effbf61b51d56401c0f65601abe428de8206feaaf0e32198896dcae7b35cd2b38950a39dfd5d4a79164614c2984f7daa460b588c1e80c3fa2068af7900447",
+    "cpace_mult_s": "7cd0e075fa7955ba52c02759a6c90dbbfc10e6d40aea8d283e407d88cf538a05",
+    "cpace_mult_X": "2c3c6b8c4f3800e7aef6864025b4ed79bd599117e427c41bd47d93d654b4a51c",
+    "cpace_mult_sX": "7c13645fe790a468f62c39beb7388e541d8405d1ade69d1778c5fe3e7f6b600e",
     "cpace_invalid_Y1": "2b3c6b8c4f3800e7aef6864025b4ed79bd599117e427c41bd47d93d654b4a51c",
     "cpace_identity": "0000000000000000000000000000000000000000000000000000000000000000",
   ]
@@ -63,6 +66,9 @@ import Testing
     #expect(b.share.hexString == Self.expected["cpace_Yb"])
     #expect(try CPace.multiply(Self.bytes("cpace_ya"), b.share).hexString == Self.expected["cpace_K"])
     #expect(try CPace.multiply(Self.bytes("cpace_yb"), a.share).hexString == Self.expected["cpace_K"])
+    #expect(
+      try CPace.multiply(Self.bytes("cpace_mult_s"), Self.bytes("cpace_mult_X")).hexString
+        == Self.expected["cpace_mult_sX"])
     let transcript = CPace.transcriptIR(
       ya: a.share, adA: Self.bytes("cpace_ada"), yb: b.share, adB: Self.bytes("cpace_adb"))
     #expect(transcript.hexString == Self.expected["cpace_transcript_ir"])
