@@ -26,6 +26,8 @@ struct NoteWriter: Sendable {
   let index: NoteIndex
   let maximumNoteSize: Int
   let trashCan: NoteTrash
+  /// Bounds the conflict copies of each note per hour.
+  var conflictCopies = ConflictCopyBudget()
 
   private static let counter = Atomic<UInt64>(0)
   private let log = Logger(label: "notes")
@@ -218,7 +220,31 @@ struct NoteWriter: Sendable {
     }
 
     // A local version the caller did not expect: keep it, write a copy.
-    let time = Int(NoteWriter.wallClock())
+    let now = NoteWriter.wallClock()
+    let time = Int(now)
+    if case .replace(let copyPath, let firstTime) = conflictCopies.decide(relativePath, now: now) {
+      // Over the bound: the newest incoming version replaces the most
+      // recent copy; the local note stays as it is.
+      let copyName = String(copyPath.split(separator: "/").last ?? "")
+      let previous = index.entry(copyPath)
+      index.recordWriteBack(copyPath, bytes: bytes, hash: hash)
+      do {
+        try retryingOnInterrupt {
+          renameat(directory.rawValue, temporary, directory.rawValue, copyName)
+        }
+      } catch {
+        index.cancelWriteBack(copyPath, previous: previous)
+        throw NotesError.writing("rename over conflict copy", copyPath, error)
+      }
+      removeTemporary = false
+      if firstTime {
+        log.warning(
+          "\(relativePath) has had \(conflictCopies.limit) conflict copies this hour; newer"
+            + " versions from \(s.peer) replace \(copyPath) instead of adding copies"
+            + " (merge the copies into \(relativePath) and delete them to end the conflict)")
+      }
+      return .conflictCopy(relativePath: copyPath)
+    }
     for attempt in 0..<100 {
       var copyName = NoteNames.conflictName(for: name, peer: s.peer, time: time)
       if attempt > 0, let dot = copyName.lastIndex(of: ".") {
@@ -228,6 +254,7 @@ struct NoteWriter: Sendable {
       index.recordWriteBack(copyPath, bytes: bytes, hash: hash)
       // link(2) fails with EEXIST rather than replacing: no copy is lost.
       if linkat(directory.rawValue, temporary, directory.rawValue, copyName, 0) == 0 {
+        conflictCopies.recordCopy(relativePath, copyPath: copyPath, now: now)
         log.notice(
           "\(relativePath) holds a local version not yet sent; the note from \(s.peer)"
             + " went to \(copyPath)")

@@ -236,3 +236,60 @@ import Testing
     #expect(contents(dir, "n.md") == original)
   }
 }
+
+@Suite struct ConflictCopyBoundTests {
+  /// A peer that keeps sending versions of a note that conflict with a local
+  /// edit gets at most `ConflictCopyBudget.defaultLimit` copies of it in an
+  /// hour; later versions replace the newest copy, the local note is kept.
+  @Test func conflictCopiesOfOneNoteAreBoundedPerHour() throws {
+    let dir = try TestEnvironment.temporaryDirectory("baton-write")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let folder = try NotesFolder(root: dir.path)
+    let local = Array("# Groceries\nlocal edit\n".utf8)
+    try Data(local).write(to: dir.appendingPathComponent("Groceries.md"))
+    let limit = ConflictCopyBudget.defaultLimit
+    var copies: [String] = []
+    var last: [UInt8] = []
+    for i in 0..<(limit + 15) {
+      last = Array("# Groceries\nfrom the flood \(i)\n".utf8)
+      let outcome = try folder.writeNote(
+        "Groceries.md", bytes: last, replacing: nil, peer: "flood")
+      guard case .conflictCopy(let copy) = outcome else {
+        Issue.record("expected a conflict copy, got \(outcome)")
+        return
+      }
+      copies.append(copy)
+    }
+    let names = (try FileManager.default.contentsOfDirectory(atPath: dir.path)).filter {
+      $0.contains(".conflict-")
+    }
+    #expect(names.count == limit)
+    #expect(Set(copies).count == limit)
+    #expect(
+      FileManager.default.contents(atPath: dir.appendingPathComponent("Groceries.md").path)
+        .map { Array($0) } == local)
+    // The newest incoming bytes are kept, in the most recent copy.
+    #expect(
+      FileManager.default.contents(atPath: dir.appendingPathComponent(copies.last!).path)
+        .map { Array($0) } == last)
+    // Another note has its own bound.
+    try Data(local).write(to: dir.appendingPathComponent("Other.md"))
+    guard
+      case .conflictCopy(let other) = try folder.writeNote(
+        "Other.md", bytes: Array("x\n".utf8), replacing: nil, peer: "flood")
+    else { Issue.record("expected a conflict copy"); return }
+    #expect(other.hasPrefix("Other.conflict-flood-"))
+  }
+
+  @Test func theBudgetStartsAgainAfterAnHour() {
+    let budget = ConflictCopyBudget(limit: 2, period: 3600)
+    #expect(budget.decide("a.md", now: 1000) == .newCopy)
+    budget.recordCopy("a.md", copyPath: "a.conflict-1.md", now: 1000)
+    #expect(budget.decide("a.md", now: 1001) == .newCopy)
+    budget.recordCopy("a.md", copyPath: "a.conflict-2.md", now: 1001)
+    #expect(budget.decide("a.md", now: 1002) == .replace("a.conflict-2.md", firstTime: true))
+    #expect(budget.decide("a.md", now: 1003) == .replace("a.conflict-2.md", firstTime: false))
+    #expect(budget.decide("b.md", now: 1003) == .newCopy)
+    #expect(budget.decide("a.md", now: 1000 + 3601) == .newCopy)
+  }
+}
