@@ -138,6 +138,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         PRIMARY KEY (activity_type, path));
       CREATE TABLE IF NOT EXISTS peers (
         device INTEGER PRIMARY KEY, name TEXT NOT NULL, last_seen REAL NOT NULL);
+      CREATE INDEX IF NOT EXISTS peers_by_last_seen ON peers (last_seen);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (
         activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
@@ -409,14 +410,31 @@ public final class HandoffStore: HandoffStateStore, Sendable {
 
   // MARK: Peers
 
+  /// The most peers kept. Every device id a key holder claims is recorded,
+  /// and every unknown address is checked against every peer, so past this
+  /// the peers seen longest ago are forgotten (a forgotten peer is recorded
+  /// again the next time it is met).
+  public static let maximumPeers = 1024
+
   public func recordPeer(_ peer: PeerRecord) throws(SQLiteError) {
     try with { db throws(SQLiteError) in
-      try db.query(
-        "INSERT OR REPLACE INTO peers (device, name, last_seen) VALUES (?, ?, ?)",
-        [
-          .integer(Int64(bitPattern: peer.device.rawValue)), .text(peer.name),
-          .real(peer.lastSeen.timeIntervalSince1970),
-        ])
+      try db.transaction { () throws(SQLiteError) in
+        try db.query(
+          "INSERT OR REPLACE INTO peers (device, name, last_seen) VALUES (?, ?, ?)",
+          [
+            .integer(Int64(bitPattern: peer.device.rawValue)), .text(peer.name),
+            .real(peer.lastSeen.timeIntervalSince1970),
+          ])
+        let count = try db.query("SELECT COUNT(*) FROM peers").first?.first?.integer ?? 0
+        if count > Int64(Self.maximumPeers) {
+          // The index on last_seen makes this a short walk from the oldest.
+          try db.query(
+            """
+            DELETE FROM peers WHERE device IN
+              (SELECT device FROM peers ORDER BY last_seen ASC LIMIT ?)
+            """, [.integer(count &- Int64(Self.maximumPeers))])
+        }
+      }
     }
   }
 

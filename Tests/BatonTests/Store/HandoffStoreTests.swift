@@ -209,3 +209,43 @@ extension HandoffStore {
     try SQLiteDatabase(path: path).query("PRAGMA journal_mode").first?.first?.text
   }
 }
+
+@Suite struct PeersTableBoundTests {
+  /// A key holder that claims a new device id on every connection adds a
+  /// row each time; the table keeps the `maximumPeers` seen most recently.
+  @Test func thePeersTableKeepsTheMostRecentlySeen() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let store = try HandoffStore(directory: dir)
+    let maximum = HandoffStore.maximumPeers
+    let total = maximum + 50
+    for i in 0..<total {
+      try store.recordPeer(
+        PeerRecord(
+          device: DeviceID(rawValue: UInt64(i + 1)), name: "claimed-\(i)",
+          lastSeen: Date(timeIntervalSince1970: Double(1000 + i))))
+    }
+    let peers = try store.peers()
+    #expect(peers.count == maximum)
+    #expect(peers.first?.name == "claimed-\(total - 1)")
+    #expect(peers.last?.name == "claimed-\(total - maximum)")
+    // A peer seen again stays, whatever its id's age.
+    try store.recordPeer(
+      PeerRecord(
+        device: DeviceID(rawValue: UInt64(total)), name: "claimed-\(total - 1)",
+        lastSeen: Date(timeIntervalSince1970: Double(1000 + total))))
+    #expect(try store.peers().count == maximum)
+  }
+
+  @Test func thePeersTableHasAnIndexOnLastSeen() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = dir + "/" + HandoffStore.fileName
+    _ = try HandoffStore(path: path)
+    let db = try SQLiteDatabase(path: path)
+    let rows = try db.query(
+      "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'peers'")
+    let names: [String] = rows.compactMap { row in row.first.flatMap { $0.text } }
+    #expect(names.contains("peers_by_last_seen"))
+  }
+}
