@@ -150,7 +150,14 @@ extension HandoffEngine {
       let message = try await rx.receive()
       switch message {
       case .note, .index, .have, .gone, .moved:
-        if link.queueReceived(message) { await linkApplyReceived(link) }
+        let (full, firstFlood) = link.queueReceived(message)
+        if firstFlood {
+          logger.warning(
+            "\(link.peerLabel) sent more than \(HandoffLink.inboxLimit >> 20) MiB of"
+              + " \(message.kind) and other index messages before they could be applied;"
+              + " reading from it waits until they are (if this repeats, check that peer's agent)")
+        }
+        if full { await linkApplyReceived(link) }
       case .getNodes(let requests):
         guard link.queueNodes(await answerNodes(requests)) else {
           await link.channel.close()

@@ -47,8 +47,9 @@ public final class HandoffLink: Sendable {
   let arrivals: AsyncStream<Void>
   private let arrivalContinuation: AsyncStream<Void>.Continuation
 
-  /// The most bytes of received notes the inbox holds before the reader
-  /// stops reading and applies them itself (back-pressure on the peer).
+  /// The most bytes of received messages (notes, INDEX, HAVE, GONE, MOVED)
+  /// the inbox holds before the reader stops reading and applies them itself
+  /// (back-pressure on the peer).
   static let inboxLimit = 4 << 20
 
   /// What the peer is known to hold, per index key.
@@ -100,9 +101,11 @@ public final class HandoffLink: Sendable {
     var watchdogNap: Task<Void, Never>?
     /// Received messages that change the index or what the peer holds, in
     /// the order they came, until the engine applies them; with the bytes
-    /// of their notes.
+    /// of all of them (`queuedBytes`).
     var inbox: [HandoffMessage] = []
     var inboxBytes = 0
+    /// Whether the inbox has filled with messages other than notes (logged once).
+    var inboxOverflowLogged = false
   }
   private let state = Mutex(State())
 
@@ -202,17 +205,41 @@ public final class HandoffLink: Sendable {
   /// Queues a received message for the engine's applier, which takes all
   /// that wait at once (`takeReceived`): notes that arrive while it writes
   /// are written together. Returns whether the inbox holds more than
-  /// `inboxLimit` bytes of notes.
-  func queueReceived(_ message: HandoffMessage) -> Bool {
-    let bytes: Int
-    if case .note(let payload) = message { bytes = payload.content.count } else { bytes = 0 }
-    let full = state.withLock { s in
+  /// `inboxLimit` bytes of messages, and whether that is the first time on
+  /// this link the inbox filled with messages that are not notes (a peer
+  /// flooding INDEX, HAVE or GONE: the caller logs it once).
+  func queueReceived(_ message: HandoffMessage) -> (full: Bool, firstFlood: Bool) {
+    let bytes = Self.queuedBytes(message)
+    var isNote = false
+    if case .note = message { isNote = true }
+    let result = state.withLock { s -> (Bool, Bool) in
       s.inbox.append(message)
-      s.inboxBytes += bytes
-      return s.inboxBytes > Self.inboxLimit
+      s.inboxBytes = s.inboxBytes &+ bytes
+      let full = s.inboxBytes > Self.inboxLimit
+      let flood = full && !isNote && !s.inboxOverflowLogged
+      if flood { s.inboxOverflowLogged = true }
+      return (full, flood)
     }
     arrivalContinuation.yield()
-    return full
+    return result
+  }
+
+  /// The bytes a received message holds while it waits in the inbox: a
+  /// note's content, and each index entry's encoded size.
+  static func queuedBytes(_ message: HandoffMessage) -> Int {
+    func sum(_ entries: [HandoffIndexEntry]) -> Int {
+      entries.reduce(0) { $0 &+ $1.encodedSize }
+    }
+    switch message {
+    case .note(let payload):
+      return payload.content.count &+ payload.path.utf8.count &+ payload.activityType.utf8.count
+    case .index(let entries), .have(let entries), .gone(let entries):
+      return sum(entries)
+    case .moved(let from, let to):
+      return from.encodedSize &+ to.encodedSize
+    default:
+      return 0
+    }
   }
 
   /// How many received messages wait for the engine.

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@testable import BatonHandoff
+@testable import BatonSystem
+
+/// What a peer on a link can make us queue or redo (issue 30): every
+/// received message's bytes count against the link's inbox bound.
+@Suite struct LinkBoundsTests {
+  let key = GroupKey.generate()
+
+  /// A's side of a link with B that is never run: messages are queued on
+  /// it by hand, as its reader would.
+  private func idleLink(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws -> (
+    HandoffLink, InMemoryMessageChannel
+  ) {
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    let la = try await opened
+    guard case .link = outcome else {
+      throw HandoffError.protocolViolation(peer: "bob", reason: "no link")
+    }
+    return (la, cb)
+  }
+
+  private func entries(_ count: Int, prefix: String) -> [HandoffIndexEntry] {
+    let long = String(repeating: "x", count: 900)
+    return (0..<count).map { i in
+      HandoffIndexEntry(
+        activityType: "org.example.notes", path: "\(prefix)/\(long)-\(i).md",
+        hash: ContentHash(of: Array("\(i)".utf8)), size: 1,
+        version: VersionVector([DeviceID(rawValue: 7): 1]), origin: DeviceID(rawValue: 7))
+    }
+  }
+
+  /// A peer that floods INDEX, HAVE and GONE fills the inbox as NOTEs do:
+  /// past `inboxLimit` bytes the reader applies what waits before reading on.
+  @Test(arguments: ["index", "have", "gone"])
+  func indexMessagesCountAgainstTheInbox(kind: String) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (la, cb) = try await idleLink(a, b)
+    // About 1 MiB a message: four fit, the fifth fills the inbox.
+    var fulls: [Bool] = []
+    var floods: [Bool] = []
+    for round in 0..<5 {
+      let batch = entries(1000, prefix: "r\(round)")
+      let message: HandoffMessage =
+        switch kind {
+        case "index": .index(batch)
+        case "have": .have(batch)
+        default: .gone(batch)
+        }
+      let (full, flood) = la.queueReceived(message)
+      fulls.append(full)
+      floods.append(flood)
+    }
+    #expect(fulls == [false, false, false, false, true])
+    #expect(floods == [false, false, false, false, true])
+    // Logged once per link.
+    #expect(la.queueReceived(.index(entries(1, prefix: "again"))) == (true, false))
+    // Applying empties the count.
+    _ = la.takeReceived()
+    #expect(la.queueReceived(.index(entries(1, prefix: "after"))).full == false)
+    await la.close()
+    await cb.close()
+  }
+
+  @Test func everyQueuedKindHasItsBytesCounted() {
+    let one = entries(1, prefix: "a")
+    let size = one[0].encodedSize
+    #expect(size > 900)
+    #expect(HandoffLink.queuedBytes(.index(one)) == size)
+    #expect(HandoffLink.queuedBytes(.have(one + one)) == 2 * size)
+    #expect(HandoffLink.queuedBytes(.gone(one)) == size)
+    #expect(HandoffLink.queuedBytes(.moved(from: one[0], to: one[0])) == 2 * size)
+  }
+}
