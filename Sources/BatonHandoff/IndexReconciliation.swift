@@ -150,6 +150,16 @@ package struct IndexReconciliation {
           }
         }
       case .entries(let theirs):
+        // Only entries in the node asked for: any other would be taken as
+        // held by the peer without the walk having compared it.
+        if node.depth > 0 {
+          let shift = 32 - 4 * UInt32(node.depth)
+          for e in theirs
+          where IndexSummary.position(type: e.activityType, path: e.path) >> shift != node.prefix {
+            throw WireError(
+              "NODES answer for node \(node.depth)/\(node.prefix) holds \(e.path), outside it")
+          }
+        }
         var hashes: [String: HandoffIndexEntry.ContentState] = [:]
         for e in theirs { hashes[HandoffEngine.key(e.activityType, e.path)] = e.contentState }
         for key in mine.summary.keys(depth: node.depth, prefix: node.prefix)

@@ -112,3 +112,34 @@ import Testing
     #expect(large.bytes < small.bytes + 1_500)
   }
 }
+
+/// A NODES answer holding entries outside the node asked for is a protocol
+/// violation: the walk would otherwise take them as held by the peer
+/// without having compared them (issue 30).
+@Suite struct NodesAnswerCheckTests {
+  @Test func entriesOutsideTheNodeAskedForAreRefused() throws {
+    let e = IndexSummaryTests.entry("a.md", "A")
+    let position = IndexSummary.position(type: e.activityType, path: e.path)
+    let inside = IndexReconciliation.Request(
+      depth: 2, prefix: position >> 24, wantsEntries: true, expected: 1)
+    let outside = IndexReconciliation.Request(
+      depth: 2, prefix: (position >> 24) ^ 1, wantsEntries: true, expected: 1)
+    let mine = IndexReconciliationTests.index([:])
+
+    var walk = IndexReconciliation()
+    let found = try walk.absorb([inside], [.entries([e])], mine: mine)
+    #expect(found.peerEntries == [e])
+
+    var hostile = IndexReconciliation()
+    #expect(throws: WireError.self) {
+      _ = try hostile.absorb([outside], [.entries([e])], mine: mine)
+    }
+    // At depth 8 the prefix is the whole position.
+    var deep = IndexReconciliation()
+    #expect(throws: WireError.self) {
+      _ = try deep.absorb(
+        [.init(depth: 8, prefix: position ^ 0x10, wantsEntries: true, expected: 1)],
+        [.entries([e])], mine: mine)
+    }
+  }
+}
