@@ -226,6 +226,15 @@ struct NoteWriter: Sendable {
       // Over the bound: the newest incoming version replaces the most
       // recent copy; the local note stays as it is.
       let copyName = String(copyPath.split(separator: "/").last ?? "")
+      // The copy's bytes (edited since, perhaps) go to the trash first, as
+      // any version an incoming one replaces.
+      var keptCopy: Kept?
+      if let old = try currentVersion(copyPath, in: directory, name: copyName) {
+        keptCopy = try keep(
+          copyPath, copyPath.split(separator: "/").map(String.init), in: directory, old,
+          sync: true)
+      }
+      defer { keptCopy?.directory.closeIgnoringErrors() }
       let previous = index.entry(copyPath)
       index.recordWriteBack(copyPath, bytes: bytes, hash: hash)
       do {
@@ -234,9 +243,15 @@ struct NoteWriter: Sendable {
         }
       } catch {
         index.cancelWriteBack(copyPath, previous: previous)
+        if let keptCopy { _ = unlinkat(keptCopy.directory.rawValue, keptCopy.name, 0) }
         throw NotesError.writing("rename over conflict copy", copyPath, error)
       }
       removeTemporary = false
+      if let keptCopy {
+        trashCan.record(
+          .overwritten, day: keptCopy.day, name: keptCopy.pathInDay, original: copyPath)
+        trashCan.added(keptCopy.size)
+      }
       if firstTime {
         log.warning(
           "\(relativePath) has had \(conflictCopies.limit) conflict copies this hour; newer"

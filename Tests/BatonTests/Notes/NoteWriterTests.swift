@@ -268,10 +268,14 @@ import Testing
     #expect(
       FileManager.default.contents(atPath: dir.appendingPathComponent("Groceries.md").path)
         .map { Array($0) } == local)
-    // The newest incoming bytes are kept, in the most recent copy.
+    // The newest incoming bytes are kept, in the most recent copy; each
+    // version a replacement overwrote is in the trash, so no byte is lost.
     #expect(
       FileManager.default.contents(atPath: dir.appendingPathComponent(copies.last!).path)
         .map { Array($0) } == last)
+    let trashed = folder.trashEntries()
+    #expect(trashed.count == 15, "\(trashed)")
+    #expect(trashed.allSatisfy { $0.reason == .overwritten }, "\(trashed)")
     // Another note has its own bound.
     try Data(local).write(to: dir.appendingPathComponent("Other.md"))
     guard
