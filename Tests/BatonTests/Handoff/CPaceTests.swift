@@ -181,13 +181,8 @@ import Testing
   /// The independent check: pure Python (hashlib and RFC 9496 written out)
   /// recomputes every vector from the document alone.
   @Test func pythonRecomputesTheDocumentedVectors() throws {
-    let script = TestEnvironment.repository.appendingPathComponent(
-      "Tests/Scripts/verify-cpace-vectors.py"
-    ).path
-    let child = try ChildProcess(TestEnvironment.python, [script])
-    var lines: [String] = []
-    while let line = child.readLine() { lines.append(line) }
-    #expect(child.wait() == 0, "\(lines.joined(separator: "\n"))")
+    let (status, lines) = try runVectorScript("verify-cpace-vectors.py")
+    #expect(status == 0, "\(lines.joined(separator: "\n"))")
     #expect(lines.last == "all CPace vectors verified")
     #expect(lines.filter { $0.hasPrefix("ok ") }.count >= 10)
   }

@@ -212,21 +212,6 @@ import Testing
     _ = await rb.value
   }
 
-  /// A's side of a link whose handshake B answered and whose B side never
-  /// runs (nothing answers A's keep-alive), and B's channel.
-  func linkToSilentPeer(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws -> (
-    HandoffLink, InMemoryMessageChannel
-  ) {
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
-    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    let la = try await opened
-    guard case .link = outcome else {
-      throw HandoffError.protocolViolation(peer: "bob", reason: "no link")
-    }
-    return (la, cb)
-  }
-
   /// The keep-alive of links before it became 120 s: short enough for a
   /// test to outlive it.
   static var quickKeepAlive: HandoffPolicy {

@@ -84,3 +84,19 @@ extension Result {
   var succeeded: Bool { if case .success = self { true } else { false } }
   var value: Success? { if case .success(let v) = self { v } else { nil } }
 }
+
+/// A's side of a link whose handshake B answered and whose B side never
+/// runs (nothing answers A's keep-alive; a test may queue messages on it by
+/// hand, as its reader would), and B's channel.
+func linkToSilentPeer(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws -> (
+  HandoffLink, InMemoryMessageChannel
+) {
+  let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+  async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
+  let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
+  let la = try await opened
+  guard case .link = outcome else {
+    throw HandoffError.protocolViolation(peer: b.name, reason: "no link")
+  }
+  return (la, cb)
+}

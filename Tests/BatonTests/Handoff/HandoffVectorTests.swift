@@ -238,13 +238,8 @@ import Testing
   /// The independent check: Python's hashlib and `cryptography` recompute every
   /// vector from the document alone.
   @Test func pythonRecomputesTheDocumentedVectors() throws {
-    let script = TestEnvironment.repository.appendingPathComponent(
-      "Tests/Scripts/verify-handoff-vectors.py"
-    ).path
-    let child = try ChildProcess(TestEnvironment.python, [script])
-    var lines: [String] = []
-    while let line = child.readLine() { lines.append(line) }
-    #expect(child.wait() == 0, "\(lines.joined(separator: "\n"))")
+    let (status, lines) = try runVectorScript("verify-handoff-vectors.py")
+    #expect(status == 0, "\(lines.joined(separator: "\n"))")
     #expect(lines.last == "all vectors verified")
     #expect(lines.filter { $0.hasPrefix("ok ") }.count >= Self.expected.count)
   }
@@ -271,4 +266,14 @@ import Testing
     header[1] = 6  // a header claiming another counter
     #expect(SecureChannel.openFrame(header, counter: 6, key: key) == nil)
   }
+}
+
+/// Runs one of the independent vector scripts in Tests/Scripts with the
+/// venv's Python: its exit status and every line it printed.
+func runVectorScript(_ name: String) throws -> (status: Int32, lines: [String]) {
+  let script = TestEnvironment.repository.appendingPathComponent("Tests/Scripts/" + name).path
+  let child = try ChildProcess(TestEnvironment.python, [script])
+  var lines: [String] = []
+  while let line = child.readLine() { lines.append(line) }
+  return (child.wait(), lines)
 }

@@ -9,21 +9,6 @@ import Testing
 @Suite struct LinkBoundsTests {
   let key = GroupKey.generate()
 
-  /// A's side of a link with B that is never run: messages are queued on
-  /// it by hand, as its reader would.
-  private func idleLink(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws -> (
-    HandoffLink, InMemoryMessageChannel
-  ) {
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
-    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    let la = try await opened
-    guard case .link = outcome else {
-      throw HandoffError.protocolViolation(peer: "bob", reason: "no link")
-    }
-    return (la, cb)
-  }
-
   private func entries(_ count: Int, prefix: String) -> [HandoffIndexEntry] {
     let long = String(repeating: "x", count: 900)
     return (0..<count).map { i in
@@ -40,7 +25,7 @@ import Testing
   func indexMessagesCountAgainstTheInbox(kind: String) async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
-    let (la, cb) = try await idleLink(a, b)
+    let (la, cb) = try await linkToSilentPeer(a, b)
     // About 1 MiB a message: four fit, the fifth fills the inbox.
     var fulls: [Bool] = []
     var floods: [Bool] = []
