@@ -163,17 +163,8 @@ import Testing
   }
 
   @Test func protocolDocumentListsTheSameVectors() throws {
-    let doc = try String(
-      contentsOf: TestEnvironment.repository.appendingPathComponent(
-        "Sources/BatonHandoff/PROTOCOL.md"), encoding: .utf8)
-    var documented: [String: String] = [:]
-    for line in doc.split(separator: "\n") {
-      let parts = line.split(separator: "=", maxSplits: 1).map {
-        $0.trimmingCharacters(in: .whitespaces)
-      }
-      if parts.count == 2, Self.expected[parts[0]] != nil {
-        documented[parts[0]] = parts[1].replacingOccurrences(of: " ", with: "")
-      }
+    let documented = try documentedVectors(Set(Self.expected.keys)).mapValues {
+      $0.replacingOccurrences(of: " ", with: "")
     }
     #expect(documented == Self.expected)
   }
