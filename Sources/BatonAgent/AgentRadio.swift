@@ -623,7 +623,7 @@ final class AgentRadio: Sendable {
     }
     return ScanSchedule.Situation(
       linksUp: s.links.values.filter { $0.link != nil }.count, unlinkedPeer: unlinked,
-      audio: s.audio, passive: s.passive != nil)
+      audio: s.audio, passive: s.passive != nil, closed: s.closedByDefault)
   }
 
   private enum Action {

@@ -13,7 +13,11 @@
 /// and, while the adapter carries an audio stream, none while a link is up
 /// and one every `audioGap` otherwise. Every gap is jittered by ±`jitter`, so
 /// two agents that started together do not scan in step (or out of step)
-/// for ever. While the host hears peers by itself (a passive scan of the
+/// for ever. While our beacon is closed (PROTOCOL.md 3.3: bluetoothd with
+/// `Privacy` off), a newcomer cannot connect to us, and is linked only once
+/// we hear it in one of our windows: then every peer linked means windows
+/// of `closedWindow` every `closedLinkedGap` ± `closedJitter` instead, so a
+/// newcomer is heard within 30 s for the same duty of at most 5 %. While the host hears peers by itself (a passive scan of the
 /// system's: bluetoothd's advertisement monitor), in either mode, that scan
 /// simply stays on (`passive`): every beacon reaches us anyway, and no burst
 /// or window is needed; except while the adapter carries an audio stream,
@@ -46,6 +50,9 @@ struct ScanSchedule: Sendable {
     /// The host hears peers' beacons by itself: its scan stays on, with no
     /// bursts or windows.
     var passive = false
+    /// Our beacon is closed (PROTOCOL.md 3.3): a newcomer cannot connect to
+    /// us, and waits for one of our windows to hear it.
+    var closed = false
   }
 
   /// What to do now, and when to ask again (nil: only when something changes).
@@ -65,7 +72,8 @@ struct ScanSchedule: Sendable {
   /// Between windows while no link is up: 10 % of the time, Android's limit
   /// for background scanning; a peer in range is heard within 24 s.
   static let searchingGap: Duration = .seconds(20)
-  /// Between windows while every peer heard is linked: 3.2 % of the time
+  /// Between windows while every peer heard is linked and our beacon is
+  /// open (a newcomer connects to it; `closedLinkedGap` otherwise): 3.2 % of the time
   /// on average, and under 5 % over any stretch, since no gap is shorter
   /// than 48 s.
   static let linkedGap: Duration = .seconds(60)
@@ -73,6 +81,24 @@ struct ScanSchedule: Sendable {
   static let audioGap: Duration = .seconds(300)
   /// Each gap is drawn from gap × (1 ± jitter).
   static let jitter = 0.2
+  /// One window while every peer is linked and our beacon is closed: a
+  /// closed beacon (ours, a newcomer's on bluetoothd) goes out every
+  /// 1.28 s, so 1.4 s spans one whole interval with 120 ms to spare for
+  /// the advertising delay (up to 10 ms) and the discovery's start; a
+  /// beacon every 200 ms (the exclusive backends) is heard seven times.
+  static let closedWindow: Duration = .milliseconds(1400)
+  /// Between windows while every peer is linked and our beacon is closed:
+  /// a newcomer is linked only once a linked agent hears it, so one window
+  /// must follow another within 30 s (the target for a peer coming
+  /// into range): 28 s × 1.02 + 1.4 s = 29.96 s. The duty is then 4.76 %
+  /// on average (1.4 s of every 29.4 s), and at most 4.9 % over any 10
+  /// minutes: 22 windows would need 22 × 1.4 s + 21 × 27.44 s = 607 s, so
+  /// at most 21 (29.4 s) fit in 600 s. Either bound leaves room for ±2 %
+  /// only; that still drifts two agents' windows apart (±0.56 s a gap, a
+  /// random walk), so two linked agents hear a newcomer sooner than one.
+  static let closedLinkedGap: Duration = .seconds(28)
+  /// Each `closedLinkedGap` is drawn from it × (1 ± closedJitter).
+  static let closedJitter = 0.02
 
   let mode: Mode
   private var situation = Situation()
@@ -111,9 +137,8 @@ struct ScanSchedule: Sendable {
       return Step(scanning: true, activity: .passive, wake: nil)
     }
     if mode == .continuous { return Step(scanning: true, activity: .continuous, wake: nil) }
-    let gap = self.gap
     // An audio stream with a link up: nothing but what the links carry.
-    guard let gap else {
+    guard let (gap, jitter, window) = self.windows else {
       burstUntil = nil
       windowUntil = nil
       nextWindow = nil
@@ -129,40 +154,45 @@ struct ScanSchedule: Sendable {
     if let until = burstUntil {
       if now < until { return Step(scanning: true, activity: .burst, wake: until) }
       burstUntil = nil
-      nextWindow = now + jittered(gap)
+      nextWindow = now + jittered(gap, by: jitter)
     }
     if let until = windowUntil {
       if now < until { return Step(scanning: true, activity: .window, wake: until) }
       windowUntil = nil
-      nextWindow = now + jittered(gap)
+      nextWindow = now + jittered(gap, by: jitter)
     }
-    let next = nextWindow ?? now + jittered(gap)
+    let next = nextWindow ?? now + jittered(gap, by: jitter)
     // A shorter gap than the one this window was drawn from (a link went
     // away, audio stopped) takes effect at once.
-    let due = min(next, now + gap + gap * Self.jitter)
+    let due = min(next, now + gap + gap * jitter)
     nextWindow = due
     if now >= due {
-      let until = now + Self.window
+      let until = now + window
       windowUntil = until
       return Step(scanning: true, activity: .window, wake: until)
     }
     return Step(scanning: false, activity: .off, wake: due)
   }
 
-  /// The gap between windows in the current situation; nil for no windows.
-  private var gap: Duration? {
-    if situation.audio { return situation.linksUp > 0 ? nil : Self.audioGap }
-    return situation.linksUp > 0 ? Self.linkedGap : Self.searchingGap
+  /// The gap between windows in the current situation, its jitter and the
+  /// windows' length; nil for no windows.
+  private var windows: (gap: Duration, jitter: Double, window: Duration)? {
+    if situation.audio {
+      return situation.linksUp > 0 ? nil : (Self.audioGap, Self.jitter, Self.window)
+    }
+    guard situation.linksUp > 0 else { return (Self.searchingGap, Self.jitter, Self.window) }
+    if situation.closed { return (Self.closedLinkedGap, Self.closedJitter, Self.closedWindow) }
+    return (Self.linkedGap, Self.jitter, Self.window)
   }
 
   /// `gap` × (1 ± jitter), from a SplitMix64 sequence.
-  private mutating func jittered(_ gap: Duration) -> Duration {
+  private mutating func jittered(_ gap: Duration, by jitter: Double) -> Duration {
     random &+= 0x9E37_79B9_7F4A_7C15
     var z = random
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
     z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
     z ^= z >> 31
     let unit = Double(z >> 11) / Double(1 << 53)  // [0, 1)
-    return gap * (1 - Self.jitter + 2 * Self.jitter * unit)
+    return gap * (1 - jitter + 2 * jitter * unit)
   }
 }

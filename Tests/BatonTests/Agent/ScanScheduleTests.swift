@@ -123,6 +123,97 @@ import Testing
     #expect(run.longest <= .seconds(3))
   }
 
+  /// The windows `schedule` opens from `from` for `length`, stepping at the
+  /// instants it asks for (every window's start and end are such instants).
+  func windows(
+    _ schedule: inout ScanSchedule, from: ContinuousClock.Instant, for length: Duration
+  ) -> [(start: ContinuousClock.Instant, end: ContinuousClock.Instant)] {
+    var found: [(start: ContinuousClock.Instant, end: ContinuousClock.Instant)] = []
+    var now = from
+    var began: ContinuousClock.Instant?
+    while now < from + length {
+      let step = schedule.step(now: now)
+      if step.scanning && began == nil { began = now }
+      if !step.scanning, let start = began {
+        found.append((start, now))
+        began = nil
+      }
+      guard let wake = step.wake, wake > now else { break }
+      now = wake
+    }
+    return found
+  }
+
+  /// Our beacon closed (bluetoothd with Privacy off) and every peer linked:
+  /// a newcomer is linked only once we hear it in a window, so no window
+  /// ends more than 30 s after the previous one (nor the first more than
+  /// 30 s after the burst), while the duty over any 10 minutes stays at
+  /// most 5 % and no window is longer than 1.4 s.
+  @Test(arguments: [1, 2, 3, 42, 1000, 65_537] as [UInt64])
+  func aClosedLinkedAgentHearsANewcomerWithin30s(seed: UInt64) {
+    var schedule = ScanSchedule(mode: .windows, seed: seed)
+    schedule.startBurst(now: start)
+    schedule.update(.init(linksUp: 1, closed: true))
+    let steady = start + ScanSchedule.burst
+    let found = windows(&schedule, from: start, for: .seconds(3600) + ScanSchedule.burst)
+    #expect(found.first?.start == start && found.first?.end == steady)
+    let after = Array(found.dropFirst())
+    #expect(after.count >= 3600 / 30, "\(after.count) windows in an hour")
+    var ends = [steady]
+    for window in after {
+      #expect(window.end - window.start == ScanSchedule.closedWindow)
+      ends.append(window.end)
+    }
+    let worst = zip(ends, ends.dropFirst()).map { $1 - $0 }.max() ?? .zero
+    #expect(worst <= .seconds(30), "window end to window end: \(worst)")
+    // Every ten-minute stretch that starts with a window (the worst ones).
+    var busiest = Duration.zero
+    for (index, first) in after.enumerated() where first.start + .seconds(600) <= ends.last! {
+      let stretchEnd = first.start + .seconds(600)
+      var scanning = Duration.zero
+      for window in after[index...] where window.start < stretchEnd {
+        scanning += min(window.end, stretchEnd) - window.start
+      }
+      busiest = max(busiest, scanning)
+    }
+    #expect(busiest <= .seconds(30), "scanned \(busiest) of a 600 s stretch")
+    #expect(busiest >= .seconds(25), "windows still run: \(busiest)")
+  }
+
+  /// The closed numbers apply only while a link is up with our beacon
+  /// closed: open (the exclusive backends, bluetoothd with privacy), the
+  /// linked windows stay 2 s every 48 to 72 s; closed with no link, the
+  /// searching ones stay 2 s every 16 to 24 s; closed with audio and a link,
+  /// none.
+  @Test(arguments: [false, true])
+  func theClosedNumbersApplyOnlyToALinkedClosedAgent(closed: Bool) {
+    var linked = ScanSchedule(mode: .windows, seed: 5)
+    linked.update(.init(linksUp: 1, closed: closed))
+    var searching = ScanSchedule(mode: .windows, seed: 5)
+    searching.update(.init(linksUp: 0, closed: true))
+    var audio = ScanSchedule(mode: .windows, seed: 5)
+    audio.update(.init(linksUp: 1, audio: true, closed: true))
+    #expect(windows(&audio, from: start, for: .seconds(600)).isEmpty)
+    let linkedNumbers =
+      closed
+      ? (ScanSchedule.closedLinkedGap, ScanSchedule.closedJitter, ScanSchedule.closedWindow)
+      : (ScanSchedule.linkedGap, ScanSchedule.jitter, ScanSchedule.window)
+    for (schedule, (gap, jitter, window)) in [
+      (linked, linkedNumbers),
+      (searching, (ScanSchedule.searchingGap, ScanSchedule.jitter, ScanSchedule.window)),
+    ] {
+      var schedule = schedule
+      let found = windows(&schedule, from: start, for: .seconds(1800))
+      #expect(found.count >= 1800 / Int((gap * 1.3 + window).components.seconds))
+      var last = start
+      for w in found {
+        #expect(w.end - w.start == window)
+        #expect(w.start - last >= gap * (1 - jitter) && w.start - last <= gap * (1 + jitter))
+        last = w.end
+      }
+    }
+  }
+
   /// No link: 10 % and a window at most `searchingGap` × 1.2 after the last.
   @Test func searchingScansTenPercent() {
     var schedule = ScanSchedule(mode: .windows, seed: 7)

@@ -2,7 +2,8 @@
 # backend: two agents on `bluez:hci0` and `bluez:hci1` (btvirt's two
 # controllers, one bluetoothd, stock main.conf: Privacy off) link and pass a
 # note, then stay idle and linked for VM_SCAN_STEADY seconds (default 130:
-# two windows at the linked 60 s gap) while btmon records every adapter's
+# two windows at the open linked 60 s gap, four of 1.4 s at the closed
+# 28 s one, which Privacy off gives) while btmon records every adapter's
 # HCI traffic. The recording goes to the host (agent-bluez-scan.btsnoop),
 # where Tests/VM/scan-timeline.py decodes it with `btmon -r` and checks hci0's
 # scanning (case scan-duty: duty at most 5 %, no scan over 3 s) and reports
