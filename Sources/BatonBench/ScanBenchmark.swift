@@ -14,7 +14,8 @@ import Foundation
 /// over, A's own HCI log (btsnoop, every LE Set Scan Enable it sent) gives
 /// the share of `--seconds` it scanned, its longest single scan and how
 /// many scans it started; /proc gives A's wake-ups per second (context
-/// switches of all its threads) and CPU; then 10 saves of 200 B in A are
+/// switches of all its threads, and per minute for each thread name) and
+/// CPU; then 10 saves of 200 B in A are
 /// timed to B's folder (median), so the link's latency sits beside the
 /// scan figures.
 ///
@@ -35,6 +36,8 @@ enum ScanBenchmark {
     var longest: Double
     var scans: Int
     var wakeups: Double
+    /// Wake-ups per minute of each thread name (threads of one name added).
+    var perThread: [String: Double]
     var cpu: Double
     var median: Double
   }
@@ -74,6 +77,11 @@ enum ScanBenchmark {
           format: "%9.1f s   %7.2f %%  %10.1f s  %5d  %10.2f  %5.2f %%  %8.1f ms",
           f.linkedAfter, f.duty * 100, f.longest, f.scans, f.wakeups,
           f.cpu * 100, f.median))
+    }
+    for (mode, f) in results {
+      let threads = f.perThread.sorted { $0.value > $1.value }
+        .map { "\($0.key) \(String(format: "%.1f", $0.value))" }
+      print("\(mode) wake-ups per minute by thread: " + threads.joined(separator: ", "))
     }
   }
 
@@ -138,9 +146,9 @@ enum ScanBenchmark {
       last = now
     }
     let pid = agents[0].process.processIdentifier
-    let from = (Date(), switches(pid), cpuTicks(pid))
+    let from = (Date(), switches(pid), cpuTicks(pid), threadSwitches(pid))
     try await Task.sleep(for: .seconds(seconds))
-    let to = (Date(), switches(pid), cpuTicks(pid))
+    let to = (Date(), switches(pid), cpuTicks(pid), threadSwitches(pid))
     let elapsed = to.0.timeIntervalSince(from.0)
     let scan = scanTimeline(agents[0].home + "/hci.btsnoop", from: from.0, to: to.0)
     let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -165,6 +173,7 @@ enum ScanBenchmark {
     return Figures(
       linkedAfter: linkedAfter, duty: scan.on / elapsed, longest: scan.longest,
       scans: scan.starts, wakeups: Double(to.1 - from.1) / elapsed,
+      perThread: perName(from: from.3, to: to.3, seconds: elapsed),
       cpu: Double(to.2 - from.2) / hertz / elapsed, median: latencies[latencies.count / 2])
   }
 
@@ -180,6 +189,42 @@ enum ScanBenchmark {
       }
     }
     return total
+  }
+
+  /// Context switches, voluntary and not, of each thread of `pid`, by
+  /// thread id, with the thread's name.
+  static func threadSwitches(_ pid: Int32) -> [String: (name: String, switches: Int)] {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    var found: [String: (name: String, switches: Int)] = [:]
+    for task in tasks {
+      let status =
+        (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+      var name = "?"
+      var total = 0
+      for line in status.split(separator: "\n") {
+        if line.hasPrefix("Name:") {
+          name = String(line.dropFirst(5).trimmingCharacters(in: .whitespaces))
+        } else if line.contains("ctxt_switches") {
+          total += Int(line.split(separator: "\t").last ?? "") ?? 0
+        }
+      }
+      found[task] = (name, total)
+    }
+    return found
+  }
+
+  /// Wake-ups per minute by thread name between two `threadSwitches`; a
+  /// thread that started meanwhile counts from zero.
+  static func perName(
+    from: [String: (name: String, switches: Int)], to: [String: (name: String, switches: Int)],
+    seconds: Double
+  ) -> [String: Double] {
+    var byName: [String: Double] = [:]
+    for (task, now) in to {
+      let before = from[task]?.switches ?? 0
+      byName[now.name, default: 0] += Double(now.switches - before) * 60 / max(seconds, 1)
+    }
+    return byName
   }
 
   /// utime + stime of `pid`, in clock ticks.
