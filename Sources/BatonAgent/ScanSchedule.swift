@@ -92,10 +92,12 @@ struct ScanSchedule: Sendable {
   /// must follow another within 30 s (the target for a peer coming
   /// into range): 28 s × 1.02 + 1.4 s = 29.96 s. The duty is then 4.76 %
   /// on average (1.4 s of every 29.4 s), and at most 4.9 % over any 10
-  /// minutes: 22 windows would need 22 × 1.4 s + 21 × 27.44 s = 607 s, so
-  /// at most 21 (29.4 s) fit in 600 s. Either bound leaves room for ±2 %
-  /// only; that still drifts two agents' windows apart (±0.56 s a gap, a
-  /// random walk), so two linked agents hear a newcomer sooner than one.
+  /// minutes from the second window after a burst: 22 windows would need
+  /// 22 × 1.4 s + 21 × 27.44 s = 607 s, so at most 21 (29.4 s) fit in
+  /// 600 s. Either bound leaves room for ±2 % only, which drifts two
+  /// agents' windows apart slowly (±0.56 s a gap, a random walk); so the
+  /// first window after a burst comes half a gap to a whole one after it
+  /// (`phased`), and two linked agents hear a newcomer sooner than one.
   static let closedLinkedGap: Duration = .seconds(28)
   /// Each `closedLinkedGap` is drawn from it × (1 ± closedJitter).
   static let closedJitter = 0.02
@@ -154,7 +156,12 @@ struct ScanSchedule: Sendable {
     if let until = burstUntil {
       if now < until { return Step(scanning: true, activity: .burst, wake: until) }
       burstUntil = nil
-      nextWindow = now + jittered(gap, by: jitter)
+      // Closed and linked, the first window comes at a random point of
+      // half a gap to a whole one: two agents that started (or linked)
+      // together are out of step at once, not after hours of ±2 % drift,
+      // so a newcomer waits for the sooner of two windows.
+      let closedLinked = situation.closed && situation.linksUp > 0
+      nextWindow = now + (closedLinked ? phased(gap) : jittered(gap, by: jitter))
     }
     if let until = windowUntil {
       if now < until { return Step(scanning: true, activity: .window, wake: until) }
@@ -187,12 +194,22 @@ struct ScanSchedule: Sendable {
 
   /// `gap` × (1 ± jitter), from a SplitMix64 sequence.
   private mutating func jittered(_ gap: Duration, by jitter: Double) -> Duration {
+    gap * (1 - jitter + 2 * jitter * unitRandom())
+  }
+
+  /// The first closed gap after a burst: from half of `gap` to all of it
+  /// (and its jitter).
+  private mutating func phased(_ gap: Duration) -> Duration {
+    gap * (0.5 + (0.5 + Self.closedJitter) * unitRandom())
+  }
+
+  /// The next number in [0, 1) of a SplitMix64 sequence.
+  private mutating func unitRandom() -> Double {
     random &+= 0x9E37_79B9_7F4A_7C15
     var z = random
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
     z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
     z ^= z >> 31
-    let unit = Double(z >> 11) / Double(1 << 53)  // [0, 1)
-    return gap * (1 - jitter + 2 * jitter * unit)
+    return Double(z >> 11) / Double(1 << 53)
   }
 }
