@@ -2,6 +2,10 @@ import BatonSystem
 import FoundationEssentials
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The HCI layer over one transport: sends commands with flow control
 /// (Num_HCI_Command_Packets) and a timeout each, sends ACL data with host-side
 /// flow control (the controller's buffer count, returned by Number Of
@@ -14,6 +18,15 @@ import Synchronization
 /// packets and return, so a controller that stops taking bytes (a UART
 /// holding CTS) parks that thread only, never a caller or a pool thread.
 /// Every packet both ways goes to the btsnoop log when one is given.
+///
+/// Advertising reports come in bursts (every device in range, once each,
+/// as a scan starts; all the time in a busy room), one packet each: after
+/// one, when nothing more is buffered, the reader waits `reportCoalescing`
+/// before it blocks again, so one wake-up takes the reports (and anything
+/// else) that came meanwhile instead of one wake-up each. Nothing waits for
+/// a report that soon: the agent decides in seconds. But not while a link
+/// carries data (ACL data or Number Of Completed Packets in the last
+/// `linkTrafficHold`): a save's packets would wait after every report.
 public final class HCIController: Sendable {
   /// Called on the reader thread for every decoded event (after the
   /// controller's own bookkeeping).
@@ -81,14 +94,49 @@ public final class HCIController: Sendable {
   private let log = Logger(label: "hci")
   /// How long a command may wait for Command Complete or Command Status.
   public let commandTimeout: Duration
+  /// How long the reader waits after an advertising report before it
+  /// blocks for the next packet (zero: not at all). 20 ms: a burst of 30
+  /// advertisers at 100 ms takes about 6 wake-ups, not 30; a packet that
+  /// follows a report waits at most that long.
+  public let reportCoalescing: Duration
+  public static let defaultReportCoalescing: Duration = .milliseconds(20)
+  /// No waiting after a report for this long after link traffic.
+  public let linkTrafficHold: Duration
+  public static let defaultLinkTrafficHold: Duration = .seconds(1)
+  /// How the reader waits (a test counts the waits instead).
+  private let pause: @Sendable (Duration) -> Void
 
   /// Wraps `transport`; call `start(...)` to begin reading.
-  public init(
-    transport: any HCITransport, snoop: BTSnoopWriter? = nil, commandTimeout: Duration = .seconds(2)
+  public convenience init(
+    transport: any HCITransport, snoop: BTSnoopWriter? = nil, commandTimeout: Duration = .seconds(2),
+    reportCoalescing: Duration = HCIController.defaultReportCoalescing
   ) {
+    self.init(
+      transport: transport, snoop: snoop, commandTimeout: commandTimeout,
+      reportCoalescing: reportCoalescing, linkTrafficHold: HCIController.defaultLinkTrafficHold,
+      pause: HCIController.sleep)
+  }
+
+  /// With `pause` in place of sleeping (tests).
+  init(
+    transport: any HCITransport, snoop: BTSnoopWriter? = nil, commandTimeout: Duration = .seconds(2),
+    reportCoalescing: Duration, linkTrafficHold: Duration,
+    pause: @escaping @Sendable (Duration) -> Void
+  ) {
+    self.linkTrafficHold = linkTrafficHold
     self.transport = transport
     self.snoop = snoop
     self.commandTimeout = commandTimeout
+    self.reportCoalescing = max(reportCoalescing, .zero)
+    self.pause = pause
+  }
+
+  /// Sleeps the calling thread (the reader's) for `duration`.
+  private static func sleep(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
   }
 
   /// Installs the handlers and starts the reader thread.
@@ -278,6 +326,7 @@ public final class HCIController: Sendable {
 
   private func readLoop() {
     var reason: (any Error)?
+    var lastLinkTraffic: ContinuousClock.Instant?
     while true {
       let packet: [UInt8]?
       do {
@@ -289,8 +338,25 @@ public final class HCIController: Sendable {
       guard let packet else { break }
       snoop?.write(packet, direction: .received)
       handle(packet)
+      if Self.isLinkTraffic(packet) { lastLinkTraffic = .now }
+      if reportCoalescing > .zero, Self.isAdvertisingReport(packet), !transport.hasBufferedBytes,
+        lastLinkTraffic.map({ ContinuousClock.now - $0 >= linkTrafficHold }) ?? true
+      {
+        pause(reportCoalescing)
+      }
     }
     finish(reason)
+  }
+
+  /// ACL data, or a Number Of Completed Packets event (our data went out).
+  static func isLinkTraffic(_ packet: [UInt8]) -> Bool {
+    packet.first == 0x02 || (packet.count >= 2 && packet[0] == 0x04 && packet[1] == 0x13)
+  }
+
+  /// An LE Meta event with an (extended, or directed) advertising report.
+  static func isAdvertisingReport(_ packet: [UInt8]) -> Bool {
+    guard packet.count >= 4, packet[0] == 0x04, packet[1] == 0x3E else { return false }
+    return packet[3] == 0x02 || packet[3] == 0x0B || packet[3] == 0x0D
   }
 
   /// Processes one received H4 packet (internal for the fuzz tests).

@@ -44,6 +44,8 @@ public class H4StreamTransport: HCITransport, @unchecked Sendable {
     }
   }
 
+  public var hasBufferedBytes: Bool { readState.withLock { $0.pendingByteCount > 0 } }
+
   public func receive() throws -> [UInt8]? {
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {

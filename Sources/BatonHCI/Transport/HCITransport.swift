@@ -14,4 +14,12 @@ public protocol HCITransport: AnyObject, Sendable, CustomStringConvertible {
   func receive() throws -> [UInt8]?
   /// Closes the transport; a blocked `receive()` returns nil. Idempotent.
   func close()
+  /// Whether bytes already read wait in the transport (a whole or a partial
+  /// packet): the next `receive()` need not wait for the controller. For
+  /// the reader only; false for a transport that reads a packet at a time.
+  var hasBufferedBytes: Bool { get }
+}
+
+extension HCITransport {
+  public var hasBufferedBytes: Bool { false }
 }

@@ -123,6 +123,12 @@ final class FakeController: HCITransport, @unchecked Sendable {
     return queue.removeFirst()
   }
 
+  var hasBufferedBytes: Bool {
+    condition.lock()
+    defer { condition.unlock() }
+    return !queue.isEmpty
+  }
+
   func close() {
     condition.lock()
     closed = true

@@ -63,6 +63,63 @@ struct HCIControllerTests {
     #expect(await eventually(20, "the fragments were written") { fake.sent.count == fragments })
   }
 
+  /// An LE Advertising Report event with one report, of RSSI -`number`.
+  static func advertisingReport(_ number: UInt8) -> [UInt8] {
+    let data: [UInt8] = [0x02, 0x01, 0x06]
+    let body: [UInt8] =
+      [0x02, 1, 0x00, 0x01, number, 0, 0, 0, 0, 0xC0, UInt8(data.count)] + data
+      + [UInt8(bitPattern: -Int8(number))]
+    return [0x04, 0x3E, UInt8(body.count)] + body
+  }
+
+  /// Reports that arrive together are taken in one go, and the reader
+  /// waits once, after the last (nothing more buffered), before it blocks
+  /// again; not after any other packet, and never with coalescing off.
+  @Test(arguments: [true, false])
+  func theReaderWaitsOnceAfterABurstOfReports(coalescing: Bool) async throws {
+    let fake = FakeController()
+    let seen = LockedBox<[String]>([])
+    let controller = HCIController(
+      transport: fake, reportCoalescing: coalescing ? .milliseconds(20) : .zero,
+      linkTrafficHold: .seconds(3600),
+      pause: { duration in
+        seen.mutex.withLock { $0.append("pause \(duration.components.attoseconds / 1_000_000_000_000_000) ms") }
+      })
+    for last in 1...3 as ClosedRange<UInt8> { fake.inject(Self.advertisingReport(last)) }
+    controller.start(
+      events: { event in
+        let name: String
+        if case .leAdvertisingReports(let reports) = event {
+          name = "report \(-(reports.first?.rssi ?? 0))"
+        } else {
+          name = "other"
+        }
+        seen.mutex.withLock { $0.append(name) }
+      }, data: { _, _ in }, closed: { _ in })
+    defer { controller.close() }
+    let burst = ["report 1", "report 2", "report 3"] + (coalescing ? ["pause 20 ms"] : [])
+    #expect(await eventually(20, "the burst") { seen.mutex.withLock { $0.count } == burst.count })
+    // Another event (a Command Complete for no command: credits), then one
+    // more report.
+    fake.inject(
+      HCIEvent.commandComplete(numCommandPackets: 1, opcode: 0x0000, returnParameters: []).encoded)
+    #expect(await eventually(20, "the other event") { seen.mutex.withLock { $0.count } == burst.count + 1 })
+    fake.inject(Self.advertisingReport(4))
+    let all = burst + ["other", "report 4"] + (coalescing ? ["pause 20 ms"] : [])
+    #expect(await eventually(20, "the last report") { seen.mutex.withLock { $0.count } == all.count })
+    #expect(seen.mutex.withLock { $0 } == all)
+    // Link traffic (a Number Of Completed Packets: our data went out):
+    // within the hold, reports are not waited after.
+    guard coalescing else { return }
+    fake.inject(HCIEvent.numberOfCompletedPackets([(1, 0)]).encoded)
+    fake.inject(Self.advertisingReport(5))
+    let held = all + ["other", "report 5"]
+    #expect(await eventually(20, "the held report") { seen.mutex.withLock { $0.count } >= held.count })
+    fake.inject(Self.advertisingReport(6))
+    #expect(await eventually(20, "one more") { seen.mutex.withLock { $0.count } >= held.count + 1 })
+    #expect(seen.mutex.withLock { $0 } == held + ["report 6"])
+  }
+
   @Test func failedCommandCarriesTheStatusName() async throws {
     let fake = FakeController()
     let controller = HCIController(transport: fake)
