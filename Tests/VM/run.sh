@@ -19,7 +19,9 @@
 # shows every case's log. Each boot's console is also kept in
 # Tests/VM/cache/last-run/. VM_CASES=a,b replaces the kernel boot's cases.
 # VM_SCAN_STEADY (s, default 130): agent-bluez-scan's idle, measured period;
-# VM_PRIVACY_STEADY (s, default 200): agent-bluez-privacy's.
+# VM_PRIVACY_STEADY (s, default 200): agent-bluez-privacy's. VM_REACH_SAMPLES
+# (default 5) and VM_REACH_BOUND (s, default 40): agent-bluez-reach's samples
+# and its bound on a newcomer's first link.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -97,7 +99,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy,agent-bluez-reach
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
@@ -242,6 +244,7 @@ boot() {
   grep "^VM-MODULE-FAILED" "$console.txt" >&2 || true
   grep "^NOTE-LATENCY" "$console.txt" >>"$work/latency" || true
   grep "^NOTE-AUTOCONNECT" "$console.txt" >>"$work/autoconnect" || true
+  grep "^REACH agent-bluez-reach" "$console.txt" >>"$work/reach" || true
   check_btsnoop "$console.txt"
   return 0
 }
@@ -427,10 +430,14 @@ for b in "${boots[@]}"; do
       scan_steady=${VM_SCAN_STEADY:-130}
       # agent-bluez-privacy likewise, for VM_PRIVACY_STEADY seconds.
       privacy_steady=${VM_PRIVACY_STEADY:-200}
+      # agent-bluez-reach: samples of up to 48 s idle, a reach of up to
+      # 40 s and the second link (about 90 s each alone): 150 s a sample.
+      reach_samples=${VM_REACH_SAMPLES:-5}
+      reach=$((150 * reach_samples + 60))
       CASE_TIMEOUT=120 \
-        CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-privacy:$((privacy_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300" \
-        BOOT_TIMEOUT=$((1020 + scan_steady + 180 + privacy_steady + 180)) \
-        BOOT_APPEND="VM_SCAN_STEADY=$scan_steady VM_PRIVACY_STEADY=$privacy_steady" \
+        CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-privacy:$((privacy_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300,agent-bluez-reach:$reach" \
+        BOOT_TIMEOUT=$((1020 + scan_steady + 180 + privacy_steady + 180 + reach)) \
+        BOOT_APPEND="VM_SCAN_STEADY=$scan_steady VM_PRIVACY_STEADY=$privacy_steady VM_REACH_SAMPLES=$reach_samples VM_REACH_BOUND=${VM_REACH_BOUND:-40}" \
         boot kernel "$cases"
       if [[ ,$cases, == *,agent-bluez-scan,* ]]; then scan_duty; fi
       if [[ ,$cases, == *,agent-bluez-monitor,* ]]; then monitor_passive; fi
@@ -542,6 +549,10 @@ fi
 if [ -s "$work/autoconnect" ]; then
   echo "vm: a device the kernel auto-connects to (agent-bluez-autoconnect), s from its advert to the connection:"
   sed 's/^NOTE-AUTOCONNECT /  /' "$work/autoconnect"
+fi
+if [ -s "$work/reach" ]; then
+  echo "vm: a newcomer to a closed linked pair (agent-bluez-reach), s from its start to its links:"
+  sed 's/^REACH agent-bluez-reach /  /' "$work/reach"
 fi
 echo "vm: total $(elapsed "$started") s"
 if grep -q " NOT-RUN " "$results"; then
