@@ -26,24 +26,49 @@ extension HandoffEngine {
   }
 
   /// Whether to connect to `address` for a link (PROTOCOL.md 6.2), on the
-  /// beacon `data` heard from it: the replay bound holds on this path too.
-  /// An address whose handshake failed for this content waits
-  /// `retryInterval` (or a day, for another protocol version), and the same
-  /// content from another unknown address waits while an attempt for it is
-  /// under way or failed within `retryInterval`. Records the attempt; a
-  /// link's successful handshake clears it (`openLink`).
+  /// beacon `data` heard from it: the bounds of `shouldConnect` hold on this
+  /// path too, and the two paths share one count of attempts. An address
+  /// whose handshake failed for this content waits `retryInterval` (or a
+  /// day, for another protocol version); other failed attempts for the same
+  /// content and address are retried after `policy.retryDelay` (2, 5, 10 s,
+  /// then `retryInterval`), whether they were made for a link or a session;
+  /// the same content from another unknown address waits while an attempt
+  /// for it is under way or failed within `retryInterval`. Records the
+  /// attempt; a link's successful handshake clears it (`openLink`).
   public func shouldLink(beacon data: [UInt8], from address: String) -> Bool {
+    ensureScanned()
     guard let content = Beacon.open(advertisingData: data, keys: keys) else { return false }
     let now = ContinuousClock.now
-    if let until = failedBeacons[address + "|\(content)"], now < until { return false }
-    if let last = attempts[address], last.content == content, now - last.time < last.retryAfter {
-      return false
+    guard let retries = attemptsBefore(content, from: address, now: now) else { return false }
+    record(content, from: address, retries: retries, now: now)
+    return true
+  }
+
+  /// How many attempts for `content` at `address` came before without a
+  /// finished session or link, or nil when the bounds say to wait: the
+  /// address failed the handshake for this content, the last attempt's
+  /// retry delay has not passed, or the content was attempted elsewhere.
+  func attemptsBefore(
+    _ content: BeaconContent, from address: String, now: ContinuousClock.Instant
+  ) -> Int? {
+    if let until = failedBeacons[address + "|\(content)"], now < until { return nil }
+    var retries = 0
+    if let last = attempts[address], last.content == content, last.mine == indexDigest {
+      if now - last.time < last.retryAfter { return nil }
+      retries = last.retries &+ 1
     }
-    guard !isContentAttemptedElsewhere(content, from: address, now: now) else { return false }
+    guard !isContentAttemptedElsewhere(content, from: address, now: now) else { return nil }
+    return retries
+  }
+
+  /// Records a connection for `content` to `address`, the `retries`th in a
+  /// row without a finished session or link.
+  func record(
+    _ content: BeaconContent, from address: String, retries: Int, now: ContinuousClock.Instant
+  ) {
     if attempts.count > 512 {
       attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
     }
-    attempts[address] = (content, indexDigest, now, 0, policy.retryDelay(after: 0))
-    return true
+    attempts[address] = (content, indexDigest, now, retries, policy.retryDelay(after: retries))
   }
 }

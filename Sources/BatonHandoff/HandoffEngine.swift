@@ -514,17 +514,8 @@ public actor HandoffEngine {
       return false
     }
     let now = ContinuousClock.now
-    if let until = failedBeacons[address + "|\(content)"], now < until { return false }
-    var retries = 0
-    if let last = attempts[address], last.content == content, last.mine == mine {
-      if now - last.time < last.retryAfter { return false }
-      retries = last.retries + 1
-    }
-    guard !isContentAttemptedElsewhere(content, from: address, now: now) else { return false }
-    if attempts.count > 512 {
-      attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
-    }
-    attempts[address] = (content, mine, now, retries, policy.retryDelay(after: retries))
+    guard let retries = attemptsBefore(content, from: address, now: now) else { return false }
+    record(content, from: address, retries: retries, now: now)
     return true
   }
 
