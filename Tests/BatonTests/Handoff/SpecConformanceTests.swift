@@ -49,4 +49,36 @@ import Testing
       #expect(await !b.engine.shouldConnect(beacon: captured, from: address), "\(address)")
     }
   }
+
+  /// Section 4: as initiator, a responder whose M2 claims this agent's own
+  /// device id gets no M3; the channel closes and the failure says why.
+  @Test(arguments: [false, true])
+  func initiatorRefusesItsOwnIdBeforeM3(link: Bool) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let keys = HandoffKeys(groupKey: key)
+    let (i, hostile) = InMemoryMessageChannel.pair()
+    async let opened = Result(catching: {
+      if link {
+        _ = try await a.engine.openLink(over: i, peerAddress: "m")
+      } else {
+        _ = try await a.engine.runSession(over: i, initiator: true, peerAddress: "m")
+      }
+    })
+    let hello = try #require(try await hostile.receive())
+    let reflected = PeerIdentity(device: a.engine.deviceID, name: "alice")
+    try await hostile.send(
+      SecureChannel.makeChallengeResponse(
+        hello: hello, challenge: HandoffCrypto.random(32),
+        ephemeral: HandoffCrypto.x25519PublicKey(secret: HandoffCrypto.random(32)),
+        nonce: HandoffCrypto.random(24), me: reflected, keys: keys))
+    #expect(try await hostile.receive() == nil)  // no M3
+    guard case .failure(let error) = await opened else {
+      Issue.record("a responder claiming our own device id was admitted")
+      return
+    }
+    #expect("\(error)".contains("own device id"))
+    let failure = try #require(await a.engine.status().failures.first)
+    #expect(failure.reason.contains("own device id") && failure.reason.contains("before answering"))
+    #expect(await a.counter(HandoffCounter.failed) == 1)
+  }
 }
