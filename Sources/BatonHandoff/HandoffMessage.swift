@@ -55,14 +55,16 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
     let path = try r.string(max: HandoffLimits.maxPathBytes)
     guard let hash = ContentHash(bytes: try r.raw(32)) else { throw WireError("hash") }
-    let size = try r.u64()
-    guard size <= UInt64(Int32.max) else { throw WireError("note size \(size)") }
+    // Any size is well-formed: one over the receiver's limit is declined
+    // (PROTOCOL.md section 9), not a malformed message. Sizes past
+    // `Int.max` (2^63 - 1) read as `Int.max`, over every limit just the same.
+    let size = Int(clamping: try r.u64())
     let version = try VersionVector.decode(from: &r)
     let origin = DeviceID(rawValue: try r.u64())
     let flags = try r.u8()
     guard flags & ~tombstoneFlag == 0 else { throw WireError("index entry flags \(flags)") }
     return HandoffIndexEntry(
-      activityType: type, path: path, hash: hash, size: Int(size), version: version, origin: origin,
+      activityType: type, path: path, hash: hash, size: size, version: version, origin: origin,
       deleted: flags == tombstoneFlag)
   }
 

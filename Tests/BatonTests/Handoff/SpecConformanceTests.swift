@@ -81,4 +81,54 @@ import Testing
     #expect(failure.reason.contains("own device id") && failure.reason.contains("before answering"))
     #expect(await a.counter(HandoffCounter.failed) == 1)
   }
+
+  /// Section 9: an index entry over the receiver's size limit is declined
+  /// (not fetched), not a session error, however large: 2^31 bytes and
+  /// more too. The rest of the session goes on.
+  @Test(arguments: [Int(Int32.max) + 1, 1 << 40, Int.max])
+  func hugeIndexEntryIsDeclined(size: Int) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    await a.save("big.md", "big")
+    await a.save("ok.md", "ok")
+    await a.engine.forgeSizeForTest(HandoffTestAgent.notesType, "big.md", size: size)
+    let (rb, ra) = await runSession(b, a)
+    #expect(rb.succeeded && ra.succeeded)
+    #expect(b.folder.text("ok.md") == "ok")
+    #expect(b.folder.text("big.md") == nil)
+    #expect(rb.value?.declined == 1)
+    #expect(await b.counter(HandoffCounter.declined) == 1)
+    #expect(await b.counter(HandoffCounter.failed) == 0)
+    // As the responder too: alice's entry comes in her TURN.
+    let c = try HandoffTestAgent("carol", key: key)
+    let (ra2, rc) = await runSession(a, c)
+    #expect(ra2.succeeded && rc.succeeded)
+    #expect(c.folder.text("ok.md") == "ok" && c.folder.text("big.md") == nil)
+    #expect(await c.counter(HandoffCounter.declined) == 1)
+    #expect(await c.counter(HandoffCounter.failed) == 0)
+  }
+
+  /// A size past 2^63 - 1 on the wire decodes (as `Int.max`) instead of
+  /// failing the message.
+  @Test func entrySizeAboveIntMaxDecodes() throws {
+    let entry = HandoffIndexEntry(
+      activityType: HandoffTestAgent.notesType, path: "n.md", hash: ContentHash(of: [1]), size: 0,
+      version: VersionVector([DeviceID(rawValue: 1): 1]), origin: DeviceID(rawValue: 1))
+    var w = ByteWriter()
+    entry.encode(into: &w)
+    var bytes = w.bytes
+    let at = 2 + entry.activityType.utf8.count + 2 + entry.path.utf8.count + 32
+    for i in at..<at + 8 { bytes[i] = 0xFF }
+    var r = WireReader(bytes)
+    let decoded = try HandoffIndexEntry.decode(from: &r)
+    #expect(decoded.size == Int.max && decoded.path == "n.md")
+  }
+}
+
+extension HandoffEngine {
+  /// Sets the size an index entry claims, as a hostile or buggy peer would.
+  func forgeSizeForTest(_ type: String, _ path: String, size: Int) {
+    ensureScanned()
+    index[Self.key(type, path)]?.entry.size = size
+  }
 }
