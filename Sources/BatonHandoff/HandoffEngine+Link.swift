@@ -116,6 +116,15 @@ extension HandoffEngine {
       }
     } catch {
       reason = "\(error)"
+      // A peer that broke the protocol or sent ERROR is a failure, as in a
+      // session (logged as a warning, counted, in `baton status`); a link
+      // that merely ends (the peer left, went quiet) is not.
+      switch error as? HandoffError {
+      case .protocolViolation?, .peerError?:
+        fail(activityType: "-", peer: link.peerLabel, reason: "link: \(error)")
+      default:
+        break
+      }
     }
     links[id] = nil
     await link.close(reason)

@@ -123,7 +123,40 @@ import Testing
     let decoded = try HandoffIndexEntry.decode(from: &r)
     #expect(decoded.size == Int.max && decoded.path == "n.md")
   }
+
+  /// Protocol violations and ERROR on a link are failures, as in a
+  /// session: logged as a warning and counted (`failed`, the failure list).
+  @Test(arguments: ["getActivity", "getNote", "garbage", "error"])
+  func linkViolationIsCountedAsInASession(kind: String) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
+    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    let la = try await opened
+    guard case .link(let lb) = outcome else {
+      Issue.record("no link")
+      return
+    }
+    #expect(await a.counter(HandoffCounter.failed) == 0)
+    // Bob's side never runs: the test speaks for it.
+    var bob = lb.secure
+    switch kind {
+    case "getActivity": try await bob.send(.getActivity)
+    case "getNote": try await bob.send(.getNote(activityType: HandoffTestAgent.notesType, path: "n.md"))
+    case "error": try await bob.send(.error(code: 9, text: "out of memory"))
+    default: try await cb.send([0x10] + HandoffCrypto.random(40))  // a frame that does not verify
+    }
+    let why = await a.engine.runLink(la)
+    let expected = kind == "error" ? "ended the session: out of memory" : "broke the handoff protocol"
+    #expect(why.contains(expected))
+    #expect(await a.counter(HandoffCounter.failed) == 1)
+    let failure = try #require(await a.engine.status().failures.first)
+    #expect(failure.reason.contains("link:") && failure.reason.contains(expected))
+    await lb.close()
+  }
 }
+
 
 extension HandoffEngine {
   /// Sets the size an index entry claims, as a hostile or buggy peer would.
