@@ -28,8 +28,8 @@ extension HandoffEngine {
   /// Whether to connect to `address` for a link (PROTOCOL.md 6.2), on the
   /// beacon `data` heard from it: the bounds of `shouldConnect` hold on this
   /// path too, and the two paths share one count of attempts. An address
-  /// whose handshake failed for this content waits `retryInterval` (or a
-  /// day, for another protocol version); other failed attempts for the same
+  /// whose handshake failed for this content (another protocol version
+  /// included) waits `retryInterval`; other failed attempts for the same
   /// content and address are retried after `policy.retryDelay` (2, 5, 10 s,
   /// then `retryInterval`), whether they were made for a link or a session;
   /// the same content from another unknown address waits while an attempt

@@ -501,8 +501,8 @@ public actor HandoffEngine {
   /// finished session has already settled. A connection that failed for the same
   /// content from the same address is retried after `policy.retryDelay` (2, 5,
   /// 10 s, then `retryInterval`); one whose handshake failed (a replayed
-  /// beacon, or a handshake message lost to a fault) after `retryInterval`; one
-  /// that speaks another protocol version not for a day.
+  /// beacon, a handshake message lost to a fault, or a version notice of
+  /// another protocol, which is not authenticated) after `retryInterval`.
   public func shouldConnect(beacon data: [UInt8], from address: String) -> Bool {
     ensureScanned()
     guard let content = Beacon.open(advertisingData: data, keys: keys),

@@ -86,10 +86,9 @@ extension HandoffEngine {
         // A handshake broken by a transport fault (a lost or garbled message)
         // looks like a replayer's: held back for `retryInterval`, not for good,
         // or a fault would stop syncing with that peer until its beacon changes.
-        // A peer of another protocol version gives a definite answer.
-        let hold: Duration =
-          if case .peerProtocolVersion = error { .seconds(86_400) } else { policy.retryInterval }
-        failedBeacons[peerAddress + "|\(attempt.content)"] = now + hold
+        // A version notice (`02 v`) is no different: it comes before anything
+        // is authenticated, so anyone at that address could have sent it.
+        failedBeacons[peerAddress + "|\(attempt.content)"] = now + policy.retryInterval
       }
       fail(activityType: "-", peer: peerAddress, reason: error.description)
       throw error

@@ -155,6 +155,37 @@ import Testing
     #expect(failure.reason.contains("link:") && failure.reason.contains(expected))
     await lb.close()
   }
+
+  /// Sections 3 and 4: a version notice (`02 v`, before anything is
+  /// authenticated) holds the address back for that beacon content for
+  /// `retryInterval`, as a failed handshake does, not for a day.
+  @Test(arguments: [false, true])
+  func versionNoticeHoldsBackForTheRetryInterval(instantRetry: Bool) async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent(
+      "bob", key: key,
+      policy: HandoffPolicy(retryInterval: instantRetry ? .zero : .seconds(30)))
+    await a.save("s.md", "s")
+    let beacon = await a.engine.currentBeacon()
+    #expect(await b.engine.shouldConnect(beacon: beacon, from: "M"))
+    let (i, hostile) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await b.engine.runSession(over: i, initiator: true, peerAddress: "M")
+    })
+    _ = try #require(try await hostile.receive())
+    try await hostile.send([0x02, 0x04])
+    guard case .failure(let error) = await session else {
+      Issue.record("a version notice made a session")
+      return
+    }
+    #expect("\(error)".contains("speaks baton protocol 4"))
+    let holds = await b.engine.failedBeacons
+    #expect(holds.count == 1)
+    let until = try #require(holds.values.first)
+    #expect(until <= ContinuousClock.now + b.policy.retryInterval)
+    // Held now with the default interval; with none, tried again at once.
+    #expect(await b.engine.shouldConnect(beacon: beacon, from: "M") == instantRetry)
+  }
 }
 
 
