@@ -45,11 +45,73 @@ public struct NoteNames: Sendable, Equatable {
     (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
   }
 
+  /// Whether `scalar` shows as nothing, or breaks a line, in a name: the
+  /// zero-width space, word joiner and no-break space (U+200B, U+2060,
+  /// U+FEFF), the invisible operators (U+2061 to U+2064), the soft hyphen,
+  /// the combining grapheme joiner, the Mongolian vowel separator and the
+  /// Hangul fillers, the bidirectional marks (LRM U+200E, RLM U+200F, ALM
+  /// U+061C) and the line and paragraph separators (U+2028, U+2029). With
+  /// any of them `notes.md` and `no\u{200B}tes.md` look alike.
+  public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x180E, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029,
+      0x2060...0x2064, 0x3164, 0xFEFF, 0xFFA0:
+      true
+    default: false
+    }
+  }
+
+  /// Whether `scalar` looks like a slash or a backslash without being one
+  /// (U+2044 FRACTION SLASH, U+2215 DIVISION SLASH, U+FF0F FULLWIDTH
+  /// SOLIDUS, U+29F8 BIG SOLIDUS, the solidus overlays, U+2216 SET MINUS,
+  /// U+FF3C FULLWIDTH REVERSE SOLIDUS and their kin): `notes\u{2215}x.md`
+  /// displays as a path into a folder `notes` it is not in.
+  public static func isSlashLookalike(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x0337, 0x0338, 0x1735, 0x2044, 0x2215, 0x2571, 0x27CB, 0x29F8, 0x2AFB, 0x2AFD, 0xFF0F,
+      0x2216, 0x2572, 0x27CD, 0x29F5, 0x29F9, 0xFE68, 0xFF3C:
+      true
+    default: false
+    }
+  }
+
+  /// Whether the joiner at `index` of `scalars` (U+200C ZERO WIDTH
+  /// NON-JOINER, U+200D ZERO WIDTH JOINER) stands where a script needs it:
+  /// between two characters outside ASCII (Persian and Indic words, emoji
+  /// sequences such as a family). Between ASCII characters, at an end, or
+  /// next to another invisible character it only disguises a name.
+  static func isJoinerInPlace(_ scalars: [Unicode.Scalar], at index: Int) -> Bool {
+    guard index > 0, index + 1 < scalars.count else { return false }
+    func fits(_ s: Unicode.Scalar) -> Bool {
+      s.value >= 0x80 && !isInvisible(s) && s.value != 0x200C && s.value != 0x200D
+    }
+    return fits(scalars[index - 1]) && fits(scalars[index + 1])
+  }
+
+  /// The first character of `path` that shows as nothing or as a slash,
+  /// with what it is, or nil.
+  static func disguisingCharacter(in path: String) -> (scalar: Unicode.Scalar, what: String)? {
+    let scalars = Array(path.unicodeScalars)
+    for (i, scalar) in scalars.enumerated() {
+      if isInvisible(scalar) {
+        return (scalar, "an invisible or line-breaking character")
+      }
+      if scalar.value == 0x200C || scalar.value == 0x200D, !isJoinerInPlace(scalars, at: i) {
+        return (scalar, "a zero-width joiner or non-joiner outside a word that needs it")
+      }
+      if isSlashLookalike(scalar) {
+        return (scalar, "a character that looks like a slash or backslash")
+      }
+    }
+    return nil
+  }
+
   /// Checks an untrusted relative path from a peer and returns its
   /// components. Refuses absolute paths, `.` and `..`, empty components,
   /// NUL and control characters (C0, DEL, C1), bidirectional override and
-  /// isolate characters, over-long names, hidden components and names that
-  /// are not notes.
+  /// isolate characters, invisible characters and look-alike slashes
+  /// (`disguisingCharacter`), over-long names, hidden components and names
+  /// that are not notes.
   public func validate(_ path: String) throws(NotesError) -> [String] {
     func refuse(_ reason: String) -> NotesError { .invalidPath(path: path, reason: reason) }
     if path.isEmpty { throw refuse("it is empty") }
@@ -62,6 +124,12 @@ public struct NoteNames: Sendable, Equatable {
       throw refuse(
         "it contains a bidirectional override or isolate character (U+202A to U+202E,"
           + " U+2066 to U+2069), which can disguise its extension")
+    }
+    if let (scalar, what) = NoteNames.disguisingCharacter(in: path) {
+      let code = String(scalar.value, radix: 16, uppercase: true)
+      throw refuse(
+        "it contains U+\(String(repeating: "0", count: max(0, 4 - code.count)))\(code), \(what),"
+          + " so it can pass for another name; rename the note on the peer that has it")
     }
     if path.utf8.count > NoteNames.maximumPathBytes {
       throw refuse("it is longer than \(NoteNames.maximumPathBytes) bytes")

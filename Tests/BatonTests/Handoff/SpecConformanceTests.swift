@@ -186,6 +186,23 @@ import Testing
     // Held now with the default interval; with none, tried again at once.
     #expect(await b.engine.shouldConnect(beacon: beacon, from: "M") == instantRetry)
   }
+
+  /// Section 8, "Names": a received path with an invisible character or a
+  /// look-alike slash is declined before the transfer, like the other names
+  /// the folder refuses, and nothing of it reaches the disk.
+  @Test func disguisedNamesAreDeclined() async throws {
+    let alice = try HandoffTestAgent("alice", key: key)
+    let bob = try DiskAgent("bob", key: key)
+    let disguised = ["no\u{200B}tes.md", "work\u{2215}plan.md", "bom\u{FEFF}.md", "a\u{200D}b.md"]
+    for name in disguised { await alice.save(name, "x") }
+    await alice.save("ok.md", "fine")
+    let (first, _) = await runEngines(bob.engine, alice.engine)
+    let summary = try #require(first.value)
+    #expect(summary.received == ["\(HandoffTestAgent.notesType):ok.md"])
+    #expect(summary.declined == disguised.count && summary.failed == 0)
+    #expect(await bob.counter(HandoffCounter.declined) == disguised.count)
+    #expect(bob.tree() == ["notes", "notes/ok.md"])
+  }
 }
 
 

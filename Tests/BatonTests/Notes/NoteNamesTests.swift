@@ -9,6 +9,9 @@ import Testing
 
   @Test(arguments: [
     "note.md", "sub/note.md", "a/b/c/Groceries list.md", "Crème brûlée.md", "tag #1.md",
+    // Joiners where a script needs them: a Persian word, an emoji family.
+    "\u{645}\u{6CC}\u{200C}\u{62E}\u{648}\u{627}\u{647}\u{645}.md",
+    "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}.md", "1-2 recipe.md",
   ])
   func acceptsOrdinaryPaths(_ path: String) throws {
     #expect(try names.validate(path).joined(separator: "/") == path)
@@ -31,6 +34,26 @@ import Testing
     ("dir\u{2066}/a.md", "bidirectional"),
     ("x\u{2069}.md", "bidirectional"),
     ("lre\u{202A}.md", "bidirectional"),
+    // Issue 31: names that look like other names.
+    ("no\u{200B}tes.md", "U+200B, an invisible"),
+    ("notes\u{FEFF}.md", "U+FEFF, an invisible"),
+    ("\u{2060}notes.md", "U+2060, an invisible"),
+    ("soft\u{AD}hyphen.md", "U+00AD, an invisible"),
+    ("hangul\u{3164}filler.md", "U+3164, an invisible"),
+    ("lrm\u{200E}.md", "U+200E, an invisible"),
+    ("rlm\u{200F}.md", "U+200F, an invisible"),
+    ("alm\u{61C}.md", "U+061C, an invisible"),
+    ("line\u{2028}sep.md", "U+2028, an invisible"),
+    ("para\u{2029}sep.md", "U+2029, an invisible"),
+    ("sec\u{200C}ret.md", "U+200C, a zero-width joiner"),
+    ("sec\u{200D}ret.md", "U+200D, a zero-width joiner"),
+    ("\u{200D}\u{1F468}.md", "U+200D, a zero-width joiner"),
+    ("work\u{2215}plan.md", "U+2215, a character that looks like a slash"),
+    ("work\u{2044}plan.md", "U+2044, a character that looks like a slash"),
+    ("work\u{FF0F}plan.md", "U+FF0F, a character that looks like a slash"),
+    ("work\u{29F8}plan.md", "U+29F8, a character that looks like a slash"),
+    ("work\u{338}plan.md", "U+0338, a character that looks like a slash"),
+    ("work\u{FF3C}plan.md", "U+FF3C, a character that looks like a slash"),
     (String(repeating: "x", count: 253) + ".md", "longer than 255"),
     (String(repeating: "abcdefgh/", count: 460) + "n.md", "longer than 4096"),
     (".hidden.md", "hidden"),
@@ -50,6 +73,8 @@ import Testing
     } catch {
       #expect(error.description.contains(reason), "\(error)")
       #expect(!error.description.contains("\u{0}"))
+      // The message names the file with nothing hidden in it.
+      #expect(!error.description.unicodeScalars.contains(where: NoteNames.isInvisible))
     }
   }
 

@@ -14,6 +14,7 @@ import Testing
     ("report\u{202E}fdp.md", "report\\u{202e}fdp.md"),
     ("a\r\u{85}b\u{2028}c\u{7F}", "a\\u{d}\\u{85}b\\u{2028}c\\u{7f}"),
     ("back\\slash", "back\\\\slash"),
+    ("no\u{200B}tes\u{FEFF}.md", "no\\u{200b}tes\\u{feff}.md"),
     ("Crème brûlée 🇫🇷 \"quoted\"", "Crème brûlée 🇫🇷 \"quoted\""),
   ])
   func escapes(_ raw: String, _ shown: String) {
