@@ -153,6 +153,23 @@ public struct NoteNames: Sendable, Equatable {
     return components
   }
 
+  /// `path` case-folded (`Straße` and `STRASSE` give `strasse`, `ς` and `Σ`
+  /// give `σ`); compared as Swift strings, which are equal under Unicode
+  /// canonical equivalence, so this is NFC plus case folding. Two names
+  /// with one folded form look alike, and are one file on a case-insensitive
+  /// file system.
+  public static func folded(_ path: String) -> String {
+    path.lowercased().uppercased().lowercased()
+  }
+
+  /// Why writing a peer's note at `relativePath` would make a twin of the
+  /// note `twin` (the same folded name, other bytes).
+  static func twinReason(_ twin: String) -> String {
+    "the note \(NotesError.quoted(twin)) is here under a name that differs only in letter case"
+      + " or Unicode normalisation, so the two could not be told apart (and are one file on a"
+      + " case-insensitive file system); not written: rename one of them"
+  }
+
   /// `<stem>.conflict-<peer>-<yyyymmddTHHMMSSZ><.ext>` for a note called
   /// `name`, the peer's name reduced to `[A-Za-z0-9_-]` (at most 32).
   public static func conflictName(for name: String, peer: String, time: Int) -> String {

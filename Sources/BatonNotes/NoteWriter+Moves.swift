@@ -130,6 +130,10 @@ extension NoteWriter {
   func rename(_ from: String, to: String, expected: ContentHash) throws(NotesError) -> NoteMoveOutcome {
     let source = try names.validate(from)
     let target = try names.validate(to)
+    // A rename that changes only the case of a name is no twin of itself.
+    if let twin = index.twin(of: to), !twin.utf8.elementsEqual(from.utf8) {
+      throw .invalidPath(path: to, reason: NoteNames.twinReason(twin))
+    }
     let directory: FileDescriptor
     switch try openHolding(from, source, expected) {
     case .gone: return .gone

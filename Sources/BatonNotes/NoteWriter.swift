@@ -145,6 +145,10 @@ struct NoteWriter: Sendable {
     if !Note.isValidUTF8(bytes) {
       throw .notANote(path: relativePath, reason: "the incoming bytes are not valid UTF-8")
     }
+    // Not even its folders: a twin of a note here is refused (issue 31).
+    if let twin = index.twin(of: relativePath) {
+      throw .invalidPath(path: relativePath, reason: NoteNames.twinReason(twin))
+    }
     let name = components[components.count - 1]
     let folder = components.dropLast().joined(separator: "/")
     let directory = try openDirectory(relativePath, components.dropLast(), create: true)
@@ -194,6 +198,10 @@ struct NoteWriter: Sendable {
 
     // Re-check right before the rename: a save made while we wrote wins.
     let latest = try currentVersion(relativePath, in: directory, name: name)
+    // A twin written since it was staged (one batch holding `A.md` and `a.md`).
+    if latest == nil, let twin = index.twin(of: relativePath) {
+      throw .invalidPath(path: relativePath, reason: NoteNames.twinReason(twin))
+    }
     let conflict = latest != nil && latest?.hash != s.expected
     if !conflict {
       let previous = index.entry(relativePath)

@@ -203,6 +203,31 @@ import Testing
     #expect(await bob.counter(HandoffCounter.declined) == disguised.count)
     #expect(bob.tree() == ["notes", "notes/ok.md"])
   }
+
+  /// Section 8, "Names": a peer's note whose name differs from a note here
+  /// only in letter case or Unicode normalisation is not written; the
+  /// failure names both files, and the note here is untouched.
+  @Test func twinOfANoteHereIsNotWritten() async throws {
+    let alice = try HandoffTestAgent("alice", key: key)
+    let bob = try DiskAgent("bob", key: key)
+    try Data("mine\n".utf8).write(to: bob.base.appendingPathComponent("notes/notes.md"))
+    _ = try bob.folder.buildIndex()
+    await bob.engine.rescan()
+    await alice.save("Notes.md", "theirs")
+    await alice.save("ok.md", "fine")
+    let (first, _) = await runEngines(bob.engine, alice.engine)
+    #expect(first.value?.received == ["\(HandoffTestAgent.notesType):ok.md"])
+    #expect(bob.tree() == ["notes", "notes/notes.md", "notes/ok.md"])
+    let text = try String(contentsOf: bob.base.appendingPathComponent("notes/notes.md"), encoding: .utf8)
+    #expect(text == "mine\n")
+    let failure = try #require(await bob.engine.status().failures.first)
+    #expect(failure.reason.contains("Notes.md") && failure.reason.contains("\"notes.md\" is here"))
+    #expect(await bob.counter(HandoffCounter.failed) == 1)
+    // Not retried (section 8): the session settled, so alice's beacon
+    // asks for no other.
+    #expect(first.value?.unwritten == 0)
+    #expect(await !bob.engine.shouldConnect(beacon: alice.engine.currentBeacon(), from: "A"))
+  }
 }
 
 
