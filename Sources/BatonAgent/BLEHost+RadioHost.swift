@@ -104,4 +104,11 @@ final class LinkOwningChannel: PeerChannel {
     await channel.close()
     await host.disconnect(connection)
   }
+  var closedByPeer: Bool { channel.closedByPeer }
+  var preferredMessageSize: Int { channel.preferredMessageSize }
+  var flowReport: FlowReport? { channel.flowReport }
+  func repairFlow(peer: FlowReport) { channel.repairFlow(peer: peer) }
+  var sendWouldWait: Bool { channel.sendWouldWait }
+  func tolerateLoss() { channel.tolerateLoss() }
+  func grantSpare() { channel.grantSpare() }
 }

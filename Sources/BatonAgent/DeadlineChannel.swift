@@ -53,4 +53,10 @@ final class DeadlineChannel: MessageChannel {
 
   func close() async { await inner.close() }
   var closedByPeer: Bool { inner.closedByPeer }
+  var preferredMessageSize: Int { inner.preferredMessageSize }
+  var flowReport: FlowReport? { inner.flowReport }
+  func repairFlow(peer: FlowReport) { inner.repairFlow(peer: peer) }
+  var sendWouldWait: Bool { inner.sendWouldWait }
+  func tolerateLoss() { inner.tolerateLoss() }
+  func grantSpare() { inner.grantSpare() }
 }

@@ -12,21 +12,19 @@ package struct PeerIdentity: Sendable, Equatable {
   }
 }
 
-/// A `MessageChannel` after the mutual handshake: every message sealed with a
-/// per-direction session key, with strictly increasing frame counters
-/// (PROTOCOL.md, "Handshake" and "Frames").
+/// A `MessageChannel` after the mutual handshake: messages split into frames,
+/// each sealed with a per-direction session key and numbered, which the
+/// frame layer (`FrameChannel`) sends again when a fault below loses or
+/// damages one (PROTOCOL.md, "Handshake" and "Frames and messages").
 package struct SecureChannel: Sendable {
-  static let frameMarker: UInt8 = 0x10
-  static let frameHeaderBytes = 9
-  static let frameOverhead = frameHeaderBytes + HandoffCrypto.aeadTagBytes + 2
+  /// Header and tag of a frame, and the kind and more bytes of its plaintext.
+  static let frameOverhead = FrameRecovery.overhead + 2
 
+  /// The frame layer over the handshake's channel; closing it closes that.
   let channel: any MessageChannel
+  let frames: FrameChannel
   let peer: PeerIdentity
   let peerLabel: String
-  private let sendKey: [UInt8]
-  private let receiveKey: [UInt8]
-  private var sendCounter: UInt64 = 0
-  private var receiveCounter: UInt64 = 0
   /// How long a receive waits for each frame; zero waits as long as the
   /// channel is open (a link's reader, whose liveness `HandoffLink` watches).
   var timeout: Duration
@@ -38,9 +36,10 @@ package struct SecureChannel: Sendable {
 
   /// The handshake version (M1 and M2 byte 1). Version 2 added the ephemeral
   /// X25519 key agreement; version 5 keyed the summary fingerprints, so
-  /// summaries of versions 4 and 5 never match; the beacon's own format version stays
+  /// summaries of versions 4 and 5 never match; version 6 numbers frames so
+  /// that a lost or damaged one is sent again; the beacon's own format version stays
   /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  package static let handshakeVersion: UInt8 = 5
+  package static let handshakeVersion: UInt8 = 6
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03
@@ -156,10 +155,13 @@ package struct SecureChannel: Sendable {
     let (toResponder, toInitiator) = sessionKeys(
       hello: m1, challengeResponse: m2, response: m3, initiator: initiatorID,
       responder: responderID, shared: shared, keys: keys)
+    let label = "\(peer.name) (\(peerLabel))"
+    let frames = FrameChannel(
+      channel, sendKey: initiator ? toResponder : toInitiator,
+      receiveKey: initiator ? toInitiator : toResponder, peerLabel: label)
     return SecureChannel(
-      channel: channel, peer: peer, peerLabel: "\(peer.name) (\(peerLabel))",
-      sendKey: initiator ? toResponder : toInitiator,
-      receiveKey: initiator ? toInitiator : toResponder, timeout: timeout, maxNoteSize: maxNoteSize)
+      channel: frames, frames: frames, peer: peer, peerLabel: label, timeout: timeout,
+      maxNoteSize: maxNoteSize)
   }
 
   /// M1: `0x01, version, challenge[32]`.
@@ -258,29 +260,25 @@ package struct SecureChannel: Sendable {
 
   // MARK: Frames
 
-  /// Seals one frame: header `0x10, u64 counter` (the AD), nonce `counter || 0^16`.
+  /// Seals data frame `counter` as a peer that has taken none of ours and
+  /// has nothing to report (PROTOCOL.md section 11's vectors; hand-driven
+  /// peers in tests).
   package static func sealFrame(_ plaintext: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8] {
-    var w = ByteWriter()
-    w.u8(frameMarker)
-    w.u64(counter)
-    let header = w.bytes
-    let nonce = Array(header[1...]) + [UInt8](repeating: 0, count: 16)
-    return header + HandoffCrypto.seal(plaintext, ad: header, nonce: nonce, key: key)
+    FrameRecovery.seal(
+      plaintext,
+      header: FrameRecovery.Header(
+        marker: FrameRecovery.dataMarker, number: counter, ack: 0,
+        report: FlowReport(framesSent: 0, creditsGranted: 0), flags: 0),
+      key: key)
   }
 
-  /// Opens a frame that must carry `counter`; nil if anything does not verify.
+  /// Opens a data frame that must carry `counter`; nil if anything does not
+  /// verify (or it is a control frame).
   package static func openFrame(_ frame: [UInt8], counter: UInt64, key: [UInt8]) -> [UInt8]? {
-    guard frame.count >= frameHeaderBytes + HandoffCrypto.aeadTagBytes, frame[0] == frameMarker
+    guard let (header, plain) = FrameRecovery.open(frame, key: key),
+      header.marker == FrameRecovery.dataMarker, header.number == counter
     else { return nil }
-    var w = ByteWriter()
-    w.u8(frameMarker)
-    w.u64(counter)
-    let header = w.bytes
-    guard HandoffCrypto.constantTimeEqual(Array(frame[0..<frameHeaderBytes]), header) else {
-      return nil
-    }
-    let nonce = Array(header[1...]) + [UInt8](repeating: 0, count: 16)
-    return HandoffCrypto.open(Array(frame[frameHeaderBytes...]), ad: header, nonce: nonce, key: key)
+    return plain
   }
 
   /// Sends one message, split into as many frames as the channel's size needs.
@@ -295,14 +293,14 @@ package struct SecureChannel: Sendable {
       throw HandoffError.oversizeMessage(
         peer: peerLabel, kind: "\(message.kind)", size: body.count, limit: limit)
     }
-    let room = channel.maximumMessageSize - SecureChannel.frameOverhead
     var offset = 0
     repeat {
+      // Smaller after a fault (`FrameRecovery.payloadSize`).
+      let room = frames.maximumMessageSize - 2
       let end = min(body.count, offset + room)
       let more: UInt8 = end < body.count ? 1 : 0
       let plain = [message.kind.rawValue, more] + body[offset..<end]
-      try await channel.send(SecureChannel.sealFrame(plain, counter: sendCounter, key: sendKey))
-      sendCounter += 1
+      try await frames.send(plain)
       offset = end
     } while offset < body.count
   }
@@ -314,19 +312,15 @@ package struct SecureChannel: Sendable {
     while true {
       let next =
         timeout == .zero
-        ? try await channel.receive()
-        : try await receiveWithTimeout(channel, timeout, peer: peerLabel)
-      guard let frame = next else {
+        ? try await frames.receive()
+        : try await receiveWithTimeout(frames, timeout, peer: peerLabel)
+      guard let plain = next else {
         throw HandoffError.channelClosed(peer: peerLabel)
       }
-      guard let plain = SecureChannel.openFrame(frame, counter: receiveCounter, key: receiveKey),
-        plain.count >= 2
-      else {
+      guard plain.count >= 2 else {
         await channel.close()
-        throw HandoffError.protocolViolation(
-          peer: peerLabel, reason: "frame \(receiveCounter) does not verify")
+        throw HandoffError.protocolViolation(peer: peerLabel, reason: "a frame with no kind")
       }
-      receiveCounter += 1
       if let kind, kind != plain[0] {
         await channel.close()
         throw HandoffError.protocolViolation(peer: peerLabel, reason: "fragment kind changed")

@@ -10,9 +10,13 @@ import Synchronization
 /// Flow control: the peer starts with `initialCredits`; we grant credits back
 /// in batches of half that, and all that are due whenever an SDU is complete,
 /// but only while fewer than `inboxLimit` whole messages wait unread, so a
-/// slow reader stops the sender. A K-frame with no credit, longer than our
-/// MPS, or making an SDU longer than announced or than our MTU closes the
-/// channel (the spec's answer to a misbehaving peer).
+/// slow reader stops the sender. A K-frame with no credit closes the
+/// channel (the spec's answer to a misbehaving peer); so does one longer
+/// than our MPS, or making an SDU longer than announced or than our MTU,
+/// until the layer above recovers lost messages (`tolerateLoss`): from then
+/// on such a frame, and an SDU that data lost below L2CAP broke, is dropped
+/// (a damaged packet, where the HCI transport has no CRC), and the credits
+/// it cost are made good from the peer's `FlowReport` (`repairFlow`).
 ///
 /// Stalls: a credit-based channel cannot recover a lost K-frame or a lost
 /// credit grant, and both sides would then wait for each other for ever. So
@@ -21,7 +25,9 @@ import Synchronization
 /// or began to wait: an SDU begun and not finished, a send waiting for
 /// credits, or a receive waiting while frames we sent were never credited
 /// back (our own peers credit every SDU at once). Data lost below L2CAP
-/// fails the channel at once (`L2CAPLink.dataLost`).
+/// fails the channel at once (`L2CAPLink.dataLost`) until `tolerateLoss`;
+/// from then on an SDU whose rest never came is dropped when the next one
+/// begins, not waited for.
 public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertible {
   public let psm: UInt16
   public let localCID: UInt16
@@ -33,6 +39,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   public let remoteMTU: Int
   public let remoteMPS: Int
   let initialCredits: Int
+  /// The credits the peer gave us at the start.
+  let initialPeerCredits: Int
   static let inboxLimit = 16
   /// How long the peer may stay silent while it owes us something.
   package static let stallTimeout: Duration = .seconds(4)
@@ -43,10 +51,26 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   private let log = Logger(label: "l2cap")
 
   private struct State {
-    var inbox: [[UInt8]] = []
+    /// Whole SDUs not yet read, each with the count of K-frames received
+    /// before its first.
+    var inbox: [(sdu: [UInt8], before: UInt32)] = []
     var receivers: [CheckedContinuation<[UInt8]?, Never>] = []
     var sdu: [UInt8]?
     var sduLength = 0
+    var sduBefore: UInt32 = 0
+    /// K-frames received on the channel (damaged ones too), and K-frames of
+    /// the peer's that never arrived, as its flow reports showed.
+    var framesReceived: UInt32 = 0
+    var framesRepaired: UInt32 = 0
+    /// `before` of the SDU `receive` returned last.
+    var lastBefore: UInt32 = 0
+    /// K-frames we sent; credits we granted (once their signal was sent)
+    /// and received, the initial ones included.
+    var framesSent: UInt32 = 0
+    var creditsGranted: UInt32
+    var creditsReceived: UInt32
+    /// Faults below drop what they hit instead of failing the channel.
+    var tolerant = false
     var creditsGiven: Int
     var pendingGrant = 0
     var peerCredits: Int
@@ -65,7 +89,9 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
 
     /// Whether the peer owes us a frame or credits.
     var owed: (what: String, Bool) {
-      if sdu != nil { return ("the rest of an SDU", true) }
+      // Once loss is tolerated, an SDU whose rest was lost is simply
+      // overtaken by the next (`receiveFrame`).
+      if sdu != nil && !tolerant { return ("the rest of an SDU", true) }
       if sending && peerCredits <= 0 { return ("credits to send", true) }
       if unacknowledged > 0 && !receivers.isEmpty {
         return ("credits for \(unacknowledged) frames sent", true)
@@ -88,8 +114,13 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     self.remoteMTU = remoteMTU
     self.remoteMPS = remoteMPS
     self.initialCredits = initialCredits
+    self.initialPeerCredits = peerCredits
     sendCredits = AsyncGate(count: peerCredits)
-    state = Mutex(State(creditsGiven: initialCredits, peerCredits: peerCredits))
+    state = Mutex(
+      State(
+        creditsGranted: UInt32(truncatingIfNeeded: initialCredits),
+        creditsReceived: UInt32(truncatingIfNeeded: peerCredits),
+        creditsGiven: initialCredits, peerCredits: peerCredits))
   }
 
   public var description: String {
@@ -98,6 +129,70 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
 
   /// The largest message `send` takes: the peer's MTU.
   public var maximumMessageSize: Int { remoteMTU }
+
+  /// The largest message sent as one K-frame (which a fault below then
+  /// costs alone), if that is at least the smallest size the layer above
+  /// needs; else the MTU.
+  public var preferredMessageSize: Int {
+    let one = min(remoteMTU, link.bestFrameSize(remoteMPS: remoteMPS) - 2)
+    return one >= 200 ? one : remoteMTU
+  }
+
+  public var flowReport: FlowReport? {
+    state.withLock { FlowReport(framesSent: $0.framesSent, creditsGranted: $0.creditsGranted) }
+  }
+
+  public var sendWouldWait: Bool { state.withLock { $0.peerCredits <= 0 } }
+
+  public func tolerateLoss() { state.withLock { $0.tolerant = true } }
+
+  /// A quarter of the initial credits more, while the peer holds (by our
+  /// count) less than twice the initial credits: a peer whose frames were
+  /// lost spent credits we still count as its own, and its report of them
+  /// cannot reach us while it has none.
+  public func grantSpare() {
+    let spare = state.withLock { s -> Bool in
+      guard s.closed == nil, s.creditsGiven < 2 * initialCredits else { return false }
+      s.pendingGrant += max(1, initialCredits / 4)
+      return true
+    }
+    if spare { grantIfDue() }
+  }
+
+  /// The peer's flow report, from the SDU `receive` returned last: its
+  /// K-frames sent before that SDU that never reached us are credited back
+  /// as if read, and credits it granted that never reached us are added.
+  /// Both are bounded by the initial credits, whatever the report says.
+  public func repairFlow(peer: FlowReport) {
+    let (grant, added) = state.withLock { s -> (Int, Int) in
+      guard s.closed == nil else { return (0, 0) }
+      let missing = Int32(bitPattern: peer.framesSent &- (s.lastBefore &+ s.framesRepaired))
+      var grant = 0
+      if missing > 0 {
+        let lost = min(Int(missing), initialCredits)
+        s.framesRepaired &+= UInt32(lost)
+        s.creditsGiven -= lost
+        s.pendingGrant += lost
+        grant = lost
+      }
+      let unheard = Int32(bitPattern: peer.creditsGranted &- s.creditsReceived)
+      var added = 0
+      if unheard > 0 {
+        added = min(Int(unheard), max(1, initialPeerCredits))
+        s.creditsReceived &+= UInt32(added)
+        s.peerCredits += added
+        s.unacknowledged = max(0, s.unacknowledged - added)
+      }
+      return (grant, added)
+    }
+    if grant > 0 || added > 0 {
+      log.info(
+        "\(self): the peer's report shows \(grant) of its frames and \(added) of its credits"
+          + " lost below L2CAP; made good")
+    }
+    if added > 0 { sendCredits.release(added) }
+    if grant > 0 { grantIfDue() }
+  }
 
   /// The address of the peer at the other end.
   public var peerAddress: BluetoothAddress { link.peerAddress }
@@ -144,6 +239,7 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
         $0.lastActivity = .now
       }
       try link.sendFrame(cid: remoteCID, payload: frame)
+      state.withLock { $0.framesSent &+= 1 }
     } while offset < message.count
   }
 
@@ -152,7 +248,11 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     let message = await withCheckedContinuation {
       (continuation: CheckedContinuation<[UInt8]?, Never>) in
       let now: [UInt8]?? = state.withLock { s in
-        if !s.inbox.isEmpty { return .some(s.inbox.removeFirst()) }
+        if !s.inbox.isEmpty {
+          let (sdu, before) = s.inbox.removeFirst()
+          s.lastBefore = before
+          return .some(sdu)
+        }
         if s.closed != nil { return .some(nil) }
         s.receivers.append(continuation)
         s.lastActivity = .now
@@ -184,6 +284,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       case partial
       case deliver([UInt8], CheckedContinuation<[UInt8]?, Never>?)
       case violation(String)
+      /// Damaged (`tolerant`): the SDU is dropped, its credits returned.
+      case dropped(String)
     }
     let outcome = state.withLock { s -> Outcome in
       guard s.closed == nil else { return .none }
@@ -191,34 +293,55 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       guard s.creditsGiven > 0 else { return .violation("K-frame received with no credit") }
       s.creditsGiven -= 1
       s.pendingGrant += 1
+      let before = s.framesReceived
+      s.framesReceived &+= 1
+      func broken(_ reason: String) -> Outcome {
+        guard s.tolerant else { return .violation(reason) }
+        s.sdu = nil
+        return .dropped(reason)
+      }
       guard payload.count <= localMPS else {
-        return .violation("K-frame of \(payload.count) bytes exceeds our MPS \(localMPS)")
+        return broken("K-frame of \(payload.count) bytes exceeds our MPS \(localMPS)")
+      }
+      if s.sdu != nil, s.tolerant, payload.count >= 2,
+        Int(payload[0]) | Int(payload[1]) << 8 == payload.count - 2
+      {
+        // A whole SDU in one K-frame, where the rest of the one begun was
+        // expected: that rest was lost below L2CAP (a continuation's first
+        // two bytes match its length once in 65,536).
+        s.sdu = nil
       }
       if s.sdu == nil {
-        guard payload.count >= 2 else { return .violation("first K-frame has no SDU length") }
+        guard payload.count >= 2 else { return broken("first K-frame has no SDU length") }
         s.sduLength = Int(payload[0]) | Int(payload[1]) << 8
         guard s.sduLength <= localMTU else {
-          return .violation("SDU length \(s.sduLength) exceeds our MTU \(localMTU)")
+          return broken("SDU length \(s.sduLength) exceeds our MTU \(localMTU)")
         }
         s.sdu = Array(payload[2...])
+        s.sduBefore = before
       } else {
         s.sdu! += payload
       }
       let count = s.sdu!.count
       if count > s.sduLength {
-        return .violation("SDU of \(count) bytes, longer than the announced \(s.sduLength)")
+        return broken("SDU of \(count) bytes, longer than the announced \(s.sduLength)")
       }
       guard count == s.sduLength else { return .partial }
       let sdu = s.sdu!
       s.sdu = nil
-      if !s.receivers.isEmpty { return .deliver(sdu, s.receivers.removeFirst()) }
-      s.inbox.append(sdu)
+      if !s.receivers.isEmpty {
+        s.lastBefore = s.sduBefore
+        return .deliver(sdu, s.receivers.removeFirst())
+      }
+      s.inbox.append((sdu, s.sduBefore))
       return .deliver(sdu, nil)
     }
     switch outcome {
     case .none: break
     case .partial: watchIfOwed()
     case .deliver(let sdu, let receiver): receiver?.resume(returning: sdu)
+    case .dropped(let reason):
+      log.info("\(self): \(reason) (damaged below L2CAP?); dropped it")
     case .violation(let reason):
       log.warning("\(self): \(reason); disconnecting the channel")
       if markClosed("protocol violation: \(reason)") {
@@ -229,10 +352,30 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     grantIfDue()
   }
 
+  /// Data on the connection was lost below L2CAP: fails the channel, or,
+  /// once the layer above recovers lost messages, drops the SDU begun (its
+  /// rest may be what was lost); returns whether the channel went on.
+  func dataLost(_ reason: String) -> Bool {
+    let dropped = state.withLock { s -> Bool? in
+      guard s.closed == nil else { return nil }
+      guard s.tolerant else { return false }
+      s.sdu = nil
+      return true
+    }
+    guard let dropped else { return true }
+    if !dropped {
+      fail("ACL data lost on the connection: \(reason)")
+      return false
+    }
+    grantIfDue()
+    return true
+  }
+
   /// Credits from the peer.
   func addCredits(_ n: Int) {
     let overflow = state.withLock { s -> Bool in
       s.peerCredits += n
+      s.creditsReceived &+= UInt32(truncatingIfNeeded: n)
       s.unacknowledged = max(0, s.unacknowledged - n)
       s.lastActivity = .now
       return s.peerCredits > 65535
@@ -311,13 +454,18 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       // Mid-SDU in batches; between SDUs all that is due, so that the sender
       // sees every message acknowledged.
       guard s.closed == nil, s.pendingGrant > 0,
-        s.pendingGrant >= max(1, initialCredits / 2) || s.sdu == nil,
+        s.pendingGrant >= max(1, initialCredits / 2) || s.sdu == nil || s.tolerant,
         s.inbox.count < L2CAPChannel.inboxLimit
       else { return 0 }
       defer { s.pendingGrant = 0 }
       s.creditsGiven += s.pendingGrant
       return s.pendingGrant
     }
-    if grant > 0 { link.sendCredits(cid: localCID, credits: UInt16(grant)) }
+    guard grant > 0 else { return }
+    let credits = UInt16(clamping: grant)
+    link.sendCredits(cid: localCID, credits: credits)
+    // Counted once the signal is on its way, so that a flow report never
+    // tells of a grant that a frame sent after it could overtake.
+    state.withLock { $0.creditsGranted &+= UInt32(credits) }
   }
 }

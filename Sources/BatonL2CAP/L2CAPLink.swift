@@ -214,15 +214,21 @@ package final class L2CAPLink: Sendable {
 
   /// ACL data on this connection was lost or garbled below L2CAP (a gap in
   /// reassembly, from `HCIController.onDataLoss`). Whichever channel it
-  /// belonged to has lost part of an SDU or a credit grant, which a
-  /// credit-based channel cannot recover: every channel fails at once (and
-  /// is disconnected), so its users learn it in milliseconds rather than wait
-  /// for data that will never come.
+  /// belonged to has lost part of an SDU or a credit grant. A channel whose
+  /// user recovers lost messages (the frame layer after the handshake) drops
+  /// the SDU begun and goes on; any other fails at once (and is
+  /// disconnected), so that its user learns it in milliseconds rather than
+  /// wait for data that will never come.
   package func dataLost(_ reason: String) {
     let channels = state.withLock { Array($0.channels.values) }
     guard !channels.isEmpty else { return }
-    log.warning("\(connectionDescription): ACL data lost (\(reason)); failing its channels")
-    for channel in channels { channel.fail("ACL data lost on the connection: \(reason)") }
+    var failed = 0
+    for channel in channels where !channel.dataLost(reason) { failed += 1 }
+    if failed > 0 {
+      log.warning("\(connectionDescription): ACL data lost (\(reason)); failed \(failed) channels")
+    } else {
+      log.info("\(connectionDescription): ACL data lost (\(reason)); its frames are sent again")
+    }
   }
 
   /// A channel waited `L2CAPChannel.stallTimeout` for the peer with nothing

@@ -116,8 +116,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 5]) + b"\x11" * 32
-    head2 = bytes([2, 5]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 6]) + b"\x11" * 32
+    head2 = bytes([2, 6]) + b"\x22" * 32 + e_r + b"\x33" * 24
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
     head3 = bytes([3]) + e_i + b"\x44" * 24
     m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
@@ -133,8 +133,10 @@ def main():
     body = (string("org.example.notes") + string("Hi") + string("a.md") + version + struct.pack("<Q", alice)
             + string("alice") + chash + struct.pack("<I", len(content)) + content)
     frame_plain = bytes([6, 0]) + body
-    fheader = bytes([0x10]) + struct.pack("<Q", 5)
-    frame = fheader + xchacha20poly1305_seal(okm[:32], fheader[1:] + bytes(16), frame_plain, fheader)
+    # Data frame: 0x11, u64 number, u64 ack, u32 frames sent, u32 credits granted,
+    # u8 flags (all 0 here); nonce: number, 0x00, 0^15 (section 5)
+    fheader = bytes([0x11]) + struct.pack("<QQIIB", 5, 0, 0, 0, 0)
+    frame = fheader + xchacha20poly1305_seal(okm[:32], fheader[1:9] + bytes(16), frame_plain, fheader)
     got["content_hash"] = chash
     got["version_vector"] = version
     got["frame_plaintext"] = frame_plain
@@ -143,8 +145,8 @@ def main():
     # Links (section 6.1): LINK (max note size 1 MiB) as the initiator's frame 0,
     # PING as the responder's frame 0, PONG as the initiator's frame 1
     def seal_frame(key, counter, plain):
-        h = bytes([0x10]) + struct.pack("<Q", counter)
-        return h + xchacha20poly1305_seal(key, h[1:] + bytes(16), plain, h)
+        h = bytes([0x11]) + struct.pack("<QQIIB", counter, 0, 0, 0, 0)
+        return h + xchacha20poly1305_seal(key, h[1:9] + bytes(16), plain, h)
     got["link_plaintext"] = bytes([13, 0]) + struct.pack("<I", 1 << 20)
     got["link_frame"] = seal_frame(okm[:32], 0, got["link_plaintext"])
     got["ping_frame"] = seal_frame(okm[32:], 0, bytes([14, 0]))
@@ -154,6 +156,11 @@ def main():
              + version + struct.pack("<Q", alice) + bytes([0]))
     got["have_plaintext"] = bytes([16, 0]) + struct.pack("<I", 1) + entry
     got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
+    # The responder's control frame 0: it took frames 0 to 2 (ack 3), holds 4
+    # and 6 (bitmap 0x05), asks for the rest again (flag 1), and reports 7
+    # K-frames sent and 70 credits granted; nonce: serial, 0x01, 0^15
+    ch = bytes([0x12]) + struct.pack("<QQIIB", 0, 3, 7, 70, 1)
+    got["control_frame"] = ch + xchacha20poly1305_seal(okm[32:], ch[1:9] + b"\x01" + bytes(15), b"\x05", ch)
 
     # Beacon hashes
     ah = hashlib.blake2b(string("org.example.notes") + string("a.md") + version, digest_size=32).digest()

@@ -43,12 +43,13 @@ import Testing
 
   /// Issue 30: with 1 % of ACL packets damaged and 1 % lost (both ways, both
   /// controllers), A writes 50 notes while the faults are on, then B writes
-  /// 50: how many reach the other side while the faults last (up to 60 s
-  /// after the last save) is printed; once the faults stop, every note
-  /// arrives. Measured on 2 shared cores (seed 30): 5 and 2, 0 and 1, 3 and 3
-  /// of 50 (A to B, B to A), so the only floor the code meets reliably today
-  /// is none; raise it (`floor`) when a fault costs a frame, not a link.
-  /// `BATON_TEST_FAULT_P` sets another rate for a measurement (5 %: 0 and 0).
+  /// 50: at least 45 of each reach the other side while the faults last (up
+  /// to 60 s after the last save), since a fault costs the frames it hit,
+  /// which are sent again (PROTOCOL.md section 5, "Faults"); once the
+  /// faults stop, every note arrives. Protocol 5 moved 5 and 2, 0 and 1, 3
+  /// and 3 of 50 here (A to B, B to A); protocol 6 moved 50 and 50 in each of
+  /// four runs on 2 shared cores (seed 30). `BATON_TEST_FAULT_P` sets another
+  /// rate for a measurement (5 %: 0 and 2, which fails the floor).
   @Test func notesMoveWhileOnePercentOfACLPacketsAreDamagedOrLost() async throws {
     let p = ProcessInfo.processInfo.environment["BATON_TEST_FAULT_P"] ?? "0.01"
     let group = try AgentGroup(
@@ -79,8 +80,8 @@ import Testing
       "issue 30, p=\(p): \(counts[0]) of 50 notes A to B and \(counts[1]) of 50 B to A"
         + " during the faults; \(group.radio.injectedFaults.count) faults injected")
     #expect(group.radio.injectedFaults.count > 0)
-    let floor = 0
-    #expect(counts.allSatisfy { $0 >= floor }, "\(counts)")
+    let floor = 45
+    #expect(counts.allSatisfy { $0 >= floor }, "\(counts) \(group.logs)")
   }
 
   /// Lost Number Of Completed Packets events: the controller's buffers

@@ -93,6 +93,8 @@ import Testing
       var maximumMessageSize: Int { inner.maximumMessageSize }
       func send(_ message: [UInt8]) async throws {
         try await inner.send(message)
+        // Acknowledgements (control frames) are not messages.
+        guard message.first != FrameRecovery.controlMarker else { return }
         if sent.withLock({
           $0 += 1
           return $0
