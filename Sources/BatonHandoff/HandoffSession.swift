@@ -69,14 +69,9 @@ extension HandoffEngine {
   ) async throws -> SecureChannel {
     ensureScanned()
     let secure: SecureChannel
-    // As initiator, a responder that claims our own device id is refused
-    // before M3 goes out (PROTOCOL.md section 4).
-    let checked: any MessageChannel =
-      initiator
-      ? OwnIdentityCheck(channel, me: me.device, keys: keys, peerLabel: peerAddress) : channel
     do {
       secure = try await SecureChannel.handshake(
-        over: checked, initiator: initiator, keys: keys, me: me, peerLabel: peerAddress,
+        over: channel, initiator: initiator, keys: keys, me: me, peerLabel: peerAddress,
         timeout: policy.receiveTimeout, maxNoteSize: policy.maxNoteSize)
     } catch let error as HandoffError {
       await channel.close()

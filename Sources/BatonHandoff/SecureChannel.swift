@@ -102,6 +102,14 @@ package struct SecureChannel: Sendable {
       guard let id = openChallengeResponse(m2, hello: m1, keys: keys) else {
         throw await fail("its challenge response does not verify")
       }
+      // Refused before M3 goes out (PROTOCOL.md section 4): M3 would prove
+      // our identity to whoever reflected our own.
+      guard id.device != me.device else {
+        throw await fail(
+          "it claims this agent's own device id (a reflected handshake, or a copy of this"
+            + " agent's state directory used by another agent); closed before answering",
+          keyMayDiffer: false)
+      }
       guard
         let dh = HandoffCrypto.x25519(
           secret: ephemeralSecret, peerPublic: Array(m2[responderEphemeralRange]))

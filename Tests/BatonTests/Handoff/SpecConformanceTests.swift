@@ -145,7 +145,13 @@ import Testing
     case "getActivity": try await bob.send(.getActivity)
     case "getNote": try await bob.send(.getNote(activityType: HandoffTestAgent.notesType, path: "n.md"))
     case "error": try await bob.send(.error(code: 9, text: "out of memory"))
-    default: try await cb.send([0x10] + HandoffCrypto.random(40))  // a frame that does not verify
+    default:
+      // Frames that do not verify: one is dropped and asked for again
+      // (protocol 6, a fault below); more in a row than any fault makes
+      // end the link.
+      for _ in 0...FrameRecovery.maxBadFrames {
+        try await cb.send([FrameRecovery.dataMarker] + HandoffCrypto.random(60))
+      }
     }
     let why = await a.engine.runLink(la)
     let expected = kind == "error" ? "ended the session: out of memory" : "broke the handoff protocol"
