@@ -91,6 +91,15 @@ let package = Package(
       swiftSettings: swiftSettings,
       linkerSettings: releaseLinking
     ),
+    // libFuzzer's driver for the decoders (`make fuzz`, Tests/Scripts/fuzz.sh
+    // builds it with -sanitize=fuzzer,address); a plain build replays inputs.
+    .executableTarget(
+      name: "baton-fuzz",
+      dependencies: ["BatonFuzz"],
+      path: "Sources/baton-fuzz",
+      swiftSettings: swiftSettings,
+      linkerSettings: [.unsafeFlags(["-use-ld=lld"])]
+    ),
     // Benchmarks that print figures (Tests/Scripts/bench-*.sh run them).
     .executableTarget(
       name: "baton-bench",

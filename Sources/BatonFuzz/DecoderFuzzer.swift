@@ -15,7 +15,7 @@ import BatonSystem
 /// a trap is caught and reported with its input (see `run`'s `record`).
 public struct FuzzTarget: Sendable {
   public let name: String
-  let seeds: [[UInt8]]
+  public let seeds: [[UInt8]]
   let body: @Sendable ([UInt8]) -> Void
 
   /// Decodes `input` the way the product does; returns normally whatever the

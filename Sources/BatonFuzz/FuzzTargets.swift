@@ -15,7 +15,7 @@ enum FuzzTargets {
 
   static let all: [FuzzTarget] = [
     h4, hciEvent, acl, l2capSignal, advertisingReports, beacon, handshake, frame, handoffMessage,
-    versionVector, keyFile, configuration, noteNames,
+    linkMessage, versionVector, keyFile, configuration, noteNames, dbusProperties,
   ]
 
   // MARK: HCI and L2CAP
@@ -156,7 +156,10 @@ enum FuzzTargets {
   static let frameKey = [UInt8](repeating: 9, count: 32)
   static let frame = FuzzTarget(
     name: "frame",
-    seeds: messageSeeds.prefix(6).map { SecureChannel.sealFrame($0, counter: 0, key: frameKey) }
+    // Plaintext `kind || more || body`, as `SecureChannel` sends a message.
+    seeds: messageSeeds.prefix(6).map {
+      SecureChannel.sealFrame([$0[0], 0] + $0.dropFirst(), counter: 0, key: frameKey)
+    }
   ) { input in
     if let plain = SecureChannel.openFrame(input, counter: 0, key: frameKey), plain.count >= 2 {
       _ = try? HandoffMessage.decode(
@@ -186,10 +189,31 @@ enum FuzzTargets {
       .getNote(activityType: "org.baton.note", path: "dir/a.md"), .note(payload),
       .noteUnavailable(activityType: "org.baton.note", path: "a.md", reason: .unknown),
       .done(activityHash: 1, indexDigest: 2), .error(code: 1, text: "no"),
-      .link(maxNoteSize: 1 << 20), .ping, .pong, .have([sampleEntry]),
-    ]
+    ] + linkMessages
     return messages.map { [$0.kind.rawValue] + $0.body }
   }()
+
+  /// The messages only a link carries (PROTOCOL.md section 6.2).
+  static let linkMessages: [HandoffMessage] = [
+    .link(maxNoteSize: 1 << 20), .ping, .pong, .have([sampleEntry]), .gone([sampleEntry]),
+    .moved(from: sampleEntry, to: sampleEntry),
+  ]
+  static let firstLinkKind = HandoffMessage.Kind.link.rawValue
+  static let linkKinds = UInt8(HandoffMessage.Kind.moved.rawValue - firstLinkKind + 1)
+
+  /// `index || body`, the kind being the index-th link kind (any byte picks one).
+  static let linkMessage = FuzzTarget(
+    name: "link-message",
+    seeds: linkMessages.map { [$0.kind.rawValue - firstLinkKind] + $0.body }
+  ) { input in
+    guard let first = input.first else { return }
+    if let message = try? HandoffMessage.decode(
+      kind: firstLinkKind + first % linkKinds, body: Array(input.dropFirst()),
+      maxNoteSize: maxNoteSize)
+    {
+      _ = message.body
+    }
+  }
 
   static let handoffMessage = FuzzTarget(name: "handoff-message", seeds: messageSeeds) { input in
     guard let kind = input.first else { return }
@@ -260,5 +284,83 @@ enum FuzzTargets {
     _ = NoteNames().isNote(name)
     _ = HandoffEngine.isSafePath(name)
     _ = name.count > 0 ? NoteNames.conflictName(for: name, peer: name, time: input.count) : ""
+  }
+
+  // MARK: D-Bus
+
+  static let devicePath = "/org/bluez/hci0/dev_11_22_33_44_55_66"
+  static let deviceProperties = DBusValue.stringVariantDictionary([
+    "Address": .string("11:22:33:44:55:66"), "AddressType": .string("random"),
+    "RSSI": .int16(-60), "Connected": .boolean(false),
+    "ManufacturerData": .array(
+      elementSignature: "{qv}",
+      [
+        .dictEntry(
+          .uint16(0xFFFF),
+          .variant(.bytes(Array(Beacon.seal(BeaconContent(activityHash: 1, indexDigest: 2), keys: keys)
+            .dropFirst(Beacon.header.count)))))
+      ]),
+  ])
+  static let adapterProperties = DBusValue.stringVariantDictionary([
+    "Address": .string("00:11:22:33:44:55"), "Powered": .boolean(true), "Discovering": .boolean(false),
+  ])
+
+  /// bluetoothd's properties as baton reads them: a GetManagedObjects reply
+  /// (`a{oa{sa{sv}}}`), PropertiesChanged (`s a{sv} as`) and InterfacesAdded
+  /// (`o a{sa{sv}}`), each value in `DBusValueBytes`'s form. The values go
+  /// through the accessors and `BlueZHost.update` and `report` as the host's
+  /// signal handlers call them, and the report's data through `Beacon.open`.
+  static let dbusProperties = FuzzTarget(
+    name: "dbus-properties",
+    seeds: [
+      DBusValueBytes.encode([
+        .array(
+          elementSignature: "{oa{sa{sv}}}",
+          [
+            .dictEntry(
+              .objectPath("/org/bluez/hci0"),
+              .array(elementSignature: "{sa{sv}}", [.dictEntry(.string("org.bluez.Adapter1"), adapterProperties)])),
+            .dictEntry(
+              .objectPath(devicePath),
+              .array(elementSignature: "{sa{sv}}", [.dictEntry(.string("org.bluez.Device1"), deviceProperties)])),
+          ])
+      ]),
+      DBusValueBytes.encode([
+        .string("org.bluez.Device1"), deviceProperties, .array(elementSignature: "s", []),
+      ]),
+      DBusValueBytes.encode([
+        .objectPath(devicePath),
+        .array(elementSignature: "{sa{sv}}", [.dictEntry(.string("org.bluez.Device1"), deviceProperties)]),
+      ]),
+    ]
+  ) { input in
+    let arguments = DBusValueBytes.decode(input)
+    func device(_ properties: [String: DBusValue]) {
+      let device = BlueZHost.update(BlueZHost.Device(), with: properties.mapValues(\.unwrapped))
+      if let report = BlueZHost.report(device) {
+        _ = Beacon.open(advertisingData: report.data, keys: keys)
+        _ = "\(report)"
+      }
+    }
+    // GetManagedObjects (BlueZHost.bringUp).
+    for (_, value) in arguments.first?.stringDictionary ?? [:] {
+      let interfaces = value.stringDictionary ?? [:]
+      if let d = interfaces["org.bluez.Device1"]?.stringDictionary { device(d) }
+      _ = interfaces["org.bluez.Adapter1"]?.stringDictionary?["Powered"]?.unwrapped.bool
+      _ = interfaces["org.bluez.MediaTransport1"]?.stringDictionary?["State"]?.unwrapped.string
+      _ = interfaces["org.bluez.AdvertisementMonitorManager1"]?.stringDictionary?[
+        "SupportedMonitorTypes"]?.elements?.compactMap(\.string)
+    }
+    // PropertiesChanged and InterfacesAdded (propertiesChanged, objectsChanged).
+    if arguments.count >= 2 {
+      _ = arguments[0].string
+      if let changed = arguments[1].stringDictionary { device(changed) }
+      if let d = arguments[1].stringDictionary?["org.bluez.Device1"]?.stringDictionary { device(d) }
+      _ = arguments[1].elements?.compactMap(\.string)
+    }
+    for argument in arguments.prefix(4) {
+      _ = argument.description
+      _ = argument.signature
+    }
   }
 }

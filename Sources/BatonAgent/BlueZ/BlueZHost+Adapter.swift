@@ -480,7 +480,7 @@ extension BlueZHost {
     for subscriber in subscribers { subscriber.offer(report) }
   }
 
-  static func update(_ device: Device, with properties: [String: DBusValue]) -> Device {
+  package static func update(_ device: Device, with properties: [String: DBusValue]) -> Device {
     var device = device
     if let text = properties["Address"]?.string, let address = BluetoothAddress(text) {
       device.address = address
@@ -497,7 +497,7 @@ extension BlueZHost {
   }
 
   /// What a controller would have reported for this device's advertisement.
-  static func report(_ device: Device) -> AdvertisingReport? {
+  package static func report(_ device: Device) -> AdvertisingReport? {
     guard let address = device.address, let beacon = device.beacon else { return nil }
     return AdvertisingReport(
       address: address, addressType: device.addressType,

@@ -32,15 +32,19 @@ public final class BlueZHost: RadioHost {
   /// (see `updateAdvertisingData`).
   let advertisingGate = AsyncGate(count: 1)
 
-  struct Device {
-    var address: BluetoothAddress?
-    var addressType: AddressType = .random
-    var rssi = -100
-    var beacon: [UInt8]?
-    var connected = false
+  /// What bluetoothd's Device1 properties said of one device (package: the
+  /// fuzzer feeds `update` hostile properties).
+  package struct Device {
+    package var address: BluetoothAddress?
+    package var addressType: AddressType = .random
+    package var rssi = -100
+    package var beacon: [UInt8]?
+    package var connected = false
     /// When the beacon was last reported (a monitor's `DeviceFound` repeats
     /// an unchanged one at most every `monitorRepeat`).
     var reported: ContinuousClock.Instant?
+
+    package init() {}
   }
 
   /// Our advertisement monitor with bluetoothd (see `AdvertisementMonitor`).
@@ -215,7 +219,7 @@ public final class BlueZHost: RadioHost {
 
   /// A report's advertising data from a Device1's manufacturer bytes for our
   /// company id: the same 31 bytes a controller would report.
-  static func advertisingData(manufacturerBytes bytes: [UInt8]) -> [UInt8] {
+  package static func advertisingData(manufacturerBytes bytes: [UInt8]) -> [UInt8] {
     if bytes.count == 24 { return Beacon.header + bytes }
     return [UInt8(min(255, bytes.count + 3)), 0xFF, 0xFF, 0xFF] + bytes
   }

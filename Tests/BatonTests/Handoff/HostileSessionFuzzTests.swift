@@ -243,7 +243,8 @@ struct HostileGenerator {
     #expect(
       Set(DecoderFuzzer.targets.map(\.name)) == [
         "h4", "hci-event", "acl", "l2cap-signal", "advertising-report", "beacon", "handshake",
-        "frame", "handoff-message", "version-vector", "key-file", "config", "note-names",
+        "frame", "handoff-message", "link-message", "version-vector", "key-file", "config",
+        "note-names", "dbus-properties",
       ])
   }
 }
