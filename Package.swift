@@ -75,8 +75,8 @@ let package = Package(
     layer(
       "BatonCLI",
       ["BatonAgent", "BatonHandoff", "BatonSystem", "CBatonShims"]),
-    // The decoder fuzzer (`make fuzz`, baton-bench fuzz): beside the CLI, it
-    // reaches every layer's decoders of outside bytes.
+    // The fuzz targets (`make fuzz`, through baton-fuzz): beside the CLI, they
+    // reach every layer's decoders of outside bytes.
     layer(
       "BatonFuzz",
       [
@@ -105,7 +105,6 @@ let package = Package(
       name: "baton-bench",
       dependencies: [
         "BatonAgent", "BatonHost", "BatonHCI", "BatonHandoff", "BatonNotes", "BatonSystem",
-        "BatonFuzz",
       ],
       path: "Sources/BatonBench",
       swiftSettings: [.swiftLanguageMode(.v6)]

@@ -5,7 +5,6 @@
 //   baton-bench scale [options]     issue 14: many notes, one save among many, memory
 //   baton-bench scan [options]      issue 25: scan duty and wake-ups of a linked pair
 //   baton-bench reach [options]     issue 25: how soon a peer coming into range is linked
-//   baton-bench fuzz [options]      every decoder of outside bytes (Tests/Scripts/fuzz.sh)
 import BatonSystem
 
 #if canImport(Glibc)
@@ -35,10 +34,8 @@ do {
   case "scale": try await ScaleBenchmark.run(Array(arguments.dropFirst()))
   case "scan": try await ScanBenchmark.run(Array(arguments.dropFirst()))
   case "reach": try await ReachBenchmark.run(Array(arguments.dropFirst()))
-  case "fuzz": try FuzzCommand.run(Array(arguments.dropFirst()))
-  case "fuzz-child": try FuzzCommand.child(Array(arguments.dropFirst()))
   default:
-    print("usage: baton-bench notes|l2cap|handoff|scale|scan|reach|fuzz [options]")
+    print("usage: baton-bench notes|l2cap|handoff|scale|scan|reach [options]")
     exit(2)
   }
 } catch {
