@@ -17,13 +17,15 @@
 # beacon in one of that member's own windows (1.4 s every 28 s ± 2 %), which
 # opens a connectable window for it. Every sample is printed (`REACH` lines, also on
 # the console); the case fails if a first link took over VM_REACH_BOUND s
-# (default 40: the 29.96 s from one window's end to the next's, and the
-# link's set-up, with margin for the emulator). Every wait is on a log line,
-# except the steady periods themselves.
+# (default 60: the 29.96 s from one window's end to the next's, and the
+# link's set-up, with margin for an emulator on shared cores: 37.1 s was
+# seen once in five samples; the 60 s gaps before allowed 74 s). The target
+# (30 s p95) is judged from the printed samples, not by this bound. Every
+# wait is on a log line, except the steady periods themselves.
 . /cases/lib.sh
 have_bluez_backend
 samples=${VM_REACH_SAMPLES:-5}
-bound=${VM_REACH_BOUND:-40}
+bound=${VM_REACH_BOUND:-60}
 # stop_reached PID NAME: SIGTERM. An agent may be connecting then over a
 # connection btvirt cannot set up (below): it then exits 1 ("did not stop
 # within"), its shutdown bound, which is not this case's subject; a crash
