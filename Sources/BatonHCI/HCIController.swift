@@ -63,8 +63,6 @@ public final class HCIController: Sendable {
     /// Per handle with packets outstanding: when the controller last
     /// completed one (or when the first went out).
     var lastCompletion: [UInt16: ContinuousClock.Instant] = [:]
-    /// Per handle: packets sent since the controller last completed one.
-    var sentSinceCompletion: [UInt16: Int] = [:]
     var reassembler = ACLReassembler()
     var closedReason: (any Error)?
     var closedByOwner = false
@@ -159,17 +157,12 @@ public final class HCIController: Sendable {
   }
 
   /// How long packets sent on `handle` have waited with none completed
-  /// (Number Of Completed Packets); nil when none are outstanding, or none
-  /// was sent since the last completion. A controller that lost our
-  /// packets, or whose completions were lost, never returns those buffers
-  /// while the connection lasts; a packet lost that way stays outstanding,
-  /// so an idle connection is stuck only if what it sent since is not
-  /// completed either.
+  /// (Number Of Completed Packets); nil when none are outstanding. A
+  /// controller that lost our packets, or whose completions were lost, never
+  /// returns those buffers while the connection lasts.
   public func aclStall(handle: UInt16) -> Duration? {
     state.withLock { s in
-      guard (s.outstanding[handle] ?? 0) > 0, let since = s.lastCompletion[handle],
-        (s.sentSinceCompletion[handle] ?? 0) > 0
-      else {
+      guard (s.outstanding[handle] ?? 0) > 0, let since = s.lastCompletion[handle] else {
         return nil
       }
       return ContinuousClock.now - since
@@ -295,7 +288,6 @@ public final class HCIController: Sendable {
               s.lastCompletion[packet.handle] = .now
             }
             s.outstanding[packet.handle, default: 0] += 1
-            s.sentSinceCompletion[packet.handle, default: 0] += 1
             let encoded = packet.encoded
             s.statistics.bytesSent += encoded.count
             s.statistics.aclBytesSent += encoded.count
@@ -437,10 +429,7 @@ public final class HCIController: Sendable {
           let outstanding = s.outstanding[entry.handle] ?? 0
           let returned = min(outstanding, Int(entry.count))
           s.outstanding[entry.handle] = outstanding - returned
-          if returned > 0 {
-            s.lastCompletion[entry.handle] = .now
-            s.sentSinceCompletion[entry.handle] = 0
-          }
+          if returned > 0 { s.lastCompletion[entry.handle] = .now }
           s.aclCredits = min(s.aclTotal, s.aclCredits + returned)
         }
       }
@@ -451,7 +440,6 @@ public final class HCIController: Sendable {
         s.aclCredits = min(
           s.aclTotal, s.aclCredits + (s.outstanding.removeValue(forKey: handle) ?? 0))
         s.lastCompletion[handle] = nil
-        s.sentSinceCompletion[handle] = nil
         let kept = s.aclQueue[s.aclQueueHead...].filter { $0.handle != handle }
         s.aclQueue = Array(kept)
         s.aclQueueHead = 0
