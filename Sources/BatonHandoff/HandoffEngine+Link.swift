@@ -96,6 +96,7 @@ extension HandoffEngine {
     logger.info(
       "link with \(link.peerLabel) up (\(link.initiator ? "we connected" : "it connected"))")
     var reason = "closed"
+    var thrown: HandoffError?
     do {
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await self.linkReader(link) }
@@ -116,15 +117,18 @@ extension HandoffEngine {
       }
     } catch {
       reason = "\(error)"
-      // A peer that broke the protocol or sent ERROR is a failure, as in a
-      // session (logged as a warning, counted, in `baton status`); a link
-      // that merely ends (the peer left, went quiet) is not.
-      switch error as? HandoffError {
-      case .protocolViolation?, .peerError?:
-        fail(activityType: "-", peer: link.peerLabel, reason: "link: \(error)")
-      default:
-        break
-      }
+      thrown = error as? HandoffError
+    }
+    // A peer that broke the protocol or sent ERROR is a failure, as in a
+    // session (logged as a warning, counted, in `baton status`); a link
+    // that merely ends (the peer left, went quiet) is not. The reader
+    // records it before the channel closes, so it counts whichever task
+    // ended first.
+    switch link.failure ?? thrown {
+    case let failure? where failure.isPeerFailure:
+      fail(activityType: "-", peer: link.peerLabel, reason: "link: \(failure)")
+    default:
+      break
     }
     links[id] = nil
     await link.close(reason)
@@ -169,27 +173,39 @@ extension HandoffEngine {
         if full { await linkApplyReceived(link) }
       case .getNodes(let requests):
         guard link.queueNodes(await answerNodes(requests)) else {
-          await link.channel.close()
-          throw HandoffError.protocolViolation(
-            peer: link.peerLabel, reason: "GET_NODES before its last NODES was sent")
+          throw await ending(
+            link,
+            HandoffError.protocolViolation(
+              peer: link.peerLabel, reason: "GET_NODES before its last NODES was sent"))
         }
       case .nodes(let answers):
         guard link.deliverNodes(answers) else {
-          await link.channel.close()
-          throw HandoffError.protocolViolation(peer: link.peerLabel, reason: "NODES not asked for")
+          throw await ending(
+            link,
+            HandoffError.protocolViolation(peer: link.peerLabel, reason: "NODES not asked for"))
         }
       case .ping:
         link.requestPong()
       case .pong, .noteUnavailable:
         break
       case .error(_, let text):
-        throw HandoffError.peerError(peer: link.peerLabel, text: text)
+        throw await ending(link, HandoffError.peerError(peer: link.peerLabel, text: text))
       default:
-        await link.channel.close()
-        throw HandoffError.protocolViolation(
-          peer: link.peerLabel, reason: "unexpected \(message.kind) on a link")
+        throw await ending(
+          link,
+          HandoffError.protocolViolation(
+            peer: link.peerLabel, reason: "unexpected \(message.kind) on a link"))
       }
     }
+  }
+
+  /// Ends `link` for `error` before the channel's close ends the sender
+  /// too: whichever task then ends first, the link ends, and is counted,
+  /// for what the reader found.
+  private nonisolated func ending(_ link: HandoffLink, _ error: HandoffError) async -> HandoffError
+  {
+    await link.close(failing: error)
+    return error
   }
 
   /// Applies the link's inbox whenever the reader has queued something.

@@ -26,6 +26,15 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   /// A message we built is over the limit the peer's decoder enforces; not sent.
   case oversizeMessage(peer: String, kind: String, size: Int, limit: Int)
 
+  /// The peer broke the protocol or ended with ERROR: counted as a failure
+  /// wherever it happens (a session or a link).
+  var isPeerFailure: Bool {
+    switch self {
+    case .protocolViolation, .peerError: true
+    default: false
+    }
+  }
+
   public var description: String {
     switch self {
     case .authenticationFailed(let peer, let reason, true):

@@ -90,6 +90,10 @@ public final class HandoffLink: Sendable {
     var peerIndexApplied: ContinuousClock.Instant?
     var deferredPeerIndex: (entries: [HandoffIndexEntry], at: ContinuousClock.Instant)?
     var closed: String?
+    /// What the peer did that ended the link, if it broke the protocol or
+    /// sent ERROR (recorded before the channel closes, so that it wins over
+    /// the error that closing gives the other tasks).
+    var failure: HandoffError?
     var dead = false
     /// Entries to announce with HAVE.
     var haves: [HandoffIndexEntry] = []
@@ -142,6 +146,21 @@ public final class HandoffLink: Sendable {
 
   /// Why the link ended, once it has (nil while it runs).
   public var endReason: String? { state.withLock { $0.closed } }
+
+  /// The peer's protocol violation or ERROR that ended the link, if any.
+  var failure: HandoffError? { state.withLock { $0.failure } }
+
+
+  /// Ends the link for what the peer did (`failure`), then closes it.
+  func close(failing error: HandoffError) async {
+    state.withLock { s in
+      if s.closed == nil {
+        s.closed = "\(error)"
+        s.failure = error
+      }
+    }
+    await close()
+  }
 
   /// Whether the link ended because the peer stopped answering, or was
   /// replaced by a newer link with the same peer (it restarted): then the
