@@ -85,7 +85,7 @@ extension BLEHost: RadioHost {
 }
 
 /// An L2CAP channel whose `close()` also disconnects the link opened for it.
-final class LinkOwningChannel: PeerChannel {
+final class LinkOwningChannel: PeerChannel, ChannelWrapper {
   let channel: L2CAPChannel
   let host: BLEHost
   let connection: LEConnection
@@ -96,19 +96,10 @@ final class LinkOwningChannel: PeerChannel {
     self.connection = connection
   }
 
+  var inner: any MessageChannel { channel }
   var peerAddress: BluetoothAddress { channel.peerAddress }
-  var maximumMessageSize: Int { channel.maximumMessageSize }
-  func send(_ message: [UInt8]) async throws { try await channel.send(message) }
-  func receive() async throws -> [UInt8]? { try await channel.receive() }
   func close() async {
     await channel.close()
     await host.disconnect(connection)
   }
-  var closedByPeer: Bool { channel.closedByPeer }
-  var preferredMessageSize: Int { channel.preferredMessageSize }
-  var flowReport: FlowReport? { channel.flowReport }
-  func repairFlow(peer: FlowReport) { channel.repairFlow(peer: peer) }
-  var sendWouldWait: Bool { channel.sendWouldWait }
-  func tolerateLoss() { channel.tolerateLoss() }
-  func grantSpare() { channel.grantSpare() }
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// credits that never come. Receives are not bounded here: the session
 /// bounds each one itself (`HandoffPolicy.receiveTimeout`), and two
 /// deadlines on one receive would race to say why it ended.
-final class DeadlineChannel: MessageChannel {
+final class DeadlineChannel: ChannelWrapper {
   struct Expired: Error, CustomStringConvertible {
     let operation: String
     let seconds: Int64
@@ -28,8 +28,6 @@ final class DeadlineChannel: MessageChannel {
     self.inner = inner
     self.deadline = deadline
   }
-
-  var maximumMessageSize: Int { inner.maximumMessageSize }
 
   func send(_ message: [UInt8]) async throws {
     let expire: @Sendable () async -> Void = {
@@ -49,14 +47,4 @@ final class DeadlineChannel: MessageChannel {
     }
   }
 
-  func receive() async throws -> [UInt8]? { try await inner.receive() }
-
-  func close() async { await inner.close() }
-  var closedByPeer: Bool { inner.closedByPeer }
-  var preferredMessageSize: Int { inner.preferredMessageSize }
-  var flowReport: FlowReport? { inner.flowReport }
-  func repairFlow(peer: FlowReport) { inner.repairFlow(peer: peer) }
-  var sendWouldWait: Bool { inner.sendWouldWait }
-  func tolerateLoss() { inner.tolerateLoss() }
-  func grantSpare() { inner.grantSpare() }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// when a send last went out, so that a link can tell a quiet peer (or one
 /// busy taking a long message from us) from one that is gone
 /// (`HandoffLink.watch`).
-final class WatchedChannel: MessageChannel {
+final class WatchedChannel: ChannelWrapper {
   let inner: any MessageChannel
   private let last = Mutex(ContinuousClock.now)
   private let lastOut = Mutex(ContinuousClock.now)
@@ -31,7 +31,6 @@ final class WatchedChannel: MessageChannel {
   /// blocks sends to a peer that stopped).
   var lastSent: ContinuousClock.Instant { lastOut.withLock { $0 } }
 
-  var maximumMessageSize: Int { inner.maximumMessageSize }
   func send(_ message: [UInt8]) async throws {
     let started = sending.withLock { s -> (@Sendable () -> Void)? in
       s.count += 1
@@ -47,12 +46,4 @@ final class WatchedChannel: MessageChannel {
     if message != nil { last.withLock { $0 = ContinuousClock.now } }
     return message
   }
-  func close() async { await inner.close() }
-  var closedByPeer: Bool { inner.closedByPeer }
-  var preferredMessageSize: Int { inner.preferredMessageSize }
-  var flowReport: FlowReport? { inner.flowReport }
-  func repairFlow(peer: FlowReport) { inner.repairFlow(peer: peer) }
-  var sendWouldWait: Bool { inner.sendWouldWait }
-  func tolerateLoss() { inner.tolerateLoss() }
-  func grantSpare() { inner.grantSpare() }
 }
