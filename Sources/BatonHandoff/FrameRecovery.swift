@@ -300,7 +300,7 @@ struct FrameRecovery: Sendable {
       if timeouts > Self.maxTimeouts {
         actions.failure =
           "the peer acknowledged none of our frames for"
-          + " \((Self.resendTimeout * Self.maxTimeouts).secondsValue) s"
+          + " \((Self.resendTimeout * Self.maxTimeouts).components.seconds) s"
         return actions
       }
       actions.resend.append(oldest.frame)
