@@ -49,18 +49,32 @@ final class FrameChannel: MessageChannel {
   private var report: FlowReport { inner.flowReport ?? FlowReport(framesSent: 0, creditsGranted: 0) }
 
   func send(_ plaintext: [UInt8]) async throws {
-    let report = self.report
-    let frame = state.withLock { s -> [UInt8]? in
-      guard s.failure == nil, !s.closed else { return nil }
-      guard let frame = s.machine.sealData(plaintext, report: report, now: .now) else {
-        s.failure = "it acknowledged nothing of more than \(FrameRecovery.maxUnacknowledgedBytes >> 20) MiB sent"
-        return nil
-      }
-      return frame
+    enum Outcome {
+      case frame([UInt8])
+      case closed
+      case failed
     }
-    guard let frame else { throw await failed() }
-    armTimer()
-    try await inner.send(frame)
+    let report = self.report
+    let outcome = state.withLock { s -> Outcome in
+      if s.failure != nil { return .failed }
+      // Closed (by us, or the peer ended it): not the peer's fault.
+      if s.closed { return .closed }
+      guard let frame = s.machine.sealData(plaintext, report: report, now: .now) else {
+        s.failure =
+          "it acknowledged nothing of more than \(FrameRecovery.maxUnacknowledgedBytes >> 20) MiB sent"
+        return .failed
+      }
+      return .frame(frame)
+    }
+    switch outcome {
+    case .frame(let frame):
+      armTimer()
+      try await inner.send(frame)
+    case .closed:
+      throw HandoffError.channelClosed(peer: peerLabel)
+    case .failed:
+      throw await failed()
+    }
   }
 
   func receive() async throws -> [UInt8]? {

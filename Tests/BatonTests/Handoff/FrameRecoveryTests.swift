@@ -208,6 +208,15 @@ struct FrameRecoveryTests {
     }
   }
 
+  /// A send on a channel that was closed (by us, or the peer ended it) says
+  /// so; only the frame layer giving up is the peer breaking the protocol.
+  @Test func aSendAfterCloseSaysClosedNotBroken() async throws {
+    let (mine, _) = InMemoryMessageChannel.pair()
+    let frames = FrameChannel(mine, sendKey: Self.ab, receiveKey: Self.ba, peerLabel: "p")
+    await frames.close()
+    await #expect(throws: HandoffError.channelClosed(peer: "p")) { try await frames.send([1]) }
+  }
+
   /// 400 messages each way over a wire that loses 10 % and damages 10 % of
   /// frames both ways (acknowledgements and requests too): every message
   /// arrives once, in order.
