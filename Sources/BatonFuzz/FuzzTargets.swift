@@ -132,7 +132,7 @@ enum FuzzTargets {
     if input.count >= 8 { _ = BeaconContent(plaintext: Array(input.prefix(8))) }
   }
 
-  static let me = PeerIdentity(device: DeviceID(rawValue: 42), name: "fuzz")
+  static let me = LocalIdentity(key: DeviceKey(seed: [UInt8](repeating: 42, count: 32))!, name: "fuzz")
   static let hello = SecureChannel.makeHello(challenge: [UInt8](repeating: 1, count: 32))
   static let challengeResponse = SecureChannel.makeChallengeResponse(
     hello: hello, challenge: [UInt8](repeating: 2, count: 32),

@@ -29,7 +29,7 @@ import FoundationEssentials
 /// - `baton status`: `status()`.
 public actor HandoffEngine {
   let keys: HandoffKeys
-  let me: PeerIdentity
+  let me: LocalIdentity
   let store: any HandoffStateStore
   let folders: [String: any NoteFolderAccess]
   let policy: HandoffPolicy
@@ -100,7 +100,7 @@ public actor HandoffEngine {
   ) {
     keys = HandoffKeys(groupKey: key)
     let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
-    me = PeerIdentity(device: store.deviceID, name: name)
+    me = LocalIdentity(key: store.deviceKey, name: name)
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]
     for f in folders {

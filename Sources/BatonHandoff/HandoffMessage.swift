@@ -185,8 +185,9 @@ public enum HandoffLimits {
   public static let noteMetadataSlack = 64 << 10
   /// Any other message.
   public static let maxControlBytes = 64 << 10
-  /// The smallest `maximumMessageSize` a channel must offer.
-  public static let minimumMessageSize = 200
+  /// The smallest `maximumMessageSize` a channel must offer: M2 of the
+  /// handshake with a 64-byte name is 268 bytes (PROTOCOL.md section 4).
+  public static let minimumMessageSize = 272
 
   /// `text` cut at a character boundary so that its UTF-8 fits in `toBytes` bytes.
   public static func truncated(_ text: String, toBytes max: Int) -> String {

@@ -5,8 +5,9 @@ import FoundationEssentials
 /// current activity. Handoff declares it; `BatonStore`'s `HandoffStore`
 /// (SQLite) implements it, so the protocol layer never imports the store.
 public protocol HandoffStateStore: Sendable {
-  /// This agent's device id (new whenever the state is new).
-  var deviceID: DeviceID { get }
+  /// This agent's device key pair (new whenever the state is new); the
+  /// device id is derived from it.
+  var deviceKey: DeviceKey { get }
   /// Set when damaged state was moved aside: what happened, for the log.
   var recovery: String? { get }
 
@@ -57,6 +58,9 @@ public struct HandoffStoreBatch: Sendable {
 }
 
 extension HandoffStateStore {
+  /// This agent's device id, derived from its device key.
+  public var deviceID: DeviceID { deviceKey.deviceID }
+
   /// One call per operation (a store without transactions of its own).
   public func commit(_ batch: HandoffStoreBatch) throws {
     for operation in batch.operations {

@@ -1,13 +1,28 @@
 import BatonSystem
 import Synchronization
 
-/// Who a handshake proved the peer to be.
+/// Who a handshake proved the peer to be: its device key (the device id is
+/// derived from it) and the name it claims.
 package struct PeerIdentity: Sendable, Equatable {
-  var device: DeviceID
+  var key: DevicePublicKey
   var name: String
+  var device: DeviceID { key.deviceID }
 
-  package init(device: DeviceID, name: String) {
-    self.device = device
+  package init(key: DevicePublicKey, name: String) {
+    self.key = key
+    self.name = name
+  }
+}
+
+/// This agent as a handshake shows it: its device key pair and its name.
+package struct LocalIdentity: Sendable {
+  let key: DeviceKey
+  let name: String
+  var peer: PeerIdentity { PeerIdentity(key: key.publicKey, name: name) }
+  var device: DeviceID { key.deviceID }
+
+  package init(key: DeviceKey, name: String) {
+    self.key = key
     self.name = name
   }
 }
@@ -37,15 +52,18 @@ package struct SecureChannel: Sendable {
   /// The handshake version (M1 and M2 byte 1). Version 2 added the ephemeral
   /// X25519 key agreement; version 5 keyed the summary fingerprints, so
   /// summaries of versions 4 and 5 never match; version 6 numbers frames so
-  /// that a lost or damaged one is sent again; the beacon's own format version stays
+  /// that a lost or damaged one is sent again; version 7 authenticates each side
+  /// by its device key (`DeviceKey`); the beacon's own format version stays
   /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  package static let handshakeVersion: UInt8 = 6
+  package static let handshakeVersion: UInt8 = 7
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03
   static let labelResponder = Array("baton-auth-R".utf8)
   static let labelInitiator = Array("baton-auth-I".utf8)
-  static let labelSession = Array("baton-session-2".utf8)
+  static let labelSession = Array("baton-session-3".utf8)
+  static let signatureResponder = Array("baton-device-R".utf8)
+  static let signatureInitiator = Array("baton-device-I".utf8)
   /// Byte sizes: M1; the headers (everything before the sealed identity) of M2 and M3;
   /// where each ephemeral public key sits in its message.
   static let helloBytes = 34
@@ -58,7 +76,7 @@ package struct SecureChannel: Sendable {
   /// (after closing the channel) when the peer does not prove the group key, and
   /// `peerProtocolVersion` or `peerRefusedHello` when it speaks another version.
   static func handshake(
-    over channel: any MessageChannel, initiator: Bool, keys: HandoffKeys, me: PeerIdentity,
+    over channel: any MessageChannel, initiator: Bool, keys: HandoffKeys, me: LocalIdentity,
     peerLabel: String, timeout: Duration, maxNoteSize: Int
   ) async throws -> SecureChannel {
     guard channel.maximumMessageSize >= HandoffLimits.minimumMessageSize else {
@@ -99,8 +117,12 @@ package struct SecureChannel: Sendable {
         await channel.close()
         throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m2[1])
       }
-      guard let id = openChallengeResponse(m2, hello: m1, keys: keys) else {
-        throw await fail("its challenge response does not verify")
+      let id: PeerIdentity
+      switch openChallengeResponse(m2, hello: m1, keys: keys) {
+      case .identity(let opened): id = opened
+      case .sealBroken: throw await fail("its challenge response does not verify")
+      case .signatureBroken:
+        throw await fail(Self.signatureFailure, keyMayDiffer: false)
       }
       // Refused before M3 goes out (PROTOCOL.md section 4): M3 would prove
       // our identity to whoever reflected our own.
@@ -141,8 +163,12 @@ package struct SecureChannel: Sendable {
         nonce: HandoffCrypto.random(24), me: me, keys: keys)
       try await channel.send(m2)
       m3 = try await next()
-      guard let id = openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) else {
-        throw await fail("its response does not verify")
+      let id: PeerIdentity
+      switch openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) {
+      case .identity(let opened): id = opened
+      case .sealBroken: throw await fail("its response does not verify")
+      case .signatureBroken:
+        throw await fail(Self.signatureFailure, keyMayDiffer: false)
       }
       guard
         let dh = HandoffCrypto.x25519(
@@ -178,47 +204,52 @@ package struct SecureChannel: Sendable {
   }
 
   /// M2: `0x02, version, challenge[32], ephemeral[32], nonce[24], seal(identity)` with AD
-  /// `"baton-auth-R" || M1 || the first 90 bytes of M2`.
+  /// `"baton-auth-R" || M1 || the first 90 bytes of M2`; the identity's
+  /// signature is over `"baton-device-R" || M1 || those 90 bytes || key || name`.
   package static func makeChallengeResponse(
-    hello m1: [UInt8], challenge: [UInt8], ephemeral: [UInt8], nonce: [UInt8], me: PeerIdentity,
+    hello m1: [UInt8], challenge: [UInt8], ephemeral: [UInt8], nonce: [UInt8], me: LocalIdentity,
     keys: HandoffKeys
   ) -> [UInt8] {
     let head = [challengeResponse, handshakeVersion] + challenge + ephemeral + nonce
     return head
       + HandoffCrypto.seal(
-        identityBytes(me), ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+        signedIdentity(me, label: signatureResponder, transcript: m1 + head),
+        ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
   }
 
   package static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys)
-    -> PeerIdentity?
+    -> IdentityOpening
   {
     openIdentity(
       m2, headerBytes: challengeResponseHeaderBytes, type: challengeResponse,
-      ad: labelResponder + m1, key: keys.auth)
+      sealLabel: labelResponder, signatureLabel: signatureResponder, transcript: m1,
+      key: keys.auth)
   }
 
   /// M3: `0x03, ephemeral[32], nonce[24], seal(identity)` with AD
-  /// `"baton-auth-I" || M1 || M2 || the first 57 bytes of M3`.
+  /// `"baton-auth-I" || M1 || M2 || the first 57 bytes of M3`; the identity's
+  /// signature is over `"baton-device-I" || M1 || M2 || those 57 bytes || key || name`.
   package static func makeResponse(
     hello m1: [UInt8], challengeResponse m2: [UInt8], ephemeral: [UInt8], nonce: [UInt8],
-    me: PeerIdentity, keys: HandoffKeys
+    me: LocalIdentity, keys: HandoffKeys
   ) -> [UInt8] {
     let head = [response] + ephemeral + nonce
     return head
       + HandoffCrypto.seal(
-        identityBytes(me), ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
+        signedIdentity(me, label: signatureInitiator, transcript: m1 + m2 + head),
+        ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
   }
 
   package static func openResponse(
     _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], keys: HandoffKeys
-  ) -> PeerIdentity? {
+  ) -> IdentityOpening {
     openIdentity(
-      m3, headerBytes: responseHeaderBytes, type: response, ad: labelInitiator + m1 + m2,
-      key: keys.auth)
+      m3, headerBytes: responseHeaderBytes, type: response, sealLabel: labelInitiator,
+      signatureLabel: signatureInitiator, transcript: m1 + m2, key: keys.auth)
   }
 
   /// The two session keys: BLAKE2b-512 keyed with the payload key over
-  /// `"baton-session-2" || M1 || M2 || M3 || u64 initiator || u64 responder || shared`,
+  /// `"baton-session-3" || M1 || M2 || M3 || u64 initiator || u64 responder || shared`,
   /// where `shared` is the X25519 secret of the two ephemeral keys; the first
   /// 32 bytes key initiator-to-responder frames, the last 32 the reverse. Both
   /// the group key and the ephemeral secrets are needed to make them.
@@ -237,33 +268,72 @@ package struct SecureChannel: Sendable {
     return (Array(okm[0..<32]), Array(okm[32..<64]))
   }
 
-  /// `u64 device, string name`.
+  /// `key[32] || string name`: who the identity says it is.
   static func identityBytes(_ id: PeerIdentity) -> [UInt8] {
     var w = ByteWriter()
-    w.u64(id.device.rawValue)
+    w.raw(id.key.bytes)
     w.string(id.name, max: HandoffLimits.maxNameBytes)
     return w.bytes
   }
 
-  /// Opens M2 (header: type, version, challenge, ephemeral, nonce) or M3 (header:
-  /// type, ephemeral, nonce);
-  /// the AD is `ad` followed by the message's own header.
-  static func openIdentity(_ m: [UInt8], headerBytes: Int, type: UInt8, ad: [UInt8], key: [UInt8])
-    -> PeerIdentity?
+  /// The sealed identity: `key[32] || string name || signature[64]`, the
+  /// signature by the device key over `label || transcript || key || name`.
+  static func signedIdentity(_ me: LocalIdentity, label: [UInt8], transcript: [UInt8])
+    -> [UInt8]
   {
-    guard m.count > headerBytes + HandoffCrypto.aeadTagBytes, m[0] == type else { return nil }
-    if type == challengeResponse, m[1] != handshakeVersion { return nil }
+    let identity = identityBytes(me.peer)
+    return identity + me.key.sign(label + transcript + identity)
+  }
+
+  /// What opening a sealed identity found.
+  package enum IdentityOpening: Equatable {
+    case identity(PeerIdentity)
+    /// The seal does not open, or what it holds is malformed: damage, or
+    /// another group key.
+    case sealBroken
+    /// The seal opens (the sender holds the group key) but the device key's
+    /// signature does not verify: a key holder tampering with the handshake.
+    case signatureBroken
+
+    package var peer: PeerIdentity? {
+      if case .identity(let peer) = self { return peer }
+      return nil
+    }
+  }
+
+  static let signatureFailure =
+    "its device key's signature does not verify, though it holds the group key (a key holder"
+    + " altering the handshake, or a broken agent); closed"
+
+  /// Opens M2 (header: type, version, challenge, ephemeral, nonce) or M3 (header:
+  /// type, ephemeral, nonce): the seal's AD is `sealLabel || transcript` followed by
+  /// the message's own header, the signature is over `signatureLabel || transcript ||
+  /// header || key || name`.
+  static func openIdentity(
+    _ m: [UInt8], headerBytes: Int, type: UInt8, sealLabel: [UInt8], signatureLabel: [UInt8],
+    transcript: [UInt8], key: [UInt8]
+  ) -> IdentityOpening {
+    guard m.count > headerBytes + HandoffCrypto.aeadTagBytes, m[0] == type else {
+      return .sealBroken
+    }
+    if type == challengeResponse, m[1] != handshakeVersion { return .sealBroken }
     let head = Array(m[0..<headerBytes])
     let nonce = Array(m[(headerBytes - 24)..<headerBytes])
     guard
       let plain = HandoffCrypto.open(
-        Array(m[headerBytes...]), ad: ad + head, nonce: nonce, key: key)
-    else { return nil }
+        Array(m[headerBytes...]), ad: sealLabel + transcript + head, nonce: nonce, key: key)
+    else { return .sealBroken }
     var r = WireReader(plain)
-    guard let device = try? r.u64(), let name = try? r.string(max: HandoffLimits.maxNameBytes),
-      r.isAtEnd, device != 0
-    else { return nil }
-    return PeerIdentity(device: DeviceID(rawValue: device), name: name)
+    guard let keyBytes = try? r.raw(DevicePublicKey.byteCount),
+      let name = try? r.string(max: HandoffLimits.maxNameBytes),
+      let signature = try? r.raw(DevicePublicKey.signatureBytes), r.isAtEnd,
+      let peerKey = DevicePublicKey(bytes: keyBytes)
+    else { return .sealBroken }
+    let identity = Array(plain[0..<(plain.count - DevicePublicKey.signatureBytes)])
+    guard peerKey.verifies(signature, of: signatureLabel + transcript + head + identity) else {
+      return .signatureBroken
+    }
+    return .identity(PeerIdentity(key: peerKey, name: name))
   }
 
   // MARK: Frames

@@ -1,19 +1,11 @@
 import BatonSystem
 
-/// An agent's identity in version vectors: 64 random bits chosen when its state
-/// database is created (and chosen again when a damaged database is rebuilt).
+/// An agent's identity in version vectors: 64 bits derived from its device key
+/// (`DevicePublicKey.deviceID`), which is made with its state database (and
+/// made again when a damaged database is rebuilt).
 public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible {
   public let rawValue: UInt64
   public init(rawValue: UInt64) { self.rawValue = rawValue }
-
-  /// A new random id (libsodium `randombytes_buf`); never zero.
-  public static func random() -> DeviceID {
-    while true {
-      let bytes = HandoffCrypto.random(8)
-      let value = bytes.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-      if value != 0 { return DeviceID(rawValue: value) }
-    }
-  }
 
   public static func < (a: DeviceID, b: DeviceID) -> Bool { a.rawValue < b.rawValue }
   /// 16 lower-case hex digits.

@@ -8,31 +8,35 @@ import Synchronization
   import Glibc
 #endif
 
-/// The handoff state in SQLite (WAL): this device's id, the index with version
-/// vectors, peers, counters, recent failures and the current activity.
+/// The handoff state in SQLite (WAL): this device's key pair (whose public
+/// key gives the device id), the index with version vectors, peers, counters,
+/// recent failures and the current activity.
 ///
 /// Opening a damaged file moves it aside (`handoff.db.damaged-<time>`, with its
-/// `-wal`/`-shm`), starts a new database with a new device id, and says so in
+/// `-wal`/`-shm`), starts a new database with a new device key, and says so in
 /// `recovery`; the engine then rebuilds the index from the folders.
 ///
-/// The device id is bound to the machine: the database records a digest of
+/// The device key is bound to the machine: the database records a digest of
 /// the machine id (`/etc/machine-id`) it was made on. Opened on another
 /// machine (a state folder copied, restored from a backup elsewhere, or the
-/// machine id changed), it takes a new device id and says so in
-/// `deviceChange`: two agents with one device id would resolve concurrent
-/// edits by silently overwriting one. The index and its history stay.
+/// machine id changed), it takes a new device key, so a new device id, and
+/// says so in `deviceChange`: two agents with one device id would resolve
+/// concurrent edits by silently overwriting one. The index and its history
+/// stay. A database of protocol 6 or before (a random device id, no key)
+/// gets its first key the same way, and says so in `deviceChange`.
 public final class HandoffStore: HandoffStateStore, Sendable {
   public static let fileName = "handoff.db"
   /// Where the machine id is read, first found first.
   static let machineIDFiles = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
   private let db: Mutex<SQLiteDatabase>
-  /// This agent's device id (new whenever the database is new, or opened on
-  /// another machine).
-  public let deviceID: DeviceID
+  /// This agent's device key pair (new whenever the database is new, or
+  /// opened on another machine); the device id is derived from it.
+  public let deviceKey: DeviceKey
   /// Set when a damaged database was moved aside: what happened, for the log.
   public let recovery: String?
-  /// Set when the database was made on another machine and the device id
-  /// was renewed: what happened, for the log.
+  /// Set when the device key was made anew for a database that had one (on
+  /// another machine) or had none (protocol 6 and before): what happened,
+  /// for the log.
   public let deviceChange: String?
   public let path: String
 
@@ -57,7 +61,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   {
     self.path = path
     var recovery: String?
-    var opened: (SQLiteDatabase, DeviceID)
+    var opened: (SQLiteDatabase, DeviceKey, String?)
     do {
       opened = try HandoffStore.openChecked(path)
     } catch let error where error.isDamage {
@@ -72,9 +76,10 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     }
     self.recovery = recovery
     var device = opened.1
-    deviceChange = try HandoffStore.bindToMachine(
+    let rebound = try HandoffStore.bindToMachine(
       opened.0, path: path, machineID: machineID, device: &device)
-    deviceID = device
+    deviceChange = rebound ?? opened.2
+    deviceKey = device
     db = Mutex(opened.0)
   }
 
@@ -91,9 +96,9 @@ public final class HandoffStore: HandoffStateStore, Sendable {
 
   /// Records the machine a database belongs to (a digest, not the id itself:
   /// machine-id(5) asks applications not to store or show it); on another
-  /// machine, takes a new device id. Returns what happened when it did.
+  /// machine, takes a new device key. Returns what happened when it did.
   private static func bindToMachine(
-    _ db: SQLiteDatabase, path: String, machineID: String?, device: inout DeviceID
+    _ db: SQLiteDatabase, path: String, machineID: String?, device: inout DeviceKey
   ) throws(SQLiteError) -> String? {
     guard let machineID else { return nil }
     let digest = ContentHash(of: Array("baton device binding\u{0}\(machineID)".utf8)).hex
@@ -102,23 +107,33 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     if recorded == digest { return nil }
     var change: String?
     if recorded != nil {
-      let old = device
-      device = DeviceID.random()
-      try db.query(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES ('device', ?)",
-        [.integer(Int64(bitPattern: device.rawValue))])
+      let old = device.deviceID
+      device = DeviceKey.generate()
+      try store(device, in: db)
       change =
         "state database \(path) was made on another machine (its machine id differs:"
-        + " a copied or restored state folder, or /etc/machine-id changed); this agent is now"
-        + " device \(device), no longer \(old), so that its edits and those of the agent the"
-        + " folder came from are told apart"
+        + " a copied or restored state folder, or /etc/machine-id changed); this agent has a"
+        + " new device key and is now device \(device.deviceID), no longer \(old), so that its"
+        + " edits and those of the agent the folder came from are told apart"
     }
     try db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('machine', ?)", [.text(digest)])
     return change
   }
 
-  private static func openChecked(_ path: String) throws(SQLiteError) -> (SQLiteDatabase, DeviceID)
-  {
+  /// Stores a device key: its seed, and the id derived from it for reference.
+  private static func store(_ key: DeviceKey, in db: SQLiteDatabase) throws(SQLiteError) {
+    try db.query(
+      "INSERT OR REPLACE INTO meta (key, value) VALUES ('device_key', ?)", [.blob(key.seed)])
+    try db.query(
+      "INSERT OR REPLACE INTO meta (key, value) VALUES ('device', ?)",
+      [.integer(Int64(bitPattern: key.deviceID.rawValue))])
+  }
+
+  /// The database, its device key, and what happened if the key is new in an
+  /// existing database (one of protocol 6 or before).
+  private static func openChecked(_ path: String) throws(SQLiteError) -> (
+    SQLiteDatabase, DeviceKey, String?
+  ) {
     restrictAccess(path)
     let db = try SQLiteDatabase(path: path)
     try db.execute("PRAGMA journal_mode=WAL")
@@ -152,16 +167,20 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, activity_type TEXT NOT NULL,
         peer TEXT NOT NULL, reason TEXT NOT NULL);
       """)
-    let rows = try db.query("SELECT value FROM meta WHERE key = 'device'")
-    if let value = rows.first?.first?.integer, value != 0 {
-      return (db, DeviceID(rawValue: UInt64(bitPattern: value)))
+    let keys = try db.query("SELECT value FROM meta WHERE key = 'device_key'")
+    if let seed = keys.first?.first?.blob, let key = DeviceKey(seed: seed) {
+      return (db, key, nil)
     }
-    let device = DeviceID.random()
-    try db.query(
-      "INSERT OR REPLACE INTO meta (key, value) VALUES ('device', ?)",
-      [.integer(Int64(bitPattern: device.rawValue))])
+    let rows = try db.query("SELECT value FROM meta WHERE key = 'device'")
+    let old = rows.first?.first?.integer.map { DeviceID(rawValue: UInt64(bitPattern: $0)) }
+    let key = DeviceKey.generate()
+    try store(key, in: db)
     try db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', 1)")
-    return (db, device)
+    let change = old.map {
+      "state database \(path) is of protocol 6 or before: this agent now has a device key,"
+        + " and its device id, derived from the key, is \(key.deviceID), no longer \($0)"
+    }
+    return (db, key, change)
   }
 
   /// The database names peers and notes: only its owner may read it. A new

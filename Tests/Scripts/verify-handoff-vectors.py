@@ -15,6 +15,7 @@ import sys
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives import serialization
 
@@ -106,22 +107,37 @@ def main():
     got["beacon_nonce"] = nonce
     got["beacon"] = header + nonce + ct + tag
 
-    # Handshake
-    alice, bob = 0x0102030405060708, 0x1112131415161718
-    ident = lambda d, n: struct.pack("<Q", d) + string(n)
+    # Device keys (section 2): Ed25519 from the seeds a1*32 and b0*32; the
+    # device id is the first 8 bytes (little-endian) of BLAKE2b-128 over
+    # "baton-device-id" || public key.
     raw = serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    dev_a = Ed25519PrivateKey.from_private_bytes(b"\xa1" * 32)
+    dev_b = Ed25519PrivateKey.from_private_bytes(b"\xb0" * 32)
+    pk_a, pk_b = dev_a.public_key().public_bytes(*raw), dev_b.public_key().public_bytes(*raw)
+    device_id = lambda pk: struct.unpack("<Q", hashlib.blake2b(b"baton-device-id" + pk, digest_size=16).digest()[:8])[0]
+    alice, bob = device_id(pk_a), device_id(pk_b)
+    got["device_key_alice"], got["device_key_bob"] = pk_a, pk_b
+    got["device_id_alice"], got["device_id_bob"] = struct.pack("<Q", alice), struct.pack("<Q", bob)
+
+    # Handshake (section 4): identity = key || string name || signature over
+    # label || transcript || header || key || name.
+    ident = lambda pk, n: pk + string(n)
     sk_i = X25519PrivateKey.from_private_bytes(b"\x55" * 32)
     sk_r = X25519PrivateKey.from_private_bytes(b"\x66" * 32)
     e_i, e_r = sk_i.public_key().public_bytes(*raw), sk_r.public_key().public_bytes(*raw)
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 6]) + b"\x11" * 32
-    head2 = bytes([2, 6]) + b"\x22" * 32 + e_r + b"\x33" * 24
-    m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, ident(bob, "bob"), b"baton-auth-R" + m1 + head2)
+    m1 = bytes([1, 7]) + b"\x11" * 32
+    head2 = bytes([2, 7]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    id_r = ident(pk_b, "bob")
+    id_r += dev_b.sign(b"baton-device-R" + m1 + head2 + id_r)
+    m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, id_r, b"baton-auth-R" + m1 + head2)
     head3 = bytes([3]) + e_i + b"\x44" * 24
-    m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, ident(alice, "alice"), b"baton-auth-I" + m1 + m2 + head3)
-    okm = hashlib.blake2b(b"baton-session-2" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob) + shared,
+    id_i = ident(pk_a, "alice")
+    id_i += dev_a.sign(b"baton-device-I" + m1 + m2 + head3 + id_i)
+    m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, id_i, b"baton-auth-I" + m1 + m2 + head3)
+    okm = hashlib.blake2b(b"baton-session-3" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob) + shared,
                           digest_size=64, key=got["k_payload"]).digest()
     got["hs_m1"], got["hs_m2"], got["hs_m3"] = m1, m2, m3
     got["k_initiator_to_responder"], got["k_responder_to_initiator"] = okm[:32], okm[32:]

@@ -22,7 +22,7 @@ private final class StallingStore: HandoffStateStore, @unchecked Sendable {
   /// The names of the threads blocked in `save` now.
   var blockedThreads: [String] { lock.withLock { blocked } }
 
-  var deviceID: DeviceID { inner.deviceID }
+  var deviceKey: DeviceKey { inner.deviceKey }
   var recovery: String? { inner.recovery }
   func notes() throws -> [StoredNote] { try inner.notes() }
   func save(_ note: StoredNote) throws {

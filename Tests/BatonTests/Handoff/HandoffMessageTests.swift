@@ -112,9 +112,10 @@ import Testing
     let cut = HandoffLimits.truncated(name, toBytes: 64)
     #expect(cut.utf8.count == 64 && cut == String(repeating: "é", count: 32))
     #expect(HandoffLimits.truncated("short", toBytes: 64) == "short")
-    let me = PeerIdentity(device: DeviceID(rawValue: 1), name: String(repeating: "ü€", count: 30))
+    let me = PeerIdentity(
+      key: DeviceKey.generate().publicKey, name: String(repeating: "ü€", count: 30))
     var r = WireReader(SecureChannel.identityBytes(me))
-    _ = try? r.u64()
+    _ = try? r.raw(DevicePublicKey.byteCount)
     #expect((try? r.string(max: HandoffLimits.maxNameBytes)) != nil)
   }
 

@@ -17,11 +17,11 @@ struct HostilePeer {
   var receiveCounter: UInt64 = 0
 
   /// The initiator's side of the handshake; false if the victim refused it.
-  mutating func handshake(keys: HandoffKeys, me: PeerIdentity) async throws -> Bool {
+  mutating func handshake(keys: HandoffKeys, me: LocalIdentity) async throws -> Bool {
     let m1 = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
     try await channel.send(m1)
     guard let m2 = try await channel.receive(),
-      let victim = SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys)
+      let victim = SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys).peer
     else { return false }
     let secret = HandoffCrypto.random(HandoffCrypto.x25519Bytes)
     guard
@@ -165,11 +165,11 @@ struct HostileGenerator {
     let victim = try DiskAgent(
       "victim", key: key, policy: HandoffPolicy(receiveTimeout: .milliseconds(150)))
     var gen = HostileGenerator(rng: SplitMix64(seed: Self.seed))
-    let me = PeerIdentity(device: DeviceID(rawValue: 0xBAD), name: "mallory")
+    let me = LocalIdentity(key: DeviceKey.generate(), name: "mallory")
     var handshakes = 0
     for session in 0..<Self.sessions {
       let (mine, theirs) = InMemoryMessageChannel.pair(
-        maximumMessageSize: [200, 247, 512][gen.int(3)])
+        maximumMessageSize: [272, 300, 512][gen.int(3)])
       let served = Task {
         try? await victim.engine.runSession(over: theirs, initiator: false, peerAddress: "m\(session)")
       }

@@ -155,7 +155,7 @@ final class TamperingChannel: MessageChannel {
 @Suite struct ForwardSecrecyTests {
   let key = GroupKey.generate()
   var keys: HandoffKeys { HandoffKeys(groupKey: key) }
-  let bob = PeerIdentity(device: DeviceID(rawValue: 0x1112_1314_1516_1718), name: "bob")
+  let bob = LocalIdentity(key: DeviceKey(seed: [UInt8](repeating: 0xb0, count: 32))!, name: "bob")
 
   @Test func sessionBetweenTwoEnginesWorksInBothDirections() async throws {
     let a = try HandoffTestAgent("alice", key: key)
@@ -253,7 +253,7 @@ final class TamperingChannel: MessageChannel {
     let nonce = HandoffCrypto.random(24)
     let head = [0x02, 0x01] + HandoffCrypto.random(32) + nonce
     let sealed = HandoffCrypto.seal(
-      SecureChannel.identityBytes(bob), ad: SecureChannel.labelResponder + hello + head,
+      SecureChannel.identityBytes(bob.peer), ad: SecureChannel.labelResponder + hello + head,
       nonce: nonce, key: keys.auth)
     try await old.send(head + sealed)
     guard case .failure(let error) = await session else {
@@ -266,31 +266,31 @@ final class TamperingChannel: MessageChannel {
   }
 
   @Test func newerPeerIsToldToUpgradeThisAgent() {
-    let error = HandoffError.peerProtocolVersion(peer: "p", version: 7)
+    let error = HandoffError.peerProtocolVersion(peer: "p", version: 8)
     let text = "\(error)"
-    #expect(text.contains("speaks baton protocol 7") && text.contains("upgrade this agent"))
+    #expect(text.contains("speaks baton protocol 8") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 6 (frames sent again after a fault) refuses a protocol 3, 4 or
-  /// 5 hello with the version notice `02 06` and the upgrade message: their
-  /// frames are not this one's.
-  @Test(arguments: [3, 4, 5] as [UInt8])
+  /// Protocol 7 (device keys) refuses a protocol 3 to 6 hello with the
+  /// version notice `02 07` and the upgrade message: their identities are
+  /// not this one's.
+  @Test(arguments: [3, 4, 5, 6] as [UInt8])
   func olderInitiatorGetsTheUpgradeMessage(version: UInt8) async throws {
-    #expect(SecureChannel.handshakeVersion == 6)
+    #expect(SecureChannel.handshakeVersion == 7)
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, version] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 6])
+    #expect(try await old.receive() == [0x02, 7])
     guard case .failure(let error) = await session else {
       Issue.record("a protocol \(version) hello was accepted")
       return
     }
     #expect(
       "\(error)".contains(
-        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 6)"))
+        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 7)"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
@@ -346,7 +346,7 @@ final class TamperingChannel: MessageChannel {
   /// shared secret itself is an input: with the same messages, another shared
   /// secret gives other keys, so a capture and the group key are not enough.
   @Test func sessionKeysDependOnTheEphemeralKeys() throws {
-    let alice = PeerIdentity(device: DeviceID(rawValue: 0x0102_0304_0506_0708), name: "alice")
+    let alice = LocalIdentity(key: DeviceKey(seed: [UInt8](repeating: 0xa1, count: 32))!, name: "alice")
     let m1 = SecureChannel.makeHello(challenge: [UInt8](repeating: 0x11, count: 32))
     func session(_ ei: UInt8, _ er: UInt8) -> (m2: [UInt8], m3: [UInt8], ir: [UInt8], ri: [UInt8]) {
       let si = [UInt8](repeating: ei, count: 32)

@@ -65,7 +65,8 @@ import Testing
       }
     })
     let hello = try #require(try await hostile.receive())
-    let reflected = PeerIdentity(device: a.engine.deviceID, name: "alice")
+    // A copy of alice's state directory: her own device key.
+    let reflected = await a.engine.me
     try await hostile.send(
       SecureChannel.makeChallengeResponse(
         hello: hello, challenge: HandoffCrypto.random(32),

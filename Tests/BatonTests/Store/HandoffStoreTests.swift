@@ -92,6 +92,39 @@ import Testing
     #expect(!String(decoding: bytes, as: UTF8.self).contains("bbbb2222"))
   }
 
+  /// Protocol 7: a database of protocol 6 or before (a random device id, no
+  /// device key) gets a device key, and the id derived from it, with a
+  /// message; the key then stays, and the history under the old id too.
+  @Test func aDatabaseWithoutADeviceKeyGetsOneAndSaysSo() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = dir + "/" + HandoffStore.fileName
+    let old = DeviceID(rawValue: 0x1234_5678)
+    do {
+      let store = try HandoffStore(path: path, machineID: "aaaa1111")
+      try store.save(StoredNote(entry: entry("a.md", "A", old)))
+    }
+    do {
+      let db = try SQLiteDatabase(path: path)
+      try db.query("DELETE FROM meta WHERE key = 'device_key'")
+      try db.query(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('device', ?)",
+        [.integer(Int64(old.rawValue))])
+    }
+    let upgraded = try HandoffStore(path: path, machineID: "aaaa1111")
+    #expect(upgraded.deviceID != old)
+    #expect(upgraded.deviceID == upgraded.deviceKey.publicKey.deviceID)
+    let message = try #require(upgraded.deviceChange)
+    #expect(message.contains("protocol 6 or before"), "\(message)")
+    #expect(message.contains("is \(upgraded.deviceID), no longer \(old)"), "\(message)")
+    #expect(
+      try upgraded.note(activityType: "org.example.notes", path: "a.md")?.entry.version
+        == VersionVector([old: 3]))
+    let again = try HandoffStore(path: path, machineID: "aaaa1111")
+    #expect(again.deviceKey.publicKey == upgraded.deviceKey.publicKey)
+    #expect(again.deviceChange == nil)
+  }
+
   /// A database from before the binding adopts the machine it is opened on,
   /// keeping its id; with no machine id to read, nothing is bound.
   @Test func anUnboundDatabaseAdoptsTheMachineAndKeepsItsID() throws {
