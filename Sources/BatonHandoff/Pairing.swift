@@ -140,7 +140,7 @@ public enum Pairing {
     }
     if expiry.passed.withLock({ $0 }) {
       await channel.close()
-      throw .timeout(step: step, seconds: Int(timeout.components.seconds), role)
+      throw .timeout(step: step, after: timeout, role)
     }
     guard let message else {
       await channel.close()

@@ -37,7 +37,7 @@ public enum PairingError: Error, CustomStringConvertible, Equatable, Sendable {
   /// The channel closed before `step` arrived.
   case interrupted(step: String, PairingRole)
   /// Nothing arrived for `step` within the deadline.
-  case timeout(step: String, seconds: Int, PairingRole)
+  case timeout(step: String, after: Duration, PairingRole)
   /// The channel's messages are too small for a pairing.
   case channelTooSmall(Int)
   /// Sending failed.
@@ -85,8 +85,8 @@ public enum PairingError: Error, CustomStringConvertible, Equatable, Sendable {
     case .interrupted(let step, let role):
       "the pairing was interrupted before \(step) (the connection closed); nothing was"
         + " enrolled; \(Self.again(role))"
-    case .timeout(let step, let seconds, let role):
-      "the other machine sent no \(step) within \(seconds) s; nothing was enrolled;"
+    case .timeout(let step, let after, let role):
+      "the other machine sent no \(step) within \(after); nothing was enrolled;"
         + " \(Self.again(role))"
     case .channelTooSmall(let size):
       "the connection carries messages of \(size) bytes, a pairing needs"

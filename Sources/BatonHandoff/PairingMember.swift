@@ -104,7 +104,7 @@ public struct PairingMember {
     }
     newcomer = p1.identity
     let ad = PairingMessage.associatedData(me)
-    let isk: [UInt8]
+    var isk: [UInt8]
     let share: [UInt8]
     do {
       let cpace =
@@ -123,6 +123,7 @@ public struct PairingMember {
       return .fail(.share(error))
     }
     let keys = PairingMessage.Keys(isk: isk)
+    HandoffCrypto.wipe(&isk)
     let head = PairingMessage.makeReplyHead(share: share, ad: ad)
     let p2 = head + PairingMessage.memberTag(keys, p1: m, p2Head: head)
     state = .awaitingConfirm(keys: keys, p1: m, p2: p2)
@@ -140,6 +141,10 @@ public struct PairingMember {
     guard enrolment.count <= PairingMessage.maxEnrolmentBytes else {
       state = .done
       return .fail(.enrolmentTooLarge(enrolment.count))
+    }
+    guard messageSize >= PairingMessage.minimumMessageSize else {
+      state = .done
+      return .fail(.channelTooSmall(messageSize))
     }
     state = .awaitingAcknowledgement(keys: keys, enrolment: enrolment)
     return .send(

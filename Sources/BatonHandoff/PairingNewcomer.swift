@@ -117,11 +117,12 @@ public struct PairingNewcomer {
       return .fail(
         .malformed(step: "P2", reason: "it shows this device's own key (a reflection)", .newcomer))
     }
-    let isk: [UInt8]
+    var isk: [UInt8]
     do { isk = try cpace.finish(peerShare: p2.share, peerAssociatedData: p2.ad) } catch {
       return .fail(.share(error))
     }
     let keys = PairingMessage.Keys(isk: isk)
+    HandoffCrypto.wipe(&isk)
     guard
       HandoffCrypto.constantTimeEqual(
         p2.tag, PairingMessage.memberTag(keys, p1: hello, p2Head: p2.head))

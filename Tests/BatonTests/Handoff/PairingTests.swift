@@ -212,7 +212,38 @@ import Testing
       try await Pairing.run(
         over: b, newcomer: Self.code, me: Self.carol, timeout: .milliseconds(50))
     }
-    #expect(result.pairingFailure == .timeout(step: "P2", seconds: 0, .newcomer))
+    #expect(result.pairingFailure == .timeout(step: "P2", after: .milliseconds(50), .newcomer))
+    #expect("\(result.pairingFailure!)".contains("sent no P2 within 0.05 seconds"))
+  }
+
+  @Test func anEnrolmentTooLargeOrForMessagesTooSmallIsRefused() throws {
+    func confirmed() throws -> PairingMember {
+      var newcomer = try PairingNewcomer(code: Self.code, me: Self.carol)
+      var member = PairingMember(code: Self.code, me: Self.alice)
+      guard case .send(let p2) = member.receive(newcomer.hello),
+        case .send(let p3) = newcomer.receive(p2[0]),
+        case .enrol = member.receive(p3[0])
+      else { throw PairingError.codeSpent }
+      return member
+    }
+    var large = try confirmed()
+    let size = PairingMessage.maxEnrolmentBytes + 1
+    #expect(
+      large.enrol([UInt8](repeating: 0, count: size), messageSize: 512)
+        == .failed(.enrolmentTooLarge(size), send: [PairingMessage.makeAbort(.refused)]))
+    var small = try confirmed()
+    #expect(small.enrol([1], messageSize: 199) == .failed(.channelTooSmall(199), send: []))
+    // The largest enrolment goes out in parts that each fit.
+    var largest = try confirmed()
+    guard
+      case .send(let parts) = largest.enrol(
+        [UInt8](repeating: 3, count: PairingMessage.maxEnrolmentBytes), messageSize: 200)
+    else {
+      Issue.record("the largest enrolment was refused")
+      return
+    }
+    #expect(parts.allSatisfy { $0.count <= 200 })
+    #expect(parts.count == (PairingMessage.maxEnrolmentBytes + 178) / 179)
   }
 
   @Test func aChannelTooSmallIsRefused() async throws {
