@@ -15,7 +15,7 @@ enum FuzzTargets {
 
   static let all: [FuzzTarget] = [
     h4, hciEvent, acl, l2capSignal, advertisingReports, beacon, handshake, frame, handoffMessage,
-    linkMessage, versionVector, keyFile, configuration, noteNames, dbusProperties,
+    linkMessage, versionVector, keyFile, configuration, noteNames, dbusProperties, pairing,
   ]
 
   // MARK: HCI and L2CAP

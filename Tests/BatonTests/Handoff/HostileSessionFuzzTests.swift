@@ -248,7 +248,7 @@ struct HostileGenerator {
       Set(DecoderFuzzer.targets.map(\.name)) == [
         "h4", "hci-event", "acl", "l2cap-signal", "advertising-report", "beacon", "handshake",
         "frame", "handoff-message", "link-message", "version-vector", "key-file", "config",
-        "note-names", "dbus-properties",
+        "note-names", "dbus-properties", "pairing",
       ])
   }
 }
