@@ -85,7 +85,10 @@ public struct PairingNewcomer {
       }
       bytes = bytes &+ part.part.count
       guard bytes <= PairingMessage.maxEnrolmentBytes else {
-        return .fail(.enrolmentTooLarge(bytes))
+        return .fail(
+          .malformed(
+            step: "P4",
+            reason: "the enrolment passes \(PairingMessage.maxEnrolmentBytes) bytes", .newcomer))
       }
       parts.append(part.part)
       guard parts.count == Int(part.count) else {

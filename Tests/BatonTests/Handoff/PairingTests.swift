@@ -424,6 +424,35 @@ import Testing
     #expect(reason.contains("part 0 was next"))
   }
 
+  /// A hostile member (one that knows the code) sends more than 256 KiB.
+  @Test func theNewcomerRefusesAnEnrolmentOverItsLimit() throws {
+    let sid = [UInt8](repeating: 9, count: 16)
+    let ya = CPaceTests.bytes("cpace_ya")
+    let yb = CPaceTests.bytes("cpace_yb")
+    var newcomer = try PairingNewcomer(code: Self.code, me: Self.carol, sid: sid, scalar: ya)
+    var member = PairingMember(code: Self.code, me: Self.alice, scalar: yb)
+    guard case .send(let p2) = member.receive(newcomer.hello),
+      case .send = newcomer.receive(p2[0])
+    else { throw PairingError.codeSpent }
+    let cpace = try CPace(
+      role: .responder, password: Self.code.password, sid: sid,
+      channel: PairingMessage.channel(slot: Self.code.slot),
+      associatedData: PairingMessage.associatedData(Self.alice), scalar: yb)
+    let isk = try cpace.finish(
+      peerShare: Array(newcomer.hello[19..<51]),
+      peerAssociatedData: PairingMessage.associatedData(Self.carol))
+    let key = PairingMessage.Keys(isk: isk).enrol
+    let piece = [UInt8](repeating: 1, count: 60_000)
+    for index in 0..<4 {
+      let part = PairingMessage.makeEnrolmentPart(piece, index: UInt16(index), count: 5, key: key)
+      #expect(newcomer.receive(part) == .send([]))
+    }
+    let last = PairingMessage.makeEnrolmentPart(piece, index: 4, count: 5, key: key)
+    #expect(
+      newcomer.receive(last)
+        == .fail(.malformed(step: "P4", reason: "the enrolment passes 262144 bytes", .newcomer)))
+  }
+
   @Test func anAbortFromTheMemberIsReported() throws {
     var newcomer = try PairingNewcomer(code: Self.code, me: Self.carol)
     #expect(newcomer.receive(PairingMessage.makeAbort(.codeInUse)) == .failed(.codeInUse, send: []))
