@@ -206,6 +206,31 @@ import Testing
     #expect(newcomer.pairingFailure == .refusedByMember)
   }
 
+  /// A hostile newcomer: a valid P1, then junk for P3. The member reports
+  /// it, spends the code and never builds an enrolment.
+  @Test func junkAfterP1SpendsTheCodeAndEnrolsNobody() async throws {
+    let enrolments = Enrolments([1])
+    let offer = PairingOffer(code: Self.code, issued: TestClock().start)
+    let (a, b) = InMemoryMessageChannel.pair()
+    async let member = Self.capture {
+      try await Pairing.run(
+        over: a, member: offer, me: Self.alice, enrol: { enrolments.enrol($0) })
+    }
+    let hostile = try PairingNewcomer(code: Self.code, me: Self.carol)
+    try await b.send(hostile.hello)
+    let p2 = try #require(try await b.receive())
+    #expect(p2.first == 0x22)
+    try await b.send([0x23, 1, 2, 3])
+    #expect(
+      await member.pairingFailure
+        == .malformed(step: "P3", reason: "4 bytes, not 33", .member))
+    // The member said why, then closed.
+    #expect(try await b.receive() == PairingMessage.makeAbort(.malformed))
+    #expect(try await b.receive() == nil)
+    #expect(enrolments.count == 0)
+    #expect(offer.current == .spent)
+  }
+
   @Test func aSilentMemberTimesOut() async throws {
     let (_, b) = InMemoryMessageChannel.pair()
     let result = await Self.capture {
