@@ -57,8 +57,19 @@ public struct PairingCode: Hashable, Sendable, CustomStringConvertible {
     public let input: String
     public let problem: String
     public var description: String {
-      "'\(input)' is not a pairing code: \(problem); expected eight digits as NN-NNN-NNN"
+      "'\(shown)' is not a pairing code: \(problem); expected eight digits as NN-NNN-NNN"
         + " (for example 07-042-913), as 'baton pair' printed it on the other machine"
+    }
+
+    /// The input as quoted: at most 40 characters, control characters
+    /// (a terminal's escape sequences) written as `\u{..}`.
+    var shown: String {
+      let cut = input.count > 40 ? String(input.prefix(40)) + "..." : input
+      return String(
+        cut.unicodeScalars.map {
+          $0.properties.generalCategory == .control
+            ? "\\u{\(String($0.value, radix: 16))}" : String($0)
+        }.joined())
     }
   }
 

@@ -537,6 +537,15 @@ import Testing
     }
   }
 
+  @Test func aLongOrControlFilledInputIsQuotedShortAndHarmless() {
+    let long = String(repeating: "-", count: 10_000) + "x"
+    #expect(throws: PairingCode.ParseError.self) { try PairingCode(parsing: long) }
+    let error = PairingCode.ParseError(input: long, problem: "p")
+    #expect("\(error)".hasPrefix("'" + String(repeating: "-", count: 40) + "...'"))
+    let escape = PairingCode.ParseError(input: "07\u{1b}[2J", problem: "p")
+    #expect("\(escape)".hasPrefix("'07\\u{1b}[2J'"))
+  }
+
   @Test func slotsAndSecretsSpreadOverTheirRanges() {
     var slots = Set<UInt8>()
     var high = false
