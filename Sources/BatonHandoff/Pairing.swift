@@ -61,7 +61,11 @@ public enum Pairing {
     over channel: any MessageChannel, newcomer code: PairingCode, me: PairingIdentity,
     timeout: Duration = defaultTimeout
   ) async throws(PairingError) -> PairingOutcome {
-    var machine = try PairingNewcomer(code: code, me: me)
+    var machine: PairingNewcomer
+    do { machine = try PairingNewcomer(code: code, me: me) } catch {
+      await channel.close()
+      throw error
+    }
     return try await run(over: channel, machine: &machine, timeout: timeout)
   }
 
