@@ -1,0 +1,587 @@
+import BatonSystem
+
+/// A group's membership as one device sees it: the set of signed records it
+/// knows (PROTOCOL.md section 13), and what follows from them: the current
+/// epoch, its members, who was removed, this device's secret for each epoch
+/// it can open, and whether someone should re-key.
+///
+/// The state is a function of the *set* of records only: inserting them in
+/// any order, or twice, gives the same state and the same `digest`. Every
+/// rule decides by epochs and digests, never by the records' wall times.
+public struct Membership: Sendable {
+  public static let maxRecords = 1024
+  public static let maxBytes = 4 * 1024 * 1024
+
+  /// One device as the records describe it.
+  public struct Member: Equatable, Sendable {
+    public let id: DeviceID
+    public let publicKey: DevicePublicKey
+    /// The name in the record that made it a member (or, failing that, any
+    /// record carrying its key).
+    public let name: String
+    /// Who signed that record (the device itself for a founding).
+    public let addedBy: DeviceID
+    /// The epoch that record names (0 for a founding).
+    public let epoch: UInt32
+    /// That record's wall time (informational only).
+    public let wallTime: UInt64
+    /// A member of the current epoch.
+    public let isMember: Bool
+    public let removedBy: DeviceID?
+    public let removedInEpoch: UInt32?
+  }
+
+  /// Where one stored record stands.
+  public enum RecordStatus: Equatable, Sendable {
+    case effective
+    /// Kept; may take effect when the records it depends on arrive.
+    case waiting(MembershipRefusal)
+    /// Kept, so that every device ends with the same set, but never in
+    /// effect (unless an earlier removal turns out not to be valid).
+    case ignored(MembershipRefusal)
+  }
+
+  public enum InsertOutcome: Equatable, Sendable {
+    case accepted
+    case alreadyKnown
+    case waiting(MembershipRefusal)
+    case refused(MembershipRefusal)
+  }
+
+  /// What an `insert` did.
+  public struct Update: Equatable, Sendable {
+    /// One per record given, in order.
+    public var outcomes: [InsertOutcome]
+    /// Devices that are members of the current epoch now and were not before.
+    public var joined: [DeviceID]
+    /// Devices that were members and are not now.
+    public var left: [DeviceID]
+    public var epochBefore: UInt32
+    public var epochAfter: UInt32
+    public var changed: Bool { !joined.isEmpty || !left.isEmpty || epochBefore != epochAfter }
+  }
+
+  struct Removal: Equatable, Sendable {
+    let by: DeviceID
+    let epoch: UInt32
+    let digest: [UInt8]
+  }
+
+  /// What the records add up to (`evaluate`).
+  struct State: Sendable {
+    var epoch: UInt32 = 0
+    var members: Set<DeviceID> = []
+    /// Devices that may hold the current epoch's secret, removed or not.
+    var holders: Set<DeviceID> = []
+    var removed: [DeviceID: Removal] = [:]
+    var winners: [UInt32: MembershipRecord] = [:]
+    var status: [[UInt8]: RecordStatus] = [:]
+    /// The record that made each device a member first (lowest epoch, then digest).
+    var joinedBy: [DeviceID: MembershipRecord] = [:]
+    var anyRekey = false
+  }
+
+  public let device: DeviceKey
+  public let groupKey: GroupKey?
+  private(set) var records: [[UInt8]: MembershipRecord] = [:]
+  private var storedBytes = 0
+  /// Public keys by device id, from every record that carried one (the id is
+  /// derived from the key, so any record is a sound source).
+  private var keys: [DeviceID: DevicePublicKey] = [:]
+  private var verifiedCache: [[UInt8]: Bool] = [:]
+  private var secretCache: [[UInt8]: [UInt8]] = [:]
+  private(set) var state = State()
+
+  /// An empty membership for `device`; `groupKey` is the key file's key (the
+  /// secret of epoch 0), nil for a device that joined by pairing.
+  public init(device: DeviceKey, groupKey: GroupKey? = nil) {
+    self.device = device
+    self.groupKey = groupKey
+    keys[device.deviceID] = device.publicKey
+  }
+
+  // MARK: - Reading the state
+
+  public var epoch: UInt32 { state.epoch }
+  public var allRecords: [MembershipRecord] {
+    records.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map(\.value)
+  }
+  public var recordCount: Int { records.count }
+
+  /// The secret of the current epoch as this device can open it: the group
+  /// key in epoch 0, else this device's entry of the epoch's rekey; nil when
+  /// this device has none (it was not listed, or it was removed).
+  public var epochSecret: [UInt8]? { secret(ofEpoch: state.epoch) }
+
+  /// The secret of `epoch`, if this device was sent it (old epochs too:
+  /// what was encrypted with them stays readable to whoever had them).
+  public func secret(ofEpoch epoch: UInt32) -> [UInt8]? {
+    if epoch == 0 { return groupKey?.bytes }
+    guard let winner = state.winners[epoch] else { return nil }
+    return secretCache[winner.digest]
+  }
+
+  public func isMember(_ key: DevicePublicKey) -> Bool {
+    let id = key.deviceID
+    guard state.members.contains(id) else { return false }
+    return keys[id].map { $0 == key } ?? true
+  }
+
+  public var memberIDs: Set<DeviceID> { state.members }
+
+  public func removal(of device: DeviceID) -> (by: DeviceID, epoch: UInt32)? {
+    state.removed[device].map { ($0.by, $0.epoch) }
+  }
+
+  /// A removed device may hold the current epoch's secret (a removal raced a
+  /// rekey, or a device of epoch 0 was removed): some member should re-key.
+  public var needsRekey: Bool {
+    state.holders.contains { state.removed[$0] != nil }
+  }
+
+  /// Whether that member is this device: the member with the lowest device
+  /// id among the current epoch's members this device knows of. Two devices
+  /// that both re-key are harmless: the lower digest wins.
+  public var shouldRekey: Bool {
+    needsRekey && state.members.min() == device.deviceID
+  }
+
+  /// Every device a record names with its key, sorted by id.
+  public var members: [Member] {
+    keys.keys.sorted().compactMap { id -> Member? in
+      guard let key = keys[id] else { return nil }
+      let info =
+        state.joinedBy[id]
+        ?? records.values.filter { $0.carriedKey?.deviceID == id }
+        .min { $0.digest.lexicographicallyPrecedes($1.digest) }
+      guard let info else { return nil }
+      let removal = state.removed[id]
+      switch info.body {
+      case .found(_, let name, let time):
+        return Member(
+          id: id, publicKey: key, name: name, addedBy: id, epoch: 0, wallTime: time,
+          isMember: state.members.contains(id), removedBy: removal?.by,
+          removedInEpoch: removal?.epoch)
+      case .add(_, let name, let sponsor, let epoch, let time):
+        return Member(
+          id: id, publicKey: key, name: name, addedBy: sponsor, epoch: epoch, wallTime: time,
+          isMember: state.members.contains(id), removedBy: removal?.by,
+          removedInEpoch: removal?.epoch)
+      case .remove, .rekey:
+        return nil
+      }
+    }
+  }
+
+  public func status(of record: MembershipRecord) -> RecordStatus? {
+    state.status[record.digest]
+  }
+
+  /// BLAKE2b-256 over the sorted digests of every record: equal on two
+  /// devices exactly when they hold the same records.
+  public var digest: [UInt8] {
+    HandoffCrypto.hash(records.keys.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 })
+  }
+
+  // MARK: - Storage and transfer
+
+  /// `u32 count || count × blob record`, sorted by record digest.
+  public var encodedRecords: [UInt8] {
+    var w = ByteWriter()
+    let sorted = allRecords
+    w.u32(UInt32(clamping: sorted.count))
+    for record in sorted { w.blob(record.encoded) }
+    return w.bytes
+  }
+
+  /// The records of `encodedRecords`, refusing more than `maxRecords`.
+  public static func decodeRecords(_ bytes: [UInt8]) throws(MembershipDecodeError)
+    -> [MembershipRecord]
+  {
+    var r = ByteReader<MembershipDecodeError>(bytes, context: "membership set")
+    let count = Int(try r.u32())
+    guard count <= maxRecords else {
+      throw MembershipDecodeError("set of \(count) records exceeds \(maxRecords)")
+    }
+    var out: [MembershipRecord] = []
+    for _ in 0..<count {
+      let length = Int(try r.u32())
+      guard length <= MembershipRecord.maxEncodedBytes else {
+        throw MembershipDecodeError(
+          "record of \(length) bytes exceeds \(MembershipRecord.maxEncodedBytes)")
+      }
+      out.append(try MembershipRecord(decoding: try r.take(length)))
+    }
+    try r.expectEnd()
+    return out
+  }
+
+  // MARK: - Inserting
+
+  /// Decodes and inserts one record from outside.
+  public mutating func insert(encoded bytes: [UInt8]) -> Update {
+    do throws(MembershipDecodeError) {
+      return insert([try MembershipRecord(decoding: bytes)])
+    } catch {
+      return Update(
+        outcomes: [.refused(.malformed(error.reason))], joined: [], left: [],
+        epochBefore: state.epoch, epochAfter: state.epoch)
+    }
+  }
+
+  public mutating func insert(_ record: MembershipRecord) -> Update { insert([record]) }
+
+  /// Inserts records (idempotent, in any order), then says what changed.
+  /// Malformed records, bad signatures and records past the bounds are
+  /// refused and not kept; every other record is kept, in effect or not.
+  public mutating func insert(_ incoming: [MembershipRecord]) -> Update {
+    let before = state
+    for record in incoming {
+      if let key = record.carriedKey { keys[key.deviceID] = key }
+    }
+    var outcomes: [InsertOutcome?] = Array(repeating: nil, count: incoming.count)
+    var fresh: [Int: [UInt8]] = [:]
+    for (index, record) in incoming.enumerated() {
+      let encoded = record.encoded
+      guard (try? MembershipRecord(decoding: encoded)) == record else {
+        let reason: String
+        do throws(MembershipDecodeError) {
+          _ = try MembershipRecord(decoding: encoded)
+          reason = "a field is over its limit"
+        } catch { reason = error.reason }
+        outcomes[index] = .refused(.malformed(reason))
+        continue
+      }
+      let digest = HandoffCrypto.hash(encoded, length: 32)
+      if records[digest] != nil {
+        outcomes[index] = .alreadyKnown
+        continue
+      }
+      guard records.count < Self.maxRecords else {
+        outcomes[index] = .refused(.full("\(Self.maxRecords) records"))
+        continue
+      }
+      guard storedBytes + encoded.count <= Self.maxBytes else {
+        outcomes[index] = .refused(.full("\(Self.maxBytes) bytes"))
+        continue
+      }
+      if case .add(let subject, _, _, let epoch, _) = record.body, epoch == state.epoch,
+        state.members.count >= MembershipRecord.maxMembers,
+        !state.members.contains(subject.deviceID)
+      {
+        // Refused, not kept: at the bound, a kept addition could push out
+        // a member whose addition has a higher digest.
+        outcomes[index] = .refused(.groupFull(epoch: epoch))
+        continue
+      }
+      if verified(record, digest: digest) == false {
+        outcomes[index] = .refused(.badSignature(signer: record.signer))
+        continue
+      }
+      records[digest] = record
+      storedBytes += encoded.count
+      fresh[index] = digest
+    }
+    pruneBadSignatures()
+    evaluate()
+    for (index, digest) in fresh {
+      switch state.status[digest] {
+      case .effective: outcomes[index] = .accepted
+      case .waiting(let why): outcomes[index] = .waiting(why)
+      case .ignored(let why): outcomes[index] = .refused(why)
+      case nil: outcomes[index] = .refused(.badSignature(signer: incoming[index].signer))
+      }
+    }
+    let joined = state.members.subtracting(before.members).sorted()
+    let left = before.members.subtracting(state.members).sorted()
+    return Update(
+      outcomes: outcomes.map { $0 ?? .alreadyKnown }, joined: joined, left: left,
+      epochBefore: before.epoch, epochAfter: state.epoch)
+  }
+
+  /// nil when no record carries the signer's key yet.
+  private mutating func verified(_ record: MembershipRecord, digest: [UInt8]) -> Bool? {
+    guard let key = keys[record.signer] else { return nil }
+    if let known = verifiedCache[digest] { return known }
+    let ok = record.verifies(with: key)
+    verifiedCache[digest] = ok
+    return ok
+  }
+
+  /// Drops kept records whose signer's key has since become known and does
+  /// not verify them, so that every device keeps the same set.
+  private mutating func pruneBadSignatures() {
+    for (digest, record) in records where verified(record, digest: digest) == false {
+      records[digest] = nil
+      storedBytes -= record.encoded.count
+    }
+  }
+
+  // MARK: - Evaluating (PROTOCOL.md section 13, "Rules")
+
+  private mutating func evaluate() {
+    var st = State()
+    var founds: [MembershipRecord] = []
+    var adds: [UInt32: [MembershipRecord]] = [:]
+    var removes: [UInt32: [MembershipRecord]] = [:]
+    var rekeys: [UInt32: [MembershipRecord]] = [:]
+    var digests: [MembershipRecord: [UInt8]] = [:]
+    for (digest, record) in records.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+      digests[record] = digest
+      guard let ok = verified(record, digest: digest) else {
+        st.status[digest] = .waiting(.signerUnknown(record.signer))
+        continue
+      }
+      guard ok else { continue }
+      switch record.body {
+      case .found: founds.append(record)
+      case .add(_, _, _, let epoch, _): adds[epoch, default: []].append(record)
+      case .remove(_, _, let epoch, _): removes[epoch, default: []].append(record)
+      case .rekey(let epoch, _, _):
+        rekeys[epoch, default: []].append(record)
+        st.anyRekey = true
+      }
+    }
+    func digest(_ r: MembershipRecord) -> [UInt8] { digests[r] ?? r.digest }
+    func subject(_ r: MembershipRecord) -> DeviceID {
+      switch r.body {
+      case .found(let key, _, _), .add(let key, _, _, _, _): key.deviceID
+      case .remove(let id, _, _, _): id
+      case .rekey(_, let signer, _): signer
+      }
+    }
+    func listed(_ r: MembershipRecord) -> [DeviceID] {
+      if case .rekey(_, _, let secrets) = r.body { return secrets.map(\.device) }
+      return []
+    }
+    /// `start` and the devices `epochAdds` bring in, transitively, skipping
+    /// sponsors and subjects in `excluded`; at most maxMembers.
+    func closure(_ start: Set<DeviceID>, _ epochAdds: [MembershipRecord], excluding: Set<DeviceID>)
+      -> (members: Set<DeviceID>, applied: [MembershipRecord])
+    {
+      var set = start.subtracting(excluding)
+      var applied: [MembershipRecord] = []
+      var done = Set<Int>()
+      var changed = true
+      while changed {
+        changed = false
+        for (index, add) in epochAdds.enumerated() where !done.contains(index) {
+          let who = subject(add)
+          guard set.contains(add.signer), !excluding.contains(add.signer),
+            !excluding.contains(who)
+          else { continue }
+          guard set.contains(who) || set.count < MembershipRecord.maxMembers else { continue }
+          set.insert(who)
+          applied.append(add)
+          done.insert(index)
+          changed = true
+        }
+      }
+      return (set, applied)
+    }
+
+    // Foundings count only while no rekey to epoch 1 exists, except those
+    // of devices that epoch's rekey lists or that signed it (the founders it
+    // moved on). So the chain is worked out twice: with every founding, then,
+    // if that gave epoch 1 a rekey, with only the foundings it names.
+    var allFounders = Set<DeviceID>()
+    for found in founds where allFounders.count < MembershipRecord.maxMembers {
+      allFounders.insert(subject(found))
+    }
+    let before = st
+    var lateFounds = Set<[UInt8]>()
+    var founders = allFounders
+    var current: UInt32 = 0
+    var appliedAdds = Set<[UInt8]>()
+    var appliedRemovals = Set<[UInt8]>()
+    for pass in 0..<2 {
+      if pass == 1 {
+        guard let first = st.winners[1] else { break }
+        let named = Set(listed(first) + [first.signer])
+        founders = allFounders.intersection(named)
+        for found in founds where !named.contains(subject(found)) {
+          lateFounds.insert(digest(found))
+        }
+        st = before
+      }
+      var base = founders
+      var currentMembers = Set<DeviceID>()
+      current = 0
+      appliedAdds = []
+      appliedRemovals = []
+      while true {
+        let removedBefore = Set(st.removed.filter { $0.value.epoch < current }.keys)
+        let epochAdds = adds[current] ?? []
+        let early = closure(base, epochAdds, excluding: removedBefore)
+        for removal in removes[current] ?? [] where early.members.contains(removal.signer) {
+          appliedRemovals.insert(digest(removal))
+          let who = subject(removal)
+          if st.removed[who] == nil {
+            st.removed[who] = Removal(by: removal.signer, epoch: current, digest: digest(removal))
+          }
+        }
+        let removedNow = Set(st.removed.filter { $0.value.epoch <= current }.keys)
+        let settled = closure(base, epochAdds, excluding: removedNow)
+        for add in settled.applied {
+          appliedAdds.insert(digest(add))
+          let who = subject(add)
+          if st.joinedBy[who] == nil { st.joinedBy[who] = add }
+        }
+        if current == 0 {
+          for found in founds where founders.contains(subject(found)) {
+            let who = subject(found)
+            if st.joinedBy[who]?.kind != .found { st.joinedBy[who] = found }
+          }
+        }
+        st.holders = base.union(early.members)
+        currentMembers = settled.members
+        let next = current &+ 1
+        let candidates =
+          current == UInt32.max
+          ? [] : (rekeys[next] ?? []).filter { settled.members.contains($0.signer) }
+        guard
+          let winner = candidates.min(by: { digest($0).lexicographicallyPrecedes(digest($1)) })
+        else { break }
+        st.winners[next] = winner
+        st.status[digest(winner)] = .effective
+        for other in candidates where other != winner {
+          st.status[digest(other)] = .ignored(.superseded(epoch: next))
+        }
+        base = Set(listed(winner))
+        current = next
+      }
+      st.epoch = current
+      st.members = currentMembers.subtracting(st.removed.keys)
+    }
+
+    for (digest, record) in records where st.status[digest] == nil {
+      guard verified(record, digest: digest) == true else { continue }
+      switch record.body {
+      case .found:
+        let who = subject(record)
+        if let removal = st.removed[who] {
+          st.status[digest] = .ignored(.readdAfterRemoval(who, by: removal.by))
+        } else if lateFounds.contains(digest) {
+          st.status[digest] = .ignored(.foundedAfterRekey(who))
+        } else {
+          st.status[digest] = .effective
+        }
+      case .add(_, _, let sponsor, let epoch, _):
+        let who = subject(record)
+        if appliedAdds.contains(digest) {
+          st.status[digest] = .effective
+        } else if let removal = st.removed[who] {
+          st.status[digest] =
+            sponsor == who
+            ? .ignored(.readdAfterRemoval(who, by: removal.by))
+            : .ignored(.subjectRemoved(who, by: removal.by))
+        } else if let removal = st.removed[sponsor] {
+          st.status[digest] = .ignored(.signerRemoved(sponsor, by: removal.by))
+        } else if epoch > current {
+          st.status[digest] = .waiting(.unknownEpoch(epoch, current: current))
+        } else if epoch == current && st.members.count >= MembershipRecord.maxMembers {
+          st.status[digest] = .ignored(.groupFull(epoch: epoch))
+        } else {
+          st.status[digest] = .waiting(.signerNotMember(sponsor, epoch: epoch))
+        }
+      case .remove(_, let signer, let epoch, _):
+        if appliedRemovals.contains(digest) {
+          st.status[digest] = .effective
+        } else if let removal = st.removed[signer] {
+          st.status[digest] = .ignored(.signerRemoved(signer, by: removal.by))
+        } else if epoch > current {
+          st.status[digest] = .waiting(.unknownEpoch(epoch, current: current))
+        } else {
+          st.status[digest] = .waiting(.signerNotMember(signer, epoch: epoch))
+        }
+      case .rekey(let epoch, let signer, _):
+        let previous = epoch &- 1
+        if let removal = st.removed[signer] {
+          st.status[digest] = .ignored(.signerRemoved(signer, by: removal.by))
+        } else if previous > current {
+          st.status[digest] = .waiting(.unknownEpoch(previous, current: current))
+        } else {
+          st.status[digest] = .waiting(.signerNotMember(signer, epoch: previous))
+        }
+      }
+    }
+    state = st
+    for winner in st.winners.values where secretCache[winner.digest] == nil {
+      guard case .rekey(_, _, let secrets) = winner.body,
+        let mine = secrets.first(where: { $0.device == device.deviceID }),
+        let secret = device.openSealed(mine.sealed), secret.count == MembershipRecord.secretBytes
+      else { continue }
+      secretCache[winner.digest] = secret
+    }
+  }
+
+  // MARK: - Making records (this device signs; the caller inserts and sends)
+
+  /// A key-file agent's founding of itself (epoch 0); refused once this
+  /// device knows of a rekey, or when it was removed.
+  public func found(name: String, wallTime: UInt64) throws(MembershipRefusal) -> MembershipRecord {
+    guard groupKey != nil else { throw .noGroupKey }
+    if let removal = state.removed[device.deviceID] {
+      throw .readdAfterRemoval(device.deviceID, by: removal.by)
+    }
+    guard !state.anyRekey else { throw .foundedAfterRekey(device.deviceID) }
+    return .signed(
+      .found(
+        subject: device.publicKey, name: name.prefix(utf8Bytes: MembershipRecord.maxNameBytes),
+        wallTime: wallTime), by: device)
+  }
+
+  /// This member adds `key` (named `name`) to the current epoch.
+  public func makeAddition(of key: DevicePublicKey, name: String, wallTime: UInt64)
+    throws(MembershipRefusal) -> MembershipRecord
+  {
+    try requireMember()
+    let id = key.deviceID
+    if let removal = state.removed[id] {
+      throw id == device.deviceID
+        ? .readdAfterRemoval(id, by: removal.by) : .subjectRemoved(id, by: removal.by)
+    }
+    guard !state.members.contains(id) else { throw .alreadyMember(id) }
+    guard state.members.count < MembershipRecord.maxMembers else {
+      throw .groupFull(epoch: state.epoch)
+    }
+    return .signed(
+      .add(
+        subject: key, name: name.prefix(utf8Bytes: MembershipRecord.maxNameBytes),
+        sponsor: device.deviceID, epoch: state.epoch, wallTime: wallTime), by: device)
+  }
+
+  /// This member removes `id` for good (then a rekey is due: `needsRekey`).
+  public func makeRemoval(of id: DeviceID, wallTime: UInt64) throws(MembershipRefusal)
+    -> MembershipRecord
+  {
+    try requireMember()
+    if let removal = state.removed[id] { throw .subjectRemoved(id, by: removal.by) }
+    guard keys[id] != nil || state.members.contains(id) || state.holders.contains(id) else {
+      throw .unknownDevice(id)
+    }
+    return .signed(
+      .remove(subject: id, signer: device.deviceID, epoch: state.epoch, wallTime: wallTime),
+      by: device)
+  }
+
+  /// This member moves the group to the next epoch: a new random secret
+  /// sealed to every current member (removed devices are not members).
+  public func makeRekey() throws(MembershipRefusal) -> MembershipRecord {
+    try requireMember()
+    guard state.epoch < UInt32.max else { throw .unknownEpoch(state.epoch, current: state.epoch) }
+    var secret = HandoffCrypto.random(MembershipRecord.secretBytes)
+    defer { HandoffCrypto.wipe(&secret) }
+    var sealed: [MembershipRecord.SealedSecret] = []
+    for id in state.members.sorted() {
+      guard let key = keys[id], let box = key.seal(secret) else { throw .cannotSeal(id) }
+      sealed.append(MembershipRecord.SealedSecret(device: id, sealed: box))
+    }
+    return .signed(
+      .rekey(epoch: state.epoch + 1, signer: device.deviceID, secrets: sealed), by: device)
+  }
+
+  private func requireMember() throws(MembershipRefusal) {
+    guard state.members.contains(device.deviceID) else { throw .notAMember(device.deviceID) }
+  }
+}
