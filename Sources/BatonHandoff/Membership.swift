@@ -73,6 +73,8 @@ public struct Membership: Sendable {
     var members: Set<DeviceID> = []
     /// Devices that may hold the current epoch's secret, removed or not.
     var holders: Set<DeviceID> = []
+    /// The current epoch's founders (epoch 0) or the devices its rekey lists.
+    var listed: Set<DeviceID> = []
     var removed: [DeviceID: Removal] = [:]
     var winners: [UInt32: MembershipRecord] = [:]
     var status: [[UInt8]: RecordStatus] = [:]
@@ -133,11 +135,17 @@ public struct Membership: Sendable {
     state.removed[device].map { ($0.by, $0.epoch) }
   }
 
-  /// A removed device may hold the current epoch's secret (a removal raced a
-  /// rekey, or a device of epoch 0 was removed): some member should re-key.
+  /// Some member should re-key: a removed device may hold the current
+  /// epoch's secret (a removal raced a rekey, or a device of epoch 0 was
+  /// removed), or a member added in this epoch was not sent its secret
+  /// (`awaitingSecret`).
   public var needsRekey: Bool {
-    state.holders.contains { state.removed[$0] != nil }
+    state.holders.contains { state.removed[$0] != nil } || !awaitingSecret.isEmpty
   }
+
+  /// Members added in the current epoch: no rekey lists them yet, so their
+  /// membership rests on their sponsor alone, and they have no secret.
+  public var awaitingSecret: Set<DeviceID> { state.members.subtracting(state.listed) }
 
   /// Whether that member is this device: the member with the lowest device
   /// id among the current epoch's members this device knows of. Two devices
@@ -434,6 +442,7 @@ public struct Membership: Sendable {
           }
         }
         st.holders = base.union(early.members)
+        st.listed = base
         currentMembers = settled.members
         let next = current &+ 1
         let candidates =
@@ -549,6 +558,19 @@ public struct Membership: Sendable {
       .add(
         subject: key, name: name.prefix(utf8Bytes: MembershipRecord.maxNameBytes),
         sponsor: device.deviceID, epoch: state.epoch, wallTime: wallTime), by: device)
+  }
+
+  /// What pairing records: this member adds `key`, then re-keys so that
+  /// the new device is sent the epoch's secret and its membership rests on
+  /// the epoch rather than on this sponsor alone (were this device removed
+  /// before that rekey, the addition would fall with it). Insert both.
+  public func makeAdmission(of key: DevicePublicKey, name: String, wallTime: UInt64)
+    throws(MembershipRefusal) -> [MembershipRecord]
+  {
+    let add = try makeAddition(of: key, name: name, wallTime: wallTime)
+    var next = self
+    _ = next.insert(add)
+    return [add, try next.makeRekey()]
   }
 
   /// This member removes `id` for good (then a rekey is due: `needsRekey`).

@@ -59,6 +59,32 @@ import Testing
     #expect(!b.needsRekey)
   }
 
+  @Test func aPhonePairedByALostLaptopStaysWhenTheLaptopIsRemoved() throws {
+    let laptop = Self.key(1)
+    let phone = Self.key(2)
+    var l = Membership(device: laptop, groupKey: Self.groupKey)
+    _ = l.insert(try l.found(name: "laptop", wallTime: 1))
+    let admission = try l.makeAdmission(of: phone.publicKey, name: "phone", wallTime: 2)
+    #expect(l.insert(admission).outcomes == [.accepted, .accepted])
+    #expect(!l.needsRekey && l.epoch == 1)
+    var p = Membership(device: phone)
+    _ = p.insert(l.allRecords)
+    #expect(p.epochSecret != nil && p.epochSecret == l.epochSecret)  // sent in the rekey
+    // The laptop is lost: the phone removes it and, its turn, re-keys.
+    _ = p.insert(try p.makeRemoval(of: laptop.deviceID, wallTime: 3))
+    #expect(p.memberIDs == [phone.deviceID] && p.needsRekey && p.shouldRekey)
+    _ = p.insert(try p.makeRekey())
+    #expect(p.epoch == 2 && !p.needsRekey && p.epochSecret != nil)
+    _ = l.insert(p.allRecords)
+    #expect(l.epochSecret == nil && l.secret(ofEpoch: 1) != nil)
+    // An addition with no rekey after it rests on its sponsor alone: it
+    // asks for a rekey, and falls if the sponsor is removed first.
+    var bare = Membership(device: laptop, groupKey: Self.groupKey)
+    _ = bare.insert(try bare.found(name: "laptop", wallTime: 1))
+    _ = bare.insert(try bare.makeAddition(of: phone.publicKey, name: "phone", wallTime: 2))
+    #expect(bare.awaitingSecret == [phone.deviceID] && bare.needsRekey)
+  }
+
   @Test func aRecordWithABadSignatureIsRefusedAndNotKept() throws {
     var g = try Group()
     let forged = MembershipRecord.signed(
