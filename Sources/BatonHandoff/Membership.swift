@@ -364,9 +364,10 @@ public struct Membership: Sendable {
     }
     /// `start` and the devices `epochAdds` bring in, transitively, skipping
     /// sponsors and subjects in `excluded`; at most maxMembers.
-    func closure(_ start: Set<DeviceID>, _ epochAdds: [MembershipRecord], excluding: Set<DeviceID>)
-      -> (members: Set<DeviceID>, applied: [MembershipRecord])
-    {
+    func closure(
+      _ start: Set<DeviceID>, _ epochAdds: [MembershipRecord], excluding: Set<DeviceID>,
+      sponsorsExcluded: Set<DeviceID>
+    ) -> (members: Set<DeviceID>, applied: [MembershipRecord]) {
       var set = start.subtracting(excluding)
       var applied: [MembershipRecord] = []
       var done = Set<Int>()
@@ -376,7 +377,7 @@ public struct Membership: Sendable {
         for (index, add) in epochAdds.enumerated() where !done.contains(index) {
           let who = subject(add)
           guard set.contains(add.signer), !excluding.contains(add.signer),
-            !excluding.contains(who)
+            !sponsorsExcluded.contains(add.signer), !excluding.contains(who)
           else { continue }
           guard set.contains(who) || set.count < MembershipRecord.maxMembers else { continue }
           set.insert(who)
@@ -390,8 +391,12 @@ public struct Membership: Sendable {
 
     // Foundings count only while no rekey to epoch 1 exists, except those
     // of devices that epoch's rekey lists or that signed it (the founders it
-    // moved on). So the chain is worked out twice: with every founding, then,
-    // if that gave epoch 1 a rekey, with only the foundings it names.
+    // moved on). A removed device's additions never count, and its rekeys
+    // lose to any whose signer is not removed (so that it cannot fork an
+    // epoch it once belonged to). Both depend on the outcome, so the chain is
+    // worked out again from the previous pass's winner of epoch 1 and removed
+    // devices until they stop changing (at most four passes; the result is a
+    // function of the set either way).
     var allFounders = Set<DeviceID>()
     for found in founds where allFounders.count < MembershipRecord.maxMembers {
       allFounders.insert(subject(found))
@@ -402,14 +407,26 @@ public struct Membership: Sendable {
     var current: UInt32 = 0
     var appliedAdds = Set<[UInt8]>()
     var appliedRemovals = Set<[UInt8]>()
-    for pass in 0..<2 {
-      if pass == 1 {
-        guard let first = st.winners[1] else { break }
-        let named = Set(listed(first) + [first.signer])
-        founders = allFounders.intersection(named)
-        for found in founds where !named.contains(subject(found)) {
-          lateFounds.insert(digest(found))
+    // The first pass takes every device some removal names as removed (a
+    // removal wins: a rival rekey must not get to undo the removal that
+    // excludes its signer), the next ones the devices actually removed.
+    var removedEver = Set(removes.values.joined().map(subject))
+    for pass in 0..<4 {
+      if pass > 0 {
+        var nextFounders = allFounders
+        var nextLate = Set<[UInt8]>()
+        if let first = st.winners[1] {
+          let named = Set(listed(first) + [first.signer])
+          nextFounders = allFounders.intersection(named)
+          for found in founds where !named.contains(subject(found)) {
+            nextLate.insert(digest(found))
+          }
         }
+        let nextRemoved = Set(st.removed.keys)
+        guard nextFounders != founders || nextRemoved != removedEver else { break }
+        founders = nextFounders
+        lateFounds = nextLate
+        removedEver = nextRemoved
         st = before
       }
       var base = founders
@@ -420,7 +437,8 @@ public struct Membership: Sendable {
       while true {
         let removedBefore = Set(st.removed.filter { $0.value.epoch < current }.keys)
         let epochAdds = adds[current] ?? []
-        let early = closure(base, epochAdds, excluding: removedBefore)
+        let early = closure(
+          base, epochAdds, excluding: removedBefore, sponsorsExcluded: removedEver)
         for removal in removes[current] ?? [] where early.members.contains(removal.signer) {
           appliedRemovals.insert(digest(removal))
           let who = subject(removal)
@@ -429,7 +447,8 @@ public struct Membership: Sendable {
           }
         }
         let removedNow = Set(st.removed.filter { $0.value.epoch <= current }.keys)
-        let settled = closure(base, epochAdds, excluding: removedNow)
+        let settled = closure(
+          base, epochAdds, excluding: removedNow, sponsorsExcluded: removedEver)
         for add in settled.applied {
           appliedAdds.insert(digest(add))
           let who = subject(add)
@@ -449,7 +468,10 @@ public struct Membership: Sendable {
           current == UInt32.max
           ? [] : (rekeys[next] ?? []).filter { settled.members.contains($0.signer) }
         guard
-          let winner = candidates.min(by: { digest($0).lexicographicallyPrecedes(digest($1)) })
+          let winner = candidates.min(by: { a, b in
+            let (ra, rb) = (removedEver.contains(a.signer), removedEver.contains(b.signer))
+            return ra != rb ? !ra : digest(a).lexicographicallyPrecedes(digest(b))
+          })
         else { break }
         st.winners[next] = winner
         st.status[digest(winner)] = .effective

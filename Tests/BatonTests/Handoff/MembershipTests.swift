@@ -154,6 +154,42 @@ import Testing
     #expect(b.epoch == 0 && b.epochSecret == nil)
   }
 
+  @Test func aRemovedDeviceCannotForkAnEpochItBelongedTo() throws {
+    let alice = Self.key(1)
+    let bob = Self.key(2)
+    let carol = Self.key(3)
+    let dave = Self.key(4)
+    var a = Membership(device: alice, groupKey: Self.groupKey)
+    _ = a.insert(try a.found(name: "alice", wallTime: 1))
+    _ = a.insert(try a.makeAdmission(of: bob.publicKey, name: "bob", wallTime: 2))  // epoch 1
+    _ = a.insert(try a.makeAdmission(of: carol.publicKey, name: "carol", wallTime: 3))  // 2
+    let realTwo = try #require(a.state.winners[2])
+    _ = a.insert(try a.makeRemoval(of: carol.deviceID, wallTime: 4))
+    _ = a.insert(try a.makeRekey())  // epoch 3: alice and bob
+    let secret = try #require(a.epochSecret)
+    // carol, a member of epoch 1, signs a rival rekey to epoch 2 listing
+    // only itself, with a lower digest than the real one (it can try until
+    // it gets one), and an addition of dave naming epoch 1.
+    var fork: MembershipRecord
+    repeat {
+      let sealed = try #require(carol.publicKey.seal(HandoffCrypto.random(32)))
+      fork = .signed(
+        .rekey(
+          epoch: 2, signer: carol.deviceID, secrets: [.init(device: carol.deviceID, sealed: sealed)]
+        ),
+        by: carol)
+    } while !fork.digest.lexicographicallyPrecedes(realTwo.digest)
+    let plant = MembershipRecord.signed(
+      .add(subject: dave.publicKey, name: "dave", sponsor: carol.deviceID, epoch: 1, wallTime: 5),
+      by: carol)
+    let update = a.insert([fork, plant])
+    #expect(update.outcomes[0] == .refused(.superseded(epoch: 2)))
+    #expect(update.outcomes[1] == .refused(.signerRemoved(carol.deviceID, by: alice.deviceID)))
+    #expect(!update.changed)
+    #expect(a.epoch == 3 && a.epochSecret == secret && a.state.winners[2] == realTwo)
+    #expect(a.memberIDs == [alice.deviceID, bob.deviceID])
+  }
+
   @Test func aRemovalAndAnAdditionOfTheSameDeviceAtOnceLeaveItRemoved() throws {
     let g = try Group()
     let b = g.view(of: g.bob)
