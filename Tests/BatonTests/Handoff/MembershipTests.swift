@@ -244,6 +244,45 @@ import Testing
     #expect(g.a.memberIDs.contains(newCarol.deviceID))
   }
 
+  @Test func recordsForAnUnknownEpochOrFromANonMemberWaitAndSayWhy() throws {
+    var g = try Group()
+    let future = MembershipRecord.signed(
+      .remove(subject: g.bob.deviceID, signer: g.alice.deviceID, epoch: 7, wallTime: 1),
+      by: g.alice)
+    #expect(g.a.insert(future).outcomes == [.waiting(.unknownEpoch(7, current: 0))])
+    #expect(g.a.memberIDs.contains(g.bob.deviceID))
+    // dave (not a member) adds erin: kept, waiting for dave's own addition.
+    let erin = Self.key(5)
+    let daveFound = MembershipRecord.signed(
+      .add(
+        subject: g.dave.publicKey, name: "dave", sponsor: g.dave.deviceID, epoch: 0, wallTime: 0),
+      by: g.dave)
+    let byDave = MembershipRecord.signed(
+      .add(subject: erin.publicKey, name: "erin", sponsor: g.dave.deviceID, epoch: 0, wallTime: 0),
+      by: g.dave)
+    let outcomes = g.a.insert([daveFound, byDave]).outcomes
+    #expect(
+      outcomes == Array(repeating: .waiting(.signerNotMember(g.dave.deviceID, epoch: 0)), count: 2))
+    #expect(
+      "\(MembershipRefusal.signerNotMember(g.dave.deviceID, epoch: 0))".contains("held until"))
+    #expect(throws: MembershipRefusal.notAMember(g.dave.deviceID)) {
+      try Membership(device: g.dave).makeAddition(of: erin.publicKey, name: "erin", wallTime: 0)
+    }
+    // bob adds dave: both take effect.
+    let b = g.view(of: g.bob)
+    let update = g.a.insert(try b.makeAddition(of: g.dave.publicKey, name: "dave", wallTime: 0))
+    #expect(update.outcomes == [.accepted])
+    #expect(g.a.status(of: byDave) == .effective && update.joined.count == 2)
+    // A record built in code with a field over its limit is refused, not cut.
+    let longName = MembershipRecord.signed(
+      .found(subject: g.bob.publicKey, name: String(repeating: "b", count: 65), wallTime: 0),
+      by: g.bob)
+    #expect(g.a.insert(longName).outcomes.first.map(isRefused) == true)
+    #expect(throws: MembershipRefusal.noGroupKey) {
+      try Membership(device: g.dave).found(name: "dave", wallTime: 0)
+    }
+  }
+
   @Test func concurrentRekeysSettleOnTheLowestDigest() throws {
     let g = try Group()
     let b = g.view(of: g.bob)
