@@ -160,8 +160,8 @@ public struct Membership: Sendable {
       guard let key = keys[id] else { return nil }
       let info =
         state.joinedBy[id]
-        ?? records.values.filter { $0.carriedKey?.deviceID == id }
-        .min { $0.digest.lexicographicallyPrecedes($1.digest) }
+        ?? records.filter { $0.value.carriedKey?.deviceID == id }
+        .min { $0.key.lexicographicallyPrecedes($1.key) }?.value
       guard let info else { return nil }
       let removal = state.removed[id]
       switch info.body {
