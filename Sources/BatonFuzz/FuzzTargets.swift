@@ -15,7 +15,8 @@ enum FuzzTargets {
 
   static let all: [FuzzTarget] = [
     h4, hciEvent, acl, l2capSignal, advertisingReports, beacon, handshake, frame, handoffMessage,
-    linkMessage, versionVector, keyFile, configuration, noteNames, dbusProperties, pairing,
+    linkMessage, versionVector, membership, keyFile, configuration, noteNames, dbusProperties,
+    pairing,
   ]
 
   // MARK: HCI and L2CAP
@@ -232,6 +233,57 @@ enum FuzzTargets {
       _ = v.compare(sampleVersion)
       _ = v.encoded
     }
+  }
+
+  // MARK: Membership (PROTOCOL.md section 13)
+
+  static let memberKeys = (0x41...0x43).map {
+    DeviceKey(seed: [UInt8](repeating: UInt8($0), count: 32))!
+  }
+  /// A small group's records (the rekey's seals are stand-ins of the right
+  /// size, so the seeds are the same on every run).
+  static let memberRecords: [MembershipRecord] = {
+    let (alice, bob, carol) = (memberKeys[0], memberKeys[1], memberKeys[2])
+    let ids = [alice.deviceID, bob.deviceID].sorted()
+    return [
+      .signed(.found(subject: alice.publicKey, name: "alice", wallTime: 1), by: alice),
+      .signed(
+        .add(subject: bob.publicKey, name: "bob", sponsor: alice.deviceID, epoch: 0, wallTime: 2),
+        by: alice),
+      .signed(
+        .add(subject: carol.publicKey, name: "carol", sponsor: bob.deviceID, epoch: 0, wallTime: 3),
+        by: bob),
+      .signed(
+        .remove(subject: carol.deviceID, signer: alice.deviceID, epoch: 0, wallTime: 4), by: alice),
+      .signed(
+        .rekey(
+          epoch: 1, signer: alice.deviceID,
+          secrets: ids.map { .init(device: $0, sealed: [UInt8](repeating: 0xE0, count: 80)) }),
+        by: alice),
+    ]
+  }()
+
+  /// A set of records (`u32 count || blobs`) or one record, merged into a
+  /// device's membership as an agent would merge what a peer sent.
+  static let membership = FuzzTarget(
+    name: "membership",
+    seeds: memberRecords.map(\.encoded) + [
+      {
+        var m = Membership(device: memberKeys[1])
+        _ = m.insert(memberRecords)
+        return m.encodedRecords
+      }()
+    ]
+  ) { input in
+    var view = Membership(device: memberKeys[1])
+    if let records = try? Membership.decodeRecords(input) {
+      _ = view.insert(records)
+    } else {
+      _ = view.insert(encoded: input)
+    }
+    _ = view.members
+    _ = view.needsRekey
+    _ = view.digest
   }
 
   // MARK: Text
