@@ -22,12 +22,46 @@ extension HandoffEngine {
   /// keys never change): every advertisement heard asks, most of them
   /// strangers', and none should wait for the engine's thread or wake it.
   public nonisolated func isGroupBeacon(_ data: [UInt8]) -> Bool {
-    Beacon.open(advertisingData: data, keys: keys) != nil
+    openAnyEpoch(data) != nil
   }
 
   /// A group beacon's content (its flags tell whether the sender can be
   /// connected to now); nil for anything else.
   public nonisolated func openBeacon(_ data: [UInt8]) -> BeaconContent? {
-    Beacon.open(advertisingData: data, keys: keys)
+    openAnyEpoch(data)?.content
+  }
+
+  /// A beacon opened with the current epoch's keys or, failing that, an
+  /// older epoch's this device holds (a member that has not heard of the
+  /// newer epoch yet, PROTOCOL.md 6.3), with that epoch.
+  nonisolated func openAnyEpoch(_ data: [UInt8]) -> (content: BeaconContent, epoch: UInt32)? {
+    if let content = Beacon.open(advertisingData: data, keys: keys) { return (content, epoch) }
+    for older in olderKeys {
+      if let content = Beacon.open(advertisingData: data, keys: older.keys) {
+        return (content, older.epoch)
+      }
+    }
+    return nil
+  }
+
+  /// Opens a beacon heard from `address`, remembering which epoch's keys a
+  /// handshake with that address must use.
+  func openBeacon(_ data: [UInt8], from address: String) -> BeaconContent? {
+    guard let (content, epoch) = openAnyEpoch(data) else { return nil }
+    if epoch == self.epoch {
+      beaconEpochs[address] = nil
+    } else {
+      if beaconEpochs.count > 256 { beaconEpochs.removeAll() }
+      beaconEpochs[address] = epoch
+    }
+    return content
+  }
+
+  /// The keys a handshake this agent starts with `address` uses: those of
+  /// the epoch its beacon opened with.
+  func handshakeKeys(for address: String) -> HandoffKeys {
+    guard let epoch = beaconEpochs[address], let older = olderKeys.first(where: { $0.epoch == epoch })
+    else { return keys }
+    return older.keys
   }
 }

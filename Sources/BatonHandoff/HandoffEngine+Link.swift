@@ -162,7 +162,7 @@ extension HandoffEngine {
     while true {
       let message = try await rx.receive()
       switch message {
-      case .note, .index, .have, .gone, .moved:
+      case .note, .index, .have, .gone, .moved, .members:
         let (full, firstFlood) = link.queueReceived(message)
         if firstFlood {
           logger.warning(
@@ -253,6 +253,15 @@ extension HandoffEngine {
       case .moved(let from, let to):
         flush()
         linkMoved(from, to, link)
+      case .members(_, let records):
+        flush()
+        if let records {
+          do {
+            try learn(records, from: link.peerLabel)
+          } catch {
+            logger.warning("link with \(link.peerLabel): \(error)")
+          }
+        }
       default:
         break
       }
@@ -436,6 +445,9 @@ extension HandoffEngine {
     if due.walk { try await linkWalk(link, &tx, &wakes) }
     let haves = link.takeHaves()
     if !haves.isEmpty { try await tx.send(.have(haves)) }
+    if let members = link.takeMembers() {
+      try await tx.send(.members(digest: members.digest, records: members.records))
+    }
   }
 
   /// What is sent whenever due, even in the middle of our walk: PONG, PING,

@@ -37,7 +37,7 @@ extension HandoffEngine {
   /// attempt; a link's successful handshake clears it (`openLink`).
   public func shouldLink(beacon data: [UInt8], from address: String) -> Bool {
     ensureScanned()
-    guard let content = Beacon.open(advertisingData: data, keys: keys) else { return false }
+    guard let content = openBeacon(data, from: address) else { return false }
     let now = ContinuousClock.now
     guard let retries = attemptsBefore(content, from: address, now: now) else { return false }
     record(content, from: address, retries: retries, now: now)

@@ -28,8 +28,23 @@ import FoundationEssentials
 ///   gives a link to run or runs a one-shot session;
 /// - `baton status`: `status()`.
 public actor HandoffEngine {
+  /// The keys of the group's current epoch (the key file's key in epoch 0).
   let keys: HandoffKeys
+  /// The keys of the epochs before the current one that this device holds,
+  /// newest first, at most two: an agent still on one of them gets the
+  /// next epoch from a session this agent starts (PROTOCOL.md 6.3).
+  let olderKeys: [(epoch: UInt32, keys: HandoffKeys)]
+  /// The epoch `keys` belong to.
+  let epoch: UInt32
   let me: LocalIdentity
+  /// The group's members (PROTOCOL.md 6.3), as this device's records say.
+  var membership: Membership
+  /// Called (once) when the epoch moved on: the agent then starts the
+  /// engine again, with the new epoch's keys.
+  var epochMoved: (@Sendable (UInt32) -> Void)?
+  /// The epoch of the keys that opened each address's last beacon, when
+  /// older than the current one.
+  var beaconEpochs: [String: UInt32] = [:]
   let store: any HandoffStateStore
   let folders: [String: any NoteFolderAccess]
   let policy: HandoffPolicy
@@ -98,9 +113,18 @@ public actor HandoffEngine {
     key: GroupKey, deviceName: String, store: any HandoffStateStore, folders: [HandoffFolder],
     policy: HandoffPolicy = HandoffPolicy()
   ) {
-    keys = HandoffKeys(groupKey: key)
     let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
     me = LocalIdentity(key: store.deviceKey, name: name)
+    let (membership, founding) = Self.loadMembership(
+      store: store, device: store.deviceKey, groupKey: key, name: name)
+    self.membership = membership
+    epoch = membership.epoch
+    keys = HandoffKeys(groupKey: membership.epochSecret.flatMap(GroupKey.init(bytes:)) ?? key)
+    olderKeys = (0..<membership.epoch).reversed().prefix(2).compactMap { epoch in
+      membership.secret(ofEpoch: epoch).flatMap(GroupKey.init(bytes:)).map {
+        (epoch, HandoffKeys(groupKey: $0))
+      }
+    }
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]
     for f in folders {
@@ -117,6 +141,12 @@ public actor HandoffEngine {
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)
     if let recovery = store.recovery { logger.error(recovery) }
+    if let founding { logger.info(founding) }
+    if let removal = membership.removal(of: me.device) {
+      logger.error(
+        "this device was removed from the group by \(removal.by); it gets nothing new from the"
+          + " members, which refuse it; the notes it has stay here")
+    }
   }
 
   /// The same, with folders given as (activity type, folder) pairs.
@@ -505,7 +535,7 @@ public actor HandoffEngine {
   /// another protocol, which is not authenticated) after `retryInterval`.
   public func shouldConnect(beacon data: [UInt8], from address: String) -> Bool {
     ensureScanned()
-    guard let content = Beacon.open(advertisingData: data, keys: keys),
+    guard let content = openBeacon(data, from: address),
       content.version == Beacon.protocolVersion
     else { return false }
     let mine = indexDigest

@@ -25,6 +25,13 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
   case peerError(peer: String, text: String)
   /// A message we built is over the limit the peer's decoder enforces; not sent.
   case oversizeMessage(peer: String, kind: String, size: Int, limit: Int)
+  /// The peer proved the group key and its device key but is not a member
+  /// of the group (or was removed): refused (PROTOCOL.md 6.3).
+  case notAMember(peer: String, reason: String)
+  /// The peer refused this device as not a member (its ERROR code 2).
+  case refusedByMember(peer: String, text: String)
+  /// `baton devices remove` named no single member, or could not remove it.
+  case noSuchDevice(name: String, reason: String)
 
   /// The peer broke the protocol or ended with ERROR: counted as a failure
   /// wherever it happens (a session or a link).
@@ -69,6 +76,12 @@ public enum HandoffError: Error, CustomStringConvertible, Equatable {
     case .oversizeMessage(let peer, let kind, let size, let limit):
       "did not send a \(size)-byte \(kind) message to \(peer): peers refuse more than \(limit)"
         + " bytes; session ended (please report this as a bug)"
+    case .notAMember(let peer, let reason):
+      "refused \(peer): \(reason)"
+    case .refusedByMember(let peer, let text):
+      "peer \(peer) refused this device: \(text)"
+    case .noSuchDevice(let name, let reason):
+      "cannot remove '\(name)': \(reason)"
     }
   }
 }

@@ -97,6 +97,8 @@ public final class HandoffLink: Sendable {
     var dead = false
     /// Entries to announce with HAVE.
     var haves: [HandoffIndexEntry] = []
+    /// Our membership records, to send with MEMBERS (the newest only).
+    var members: (digest: [UInt8], records: [UInt8])?
     /// A wake-up scheduled for held relays, and when.
     var wakeAt: ContinuousClock.Instant?
     var wakeTask: Task<Void, Never>?
@@ -361,6 +363,19 @@ public final class HandoffLink: Sendable {
   func queueHave(_ entry: HandoffIndexEntry) {
     state.withLock { if $0.closed == nil { $0.haves.append(entry) } }
     wakeContinuation.yield()
+  }
+
+  /// Send our membership records (they changed since the link came up).
+  func queueMembers(_ records: [UInt8], digest: [UInt8]) {
+    state.withLock { if $0.closed == nil { $0.members = (digest, records) } }
+    wakeContinuation.yield()
+  }
+
+  func takeMembers() -> (digest: [UInt8], records: [UInt8])? {
+    state.withLock { s in
+      defer { s.members = nil }
+      return s.members
+    }
   }
 
   func takeHaves() -> [HandoffIndexEntry] {

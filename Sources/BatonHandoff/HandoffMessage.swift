@@ -244,6 +244,10 @@ package enum HandoffMessage: Equatable {
   /// Links only: a rename (section 7.3): the old name's tombstone and the new
   /// name's entry, with the same bytes, which the receiver holds already.
   case moved(from: HandoffIndexEntry, to: HandoffIndexEntry)
+  /// The sender's membership (PROTOCOL.md section 6.3): the digest of its
+  /// records, and the records themselves (`Membership.encodedRecords`) when
+  /// it has learnt that the receiver's digest differs.
+  case members(digest: [UInt8], records: [UInt8]?)
 
   package enum UnavailableReason: UInt8 {
     case unknown = 1
@@ -270,6 +274,7 @@ package enum HandoffMessage: Equatable {
     case have = 16
     case gone = 17
     case moved = 18
+    case members = 19
   }
 
   package var kind: Kind {
@@ -292,14 +297,20 @@ package enum HandoffMessage: Equatable {
     case .have: .have
     case .gone: .gone
     case .moved: .moved
+    case .members: .members
     }
   }
+
+  /// The largest membership set a MEMBERS message carries: every record's
+  /// bytes, with a length and the count.
+  static let maxMembersBytes = Membership.maxBytes + 4 * Membership.maxRecords + 4
 
   /// The largest body a receiver accepts for `kind`.
   static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
     switch kind {
     case .index, .turn, .nodes, .have, .gone: HandoffLimits.maxIndexBytes
     case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
+    case .members: Self.maxMembersBytes + 64
     default: HandoffLimits.maxControlBytes
     }
   }
@@ -363,6 +374,14 @@ package enum HandoffMessage: Equatable {
     case .error(let code, let text):
       w.u8(code)
       w.string(text, max: HandoffLimits.maxErrorTextBytes)
+    case .members(let digest, let records):
+      w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
+      if let records {
+        w.u8(1)
+        w.blob(records)
+      } else {
+        w.u8(0)
+      }
     }
     return w.bytes
   }
@@ -455,6 +474,13 @@ package enum HandoffMessage: Equatable {
       message = .done(activityHash: try r.u32(), indexDigest: try r.u32())
     case .error:
       message = .error(code: try r.u8(), text: try r.string(max: HandoffLimits.maxErrorTextBytes))
+    case .members:
+      let digest = try r.raw(32)
+      switch try r.u8() {
+      case 0: message = .members(digest: digest, records: nil)
+      case 1: message = .members(digest: digest, records: try r.blob(max: Self.maxMembersBytes))
+      default: throw WireError("MEMBERS records flag")
+      }
     }
     try r.expectEnd()
     return message

@@ -88,6 +88,8 @@ public enum HandoffCounter {
   public static let renamed = "renamed"
   /// Sessions completed.
   public static let sessions = "sessions"
+  /// Peers refused for not being members of the group (PROTOCOL.md 6.3).
+  public static let refusedDevices = "refused-devices"
 }
 
 /// A snapshot for `baton status`.

@@ -68,10 +68,11 @@ extension HandoffEngine {
     authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)?
   ) async throws -> SecureChannel {
     ensureScanned()
-    let secure: SecureChannel
+    var secure: SecureChannel
     do {
       secure = try await SecureChannel.handshake(
-        over: channel, initiator: initiator, keys: keys, me: me, peerLabel: peerAddress,
+        over: channel, initiator: initiator,
+        keys: initiator ? handshakeKeys(for: peerAddress) : keys, me: me, peerLabel: peerAddress,
         timeout: policy.receiveTimeout, maxNoteSize: policy.maxNoteSize)
     } catch let error as HandoffError {
       await channel.close()
@@ -99,6 +100,14 @@ extension HandoffEngine {
       await channel.close()
       let error = HandoffError.peerNotAllowed(name: peer.name)
       fail(activityType: "-", peer: secure.peerLabel, reason: error.description)
+      throw error
+    }
+    do {
+      var settling = secure
+      try await settleMembership(&settling, initiator: initiator)
+      secure = settling
+    } catch {
+      fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
       throw error
     }
     persist {

@@ -27,6 +27,10 @@ public protocol HandoffStateStore: Sendable {
   /// The current activity (type and path), remembered across restarts.
   func currentActivity() throws -> (activityType: String, path: String)?
   func setCurrentActivity(activityType: String, path: String) throws
+  /// The membership records this device knows (each `MembershipRecord.encoded`).
+  func membershipRecords() throws -> [[UInt8]]
+  /// Keeps more membership records (records already kept are ignored).
+  func saveMembershipRecords(_ records: [[UInt8]]) throws
   func recordPeer(_ peer: PeerRecord) throws
   /// Known peers, the most recently seen first.
   func peers() throws -> [PeerRecord]

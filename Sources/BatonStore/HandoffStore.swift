@@ -155,6 +155,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         device INTEGER PRIMARY KEY, name TEXT NOT NULL, last_seen REAL NOT NULL);
       CREATE INDEX IF NOT EXISTS peers_by_last_seen ON peers (last_seen);
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS members (digest BLOB PRIMARY KEY, record BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS pending (
         activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
         version BLOB NOT NULL, origin INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
@@ -424,6 +425,27 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       try db.query(
         "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
         [.text("folder:" + activityType), .text(identity)])
+    }
+  }
+
+  // MARK: Membership
+
+  public func membershipRecords() throws(SQLiteError) -> [[UInt8]] {
+    try with { db throws(SQLiteError) in
+      try db.query("SELECT record FROM members ORDER BY digest").compactMap { $0[0].blob }
+    }
+  }
+
+  public func saveMembershipRecords(_ records: [[UInt8]]) throws(SQLiteError) {
+    guard !records.isEmpty else { return }
+    try with { db throws(SQLiteError) in
+      try db.transaction { () throws(SQLiteError) in
+        for record in records {
+          try db.query(
+            "INSERT OR IGNORE INTO members (digest, record) VALUES (?, ?)",
+            [.blob(ContentHash(of: record).bytes), .blob(record)])
+        }
+      }
     }
   }
 

@@ -36,7 +36,7 @@ import Testing
 
   /// `baton status` names a peer from the moment its handshake succeeds, on
   /// both sides, even when the session is cut right after it.
-  @Test(arguments: [0, 4])
+  @Test(arguments: [0, 7])
   func bothSidesLearnThePeerOnceAuthenticated(breakAfter: Int) async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
@@ -51,7 +51,8 @@ import Testing
       authenticated: { name, _ in learnt.mutex.withLock { $0["alice knows"] = name } })
     let (s1, s2) = await (first, second)
     #expect(learnt.mutex.withLock { $0 } == ["bob knows": "alice", "alice knows": "bob"])
-    // Cut after the handshake (3 messages) and GET_ACTIVITY: neither side completes.
+    // Cut after the handshake (3 messages), the membership exchange (3: the
+    // two are new to each other) and GET_ACTIVITY: neither side completes.
     #expect((s1 != nil && s2 != nil) == (breakAfter == 0))
   }
 
@@ -98,7 +99,8 @@ import Testing
         if sent.withLock({
           $0 += 1
           return $0
-        }) == 4 {
+        }) == 5 {
+          // After M2, MEMBERS, ACTIVITY and the first answers of the summary walk.
           await agent.save("late.md", "# Late\nsaved while the session ran\n")
         }
       }
@@ -223,8 +225,9 @@ import Testing
     let (x, _) = try await (one, two)
     #expect(x.received == ["\(HandoffTestAgent.notesType):new.md"])
     let sent = ri.sent.withLock { $0 } + rr.sent.withLock { $0 }
-    // Handshake (3), GET_ACTIVITY, ACTIVITY, GET_NOTE, NOTE, DONE: no INDEX of 51 entries.
-    #expect(sent.count == 8)
+    // Handshake (3), MEMBERS (2: the same digest), GET_ACTIVITY, ACTIVITY,
+    // GET_NOTE, NOTE, DONE: no INDEX of 51 entries.
+    #expect(sent.count == 10)
     #expect(sent.reduce(0) { $0 + $1.count } < 1200)
     #expect(b.folder.contents == a.folder.contents)
   }

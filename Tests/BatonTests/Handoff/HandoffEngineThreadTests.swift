@@ -33,6 +33,10 @@ private final class StallingStore: HandoffStateStore, @unchecked Sendable {
     try inner.save(note)
   }
   func savePending(_ note: StoredNote) throws { try inner.savePending(note) }
+  func membershipRecords() throws -> [[UInt8]] { try inner.membershipRecords() }
+  func saveMembershipRecords(_ records: [[UInt8]]) throws {
+    try inner.saveMembershipRecords(records)
+  }
   func pendingWrites() throws -> [StoredNote] { try inner.pendingWrites() }
   func completeWrite(activityType: String, path: String, saving note: StoredNote?) throws {
     try inner.completeWrite(activityType: activityType, path: path, saving: note)
