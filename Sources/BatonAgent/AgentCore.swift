@@ -32,6 +32,10 @@ public protocol AgentCore: Sendable {
   /// (absolute) in its folder's trash (of `day`, `yyyy-mm-dd`, when given)
   /// back, as a local save; returns a message for the user.
   func restore(notePath: String, day: String?) async throws -> String
+  /// `baton devices`: removes the member `remove` names (name, device id or
+  /// fingerprint) when given, then returns a message (nil when nothing was
+  /// removed) and the group's devices.
+  func devices(remove: String?) async throws -> (message: String?, devices: [DeviceEntry])
 }
 
 extension AgentCore {
@@ -43,6 +47,11 @@ extension AgentCore {
   public func trash() async throws -> [TrashedVersionRecord] { [] }
   public func restore(notePath: String, day: String?) async throws -> String {
     throw ControlFailure("no version of \(notePath) in the trash")
+  }
+  /// A core with no group.
+  public func devices(remove: String?) async throws -> (message: String?, devices: [DeviceEntry])
+  {
+    throw ControlFailure("this agent keeps no list of devices")
   }
 }
 

@@ -220,6 +220,13 @@ public final class AgentDaemon: Sendable {
         } catch {
           connection.reply(.failure("\(error)"))
         }
+      case .devices:
+        do {
+          let (message, devices) = try await core.devices(remove: request.remove)
+          connection.reply(ControlResponse(ok: true, message: message, devices: devices))
+        } catch {
+          connection.reply(.failure("\(error)"))
+        }
       }
     }
   }

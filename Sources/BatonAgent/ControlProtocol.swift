@@ -5,10 +5,11 @@ import FoundationEssentials
 /// `{"command":"deletions","action":"apply"}` (the action is `list` when
 /// absent), `{"command":"trash"}`,
 /// `{"command":"restore","path":"/home/u/notes/a.md","day":"2026-12-02"}`
-/// (the newest day when `day` is absent).
+/// (the newest day when `day` is absent), `{"command":"devices"}`,
+/// `{"command":"devices","remove":"laptop"}`.
 public struct ControlRequest: Codable, Sendable, Equatable {
   public enum Command: String, Codable, Sendable {
-    case status, send, deletions, trash, restore
+    case status, send, deletions, trash, restore, devices
   }
   public var command: Command
   /// For `send` and `restore`: the note's absolute path.
@@ -17,14 +18,18 @@ public struct ControlRequest: Codable, Sendable, Equatable {
   public var action: DeletionAction?
   /// For `restore`: the trash's day folder (`yyyy-mm-dd`).
   public var day: String?
+  /// For `devices`: the member to remove (its name, device id or fingerprint).
+  public var remove: String?
 
   public init(
-    command: Command, path: String? = nil, action: DeletionAction? = nil, day: String? = nil
+    command: Command, path: String? = nil, action: DeletionAction? = nil, day: String? = nil,
+    remove: String? = nil
   ) {
     self.command = command
     self.path = path
     self.action = action
     self.day = day
+    self.remove = remove
   }
 
   public static let status = ControlRequest(command: .status)
@@ -37,6 +42,42 @@ public struct ControlRequest: Codable, Sendable, Equatable {
   public static let trash = ControlRequest(command: .trash)
   public static func restore(_ path: String, day: String?) -> ControlRequest {
     ControlRequest(command: .restore, path: path, day: day)
+  }
+  public static func devices(remove: String? = nil) -> ControlRequest {
+    ControlRequest(command: .devices, remove: remove)
+  }
+}
+
+/// One device of the group, as `baton devices` shows it.
+public struct DeviceEntry: Codable, Sendable, Equatable {
+  /// The device id, 16 hex digits.
+  public var id: String
+  public var name: String
+  /// What a user compares to tell devices apart (`3f2a-91c0-0b7e-d4a5`).
+  public var fingerprint: String
+  /// The device that added it (itself, for a founder of a key-file group).
+  public var addedBy: String
+  public var member: Bool
+  /// Set for a removed device: who removed it.
+  public var removedBy: String?
+  public var thisDevice: Bool
+  /// A link with it is up (it is in range).
+  public var linked: Bool
+  public var lastSeen: Date?
+
+  public init(
+    id: String, name: String, fingerprint: String, addedBy: String, member: Bool,
+    removedBy: String?, thisDevice: Bool, linked: Bool, lastSeen: Date?
+  ) {
+    self.id = id
+    self.name = name
+    self.fingerprint = fingerprint
+    self.addedBy = addedBy
+    self.member = member
+    self.removedBy = removedBy
+    self.thisDevice = thisDevice
+    self.linked = linked
+    self.lastSeen = lastSeen
   }
 }
 
@@ -100,11 +141,15 @@ public struct ControlResponse: Codable, Sendable, Equatable {
   public var deletions: [HeldDeletionRecord]?
   /// For `trash`: the versions in the trash.
   public var trash: [TrashedVersionRecord]?
+  /// For `devices`: the group's devices (after a removal).
+  public var devices: [DeviceEntry]?
 
   public init(
     ok: Bool, status: AgentStatus? = nil, message: String? = nil, error: String? = nil,
-    deletions: [HeldDeletionRecord]? = nil, trash: [TrashedVersionRecord]? = nil
+    deletions: [HeldDeletionRecord]? = nil, trash: [TrashedVersionRecord]? = nil,
+    devices: [DeviceEntry]? = nil
   ) {
+    self.devices = devices
     self.trash = trash
     self.ok = ok
     self.status = status

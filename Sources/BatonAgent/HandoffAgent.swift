@@ -142,6 +142,40 @@ public final class HandoffAgent: AgentCore {
     }
   }
 
+  public func devices(remove: String?) async throws -> (message: String?, devices: [DeviceEntry])
+  {
+    guard let engine = state.withLock({ $0.engine }) else {
+      throw ControlFailure("the agent is starting; try again")
+    }
+    var message: String?
+    if let remove {
+      let removed = try await engine.removeDevice(remove)
+      message =
+        "removed \(removed.name) (\(removed.id)): it can no longer connect to the members, and"
+        + " the group moved to a new secret it does not get; the notes it already has stay with it"
+    }
+    return (message, await engine.devices().map(Self.entry))
+  }
+
+  static func entry(_ d: DeviceRecord) -> DeviceEntry {
+    DeviceEntry(
+      id: d.id.description, name: d.name, fingerprint: d.fingerprint,
+      addedBy: d.addedBy.description, member: d.isMember,
+      removedBy: d.removedBy?.description, thisDevice: d.isThisDevice, linked: d.linked,
+      lastSeen: d.lastSeen)
+  }
+
+  /// Starts the generation again (with the same configuration): the group
+  /// moved to `epoch`, whose keys the new engine takes.
+  private func restart(forEpoch epoch: UInt32) {
+    let generation = state.withLock { s -> Task<Void, any Error>? in
+      defer { s.generation = nil }
+      return s.generation
+    }
+    log.notice("the group moved to epoch \(epoch): starting again with its keys")
+    generation?.cancel()
+  }
+
   public func restore(notePath: String, day: String?) async throws -> String {
     let folders = state.withLock { $0.folders }
     let absolute = URL(fileURLWithPath: notePath).standardizedFileURL.resolvingSymlinksInPath().path
@@ -235,6 +269,7 @@ public final class HandoffAgent: AgentCore {
         replaced.insert(type)
       }
     }
+    await engine.onEpochMove { [weak self] epoch in self?.restart(forEpoch: epoch) }
     await engine.foldersReplaced(replaced)
     await engine.rescan()
     for (folderConfiguration, folder) in folders {

@@ -19,7 +19,7 @@ public enum ExitStatus {
 }
 
 /// The `baton` command line: `agent`, `check`, `keygen`, `status`, `send`,
-/// `deletions`, `trash`, `restore`.
+/// `deletions`, `trash`, `restore`, `devices`.
 /// `Sources/baton/main.swift` only calls `BatonCommand.main`.
 public enum BatonCommand {
   /// `baton --version`.
@@ -73,6 +73,7 @@ public enum BatonCommand {
     case "deletions": return ControlCommand.deletions(rest)
     case "trash": return ControlCommand.trash(rest)
     case "restore": return ControlCommand.restore(rest)
+    case "devices": return ControlCommand.devices(rest)
     case "help":
       Console.out(Usage.topHelp)
       return ExitStatus.success

@@ -178,6 +178,56 @@ enum ControlCommand {
     return ExitStatus.success
   }
 
+  static func devices(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [OptionSpec(long: "json"), socketSpec, helpSpec], command: "devices",
+        usage: Usage.devices, help: Usage.devicesHelp, operands: 0...2, exitStatus: &exit)
+    else { return exit }
+    var remove: String?
+    switch parsed.operands.count {
+    case 0: break
+    case 2 where parsed.operands[0] == "remove": remove = parsed.operands[1]
+    default:
+      return BatonCommand.usageError(
+        "devices: expected nothing or 'remove NAME', not '\(parsed.operands.joined(separator: " "))'",
+        Usage.devices)
+    }
+    let path = AgentCommand.socketPath(parsed, BatonPaths())
+    guard let response = request(.devices(remove: remove), path, exitStatus: &exit) else {
+      return exit
+    }
+    if parsed.has("--json") {
+      Console.out(String(decoding: ControlCoding.encode(response), as: UTF8.self) + "\n")
+      return ExitStatus.success
+    }
+    var lines: [String] = []
+    if let message = response.message { lines.append(message.escapedForDisplay) }
+    let devices = response.devices ?? []
+    let width = devices.map { $0.name.escapedForDisplay.count }.max() ?? 4
+    for d in devices {
+      let name = d.name.escapedForDisplay
+      let state: String
+      if d.thisDevice {
+        state = "this device"
+      } else if !d.member {
+        state = "removed" + (d.removedBy.map { " by \($0)" } ?? "")
+      } else if d.linked {
+        state = "linked (in range)"
+      } else if let seen = d.lastSeen {
+        state = "last seen " + StatusFormatter(now: Date()).ago(seen)
+      } else {
+        state = "not seen yet"
+      }
+      lines.append(
+        "  \(name)\(String(repeating: " ", count: max(0, width - name.count)))  \(d.id)"
+          + "  \(d.fingerprint)  \(state)")
+    }
+    Console.out(lines.joined(separator: "\n") + "\n")
+    return ExitStatus.success
+  }
+
   /// Sends a request; on failure prints why and sets the exit status.
   private static func request(_ request: ControlRequest, _ path: String, exitStatus: inout Int32)
     -> ControlResponse?

@@ -13,6 +13,7 @@ enum Usage {
   static let deletions = "usage: baton deletions [--json] [--socket PATH] [apply | reject]\n"
   static let trash = "usage: baton trash [--json] [--socket PATH]\n"
   static let restore = "usage: baton restore [--socket PATH] FILE [DAY]\n"
+  static let devices = "usage: baton devices [--json] [--socket PATH] [remove NAME]\n"
   static let top = """
     usage: baton agent [options]     run the agent in the foreground
            baton check [options]     check the configuration and key file
@@ -22,6 +23,7 @@ enum Usage {
            baton deletions [apply | reject]  list, make or undo held deletions
            baton trash               list the versions kept in the trash
            baton restore FILE [DAY]  put a version of FILE back from the trash
+           baton devices [remove NAME]  list the group's devices, or remove one
            baton --help | --version
 
     """
@@ -50,7 +52,7 @@ enum Usage {
 
     Exit status: 0 success, 1 error (configuration, key, runtime),
     2 usage error, 3 no agent running (status, send, deletions, trash,
-    restore).
+    restore, devices).
 
     """
 
@@ -102,6 +104,24 @@ enum Usage {
     move the notes to the trash here. 'reject' undoes them all: a note a
     peer deleted stays and comes back on every peer; a note deleted here
     comes back here from the peers.
+
+          --json           print the agent's raw JSON answer
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 3 if no agent is running.
+
+    """
+
+  static let devicesHelp = """
+    \(devices)
+    Lists the devices of the running agent's group: each one's name, device
+    id, fingerprint and state (this device, linked: in range, last seen, or
+    removed). 'remove NAME' removes the member called NAME (or with that
+    device id or fingerprint): no member accepts it any more, and the others
+    move to a new group secret that it does not get, so it can no longer
+    read their beacons or resolve their addresses. The notes it already has
+    stay with it. A removed device cannot come back under its device key.
 
           --json           print the agent's raw JSON answer
           --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// Issue 26, removal, with real `baton` processes on one simulated radio
+/// and the real commands: `baton devices` lists the group; after `baton
+/// devices remove`, the removed agent (still running, still holding the
+/// key file and every secret it had) gets nothing new and is refused,
+/// while the others keep syncing; a member that was away learns of the
+/// removal from the first member it meets. Every wait is on a file or a
+/// log line.
+@Suite(.serialized) struct DevicesEndToEndTests {
+  /// Whether `baton devices` on `agent` comes to list `name` as removed.
+  private func listsRemoved(_ agent: AgentProcess, _ name: String) async -> Bool {
+    await eventually(30, "\(agent.name) lists \(name) as removed") {
+      let (_, listing) = (try? agent.run(["devices"])) ?? (1, "")
+      return listing.split(separator: "\n").contains {
+        $0.contains("  \(name) ") && $0.contains("removed by")
+      }
+    }
+  }
+
+  @Test func aRemovedAgentGetsNothingNewAndAnAwayMemberCatchesUp() async throws {
+    let group = try AgentGroup(count: 3)
+    let (a, b, c) = (group.agents[0], group.agents[1], group.agents[2])
+    try group.startAll()
+    let first = ["a.md": "A\nfrom A\n", "b.md": "B\nfrom B\n", "c.md": "C\nfrom C\n"]
+    for (agent, file) in [(a, "a.md"), (b, "b.md"), (c, "c.md")] {
+      try agent.save(file, first[file]!)
+    }
+    #expect(
+      await eventually(90, "every first note everywhere") {
+        [a, b, c].allSatisfy { agent in first.allSatisfy { agent.read($0.key) == Array($0.value.utf8) } }
+      }, "\(group.logs)")
+    let (listed, listing) = try a.run(["devices"])
+    #expect(listed == 0, "\(listing)")
+    for name in ["agentA", "agentB", "agentC"] {
+      #expect(listing.contains("  \(name) "), "\(listing)")
+    }
+    #expect(
+      listing.split(separator: "\n").contains { $0.contains("agentA") && $0.hasSuffix("this device") },
+      "\(listing)")
+
+    // B goes away; A removes C.
+    b.stop()
+    let (removed, said) = try a.run(["devices", "remove", "agentC"])
+    #expect(removed == 0 && said.contains("removed agentC"), "\(said)")
+    #expect(
+      await eventually(30, "A on the new epoch") { a.log.contains("moved to epoch 1") },
+      "\(a.log)")
+    #expect(await listsRemoved(a, "agentC"), "\(a.log)")
+
+    // C keeps writing; A writes too. A refuses C.
+    try c.save("from-c.md", "Late\nfrom C, removed\n")
+    try a.save("from-a.md", "New\nfrom A, after the removal\n")
+    #expect(
+      await eventually(60, "A refused C") {
+        a.log.contains("was removed from the group") && c.log.contains("refused this device")
+      }, "\(group.logs)")
+    // B comes back on its old epoch while C is off (a member that meets the
+    // removed device before any member that knows of the removal takes what
+    // it sends until then: PROTOCOL.md 6.3), and learns of it from A.
+    c.stop()
+    try b.start()
+    #expect(
+      await eventually(90, "B has A's new note") {
+        b.read("from-a.md") == Array("New\nfrom A, after the removal\n".utf8)
+      }, "\(group.logs)")
+    #expect(await listsRemoved(b, "agentC"), "\(b.log)")
+    #expect(b.log.contains("moved to epoch 1"), "\(b.log)")
+    // C, back with everything it held, is refused by B too.
+    let refusedBefore = b.log.components(separatedBy: "was removed from the group").count
+    try c.start()
+    #expect(
+      await eventually(60, "B refused C") {
+        b.log.components(separatedBy: "was removed from the group").count > refusedBefore
+      }, "\(group.logs)")
+    // C got nothing new, and nobody took C's note.
+    #expect(c.read("from-a.md") == nil, "\(group.logs)")
+    #expect(a.read("from-c.md") == nil && b.read("from-c.md") == nil, "\(group.logs)")
+  }
+}
