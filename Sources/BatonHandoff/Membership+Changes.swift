@@ -10,7 +10,7 @@ extension Membership {
     if let removal = state.removed[device.deviceID] {
       throw .readdAfterRemoval(device.deviceID, by: removal.by)
     }
-    guard !state.anyRekey else { throw .foundedAfterRekey(device.deviceID) }
+    guard state.winners[1] == nil else { throw .foundedAfterRekey(device.deviceID) }
     return .signed(
       .found(
         subject: device.publicKey, name: name.prefix(utf8Bytes: MembershipRecord.maxNameBytes),

@@ -21,7 +21,6 @@ extension Membership {
       case .remove(_, _, let epoch, _): removes[epoch, default: []].append(record)
       case .rekey(let epoch, _, _):
         rekeys[epoch, default: []].append(record)
-        st.anyRekey = true
       }
     }
     func digest(_ r: MembershipRecord) -> [UInt8] { digests[r] ?? r.digest }

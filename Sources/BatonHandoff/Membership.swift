@@ -6,7 +6,8 @@ import BatonSystem
 /// it can open, and whether someone should re-key.
 ///
 /// The state is a function of the *set* of records only: inserting them in
-/// any order, or twice, gives the same state and the same `digest`. Every
+/// any order, or twice, gives the same state and the same `digest` (except
+/// for the two records refused on arrival, below). Every
 /// rule decides by epochs and digests, never by the records' wall times.
 public struct Membership: Sendable {
   public static let maxRecords = 1024
@@ -80,7 +81,6 @@ public struct Membership: Sendable {
     var status: [[UInt8]: RecordStatus] = [:]
     /// The record that made each device a member first (lowest epoch, then digest).
     var joinedBy: [DeviceID: MembershipRecord] = [:]
-    var anyRekey = false
   }
 
   public let device: DeviceKey
@@ -240,8 +240,10 @@ public struct Membership: Sendable {
   public mutating func insert(_ record: MembershipRecord) -> Update { insert([record]) }
 
   /// Inserts records (idempotent, in any order), then says what changed.
-  /// Malformed records, bad signatures and records past the bounds are
-  /// refused and not kept; every other record is kept, in effect or not.
+  /// Malformed records, bad signatures, records past the bounds, additions
+  /// past 256 members and foundings once this device has an epoch 1 that
+  /// does not name them are refused and not kept; every other record is
+  /// kept, in effect or not.
   public mutating func insert(_ incoming: [MembershipRecord]) -> Update {
     let before = state
     for record in incoming {
@@ -271,6 +273,15 @@ public struct Membership: Sendable {
       }
       guard storedBytes + encoded.count <= Self.maxBytes else {
         outcomes[index] = .refused(.full("\(Self.maxBytes) bytes"))
+        continue
+      }
+      if case .found(let subject, _, _) = record.body, let first = state.winners[1],
+        !first.names(subject.deviceID)
+      {
+        // "Ignored by anyone who knows a rekey": refused, not kept, so that
+        // a key-file copy cannot found a new identity and then race epoch 1
+        // with a rekey of its own on this device.
+        outcomes[index] = .refused(.foundedAfterRekey(subject.deviceID))
         continue
       }
       if case .add(let subject, _, _, let epoch, _) = record.body, epoch == state.epoch,

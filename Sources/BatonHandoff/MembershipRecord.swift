@@ -91,6 +91,12 @@ public struct MembershipRecord: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// Whether this rekey lists `device` or was signed by it (false for other kinds).
+  func names(_ device: DeviceID) -> Bool {
+    guard case .rekey(_, let signer, let secrets) = body else { return false }
+    return signer == device || secrets.contains { $0.device == device }
+  }
+
   /// `u8 kind || body`.
   var kindAndBody: [UInt8] {
     var w = ByteWriter()

@@ -368,10 +368,43 @@ import Testing
     _ = dave.insert(g.records)
     #expect(
       dave.epoch == 1 && dave.memberIDs.count == 3 && !dave.memberIDs.contains(g.dave.deviceID))
-    #expect(dave.digest == g.a.digest)  // the ignored founding is kept by both
+    // dave keeps its own founding (it took it before it knew a rekey), but
+    // it is not in effect; alice never kept it.
+    #expect(dave.status(of: late) == .ignored(.foundedAfterRekey(g.dave.deviceID)))
+    #expect(g.a.status(of: late) == nil && dave.recordCount == g.a.recordCount + 1)
     #expect(throws: MembershipRefusal.foundedAfterRekey(g.dave.deviceID)) {
       try dave.found(name: "dave", wallTime: 6)
     }
+  }
+
+  @Test func aKeyFileCopyCannotRaceEpochOneOnADeviceThatKnowsARekey() throws {
+    var g = try Group()
+    try g.apply(g.a.makeRekey())
+    let real = try #require(g.a.state.winners[1])
+    let secret = try #require(g.a.epochSecret)
+    // A stolen copy of the key file: a fresh device key founds itself and
+    // signs a rival rekey to epoch 1 listing only itself, with a lower digest.
+    let thief = Self.key(66)
+    let found = MembershipRecord.signed(
+      .found(subject: thief.publicKey, name: "alice", wallTime: 0), by: thief)
+    var rival: MembershipRecord
+    repeat {
+      let sealed = try #require(thief.publicKey.seal(HandoffCrypto.random(32)))
+      rival = .signed(
+        .rekey(
+          epoch: 1, signer: thief.deviceID,
+          secrets: [.init(device: thief.deviceID, sealed: sealed)]), by: thief)
+    } while !rival.digest.lexicographicallyPrecedes(real.digest)
+    for batch in [[found, rival], [rival, found]] {
+      var view = g.view(of: g.bob)
+      let update = view.insert(batch)
+      #expect(update.outcomes.contains(.refused(.foundedAfterRekey(thief.deviceID))))
+      #expect(!update.changed)
+      #expect(view.state.winners[1] == real && view.epochSecret == secret)
+    }
+    #expect(
+      g.a.insert([found, rival]).outcomes.first == .refused(.foundedAfterRekey(thief.deviceID)))
+    #expect(g.a.epochSecret == secret)
   }
 
   @Test func wallTimesInTheFutureOrPastChangeNothing() throws {
