@@ -53,11 +53,11 @@ public enum MembershipRefusal: Error, Equatable, Hashable, Sendable, CustomStrin
     case .signerRemoved(let signer, let by):
       "membership record signed by \(signer), which \(by) removed: refused; a removed device can no longer change the group"
     case .subjectRemoved(let subject, let by):
-      "device \(subject) was removed by \(by) and cannot be a member again; to bring the machine back, pair it again (it gets a new device key)"
+      "device \(subject) was removed by \(by) and cannot be a member again; the machine can come back only as a new device, with a new device key"
     case .readdAfterRemoval(let subject, let by):
-      "device \(subject) tried to add itself back after \(by) removed it: refused; pair the machine again with a member ('baton pair'), which gives it a new device key"
+      "device \(subject) tried to add itself back after \(by) removed it: refused; the machine can come back only as a new device, with a new device key"
     case .foundedAfterRekey(let subject):
-      "device \(subject) founded itself with the key file after the group moved past epoch 0: ignored; pair it with a member instead"
+      "device \(subject) founded itself with the key file after the group moved past epoch 0: ignored: the key file admits nobody new once a device was removed"
     case .superseded(let epoch):
       "another rekey to epoch \(epoch) has the lower digest and holds that epoch's secret; this one is kept but not used"
     case .groupFull(let epoch):
@@ -69,7 +69,7 @@ public enum MembershipRefusal: Error, Equatable, Hashable, Sendable, CustomStrin
     case .unknownDevice(let device):
       "no membership record names device \(device); 'baton devices' lists the members"
     case .noGroupKey:
-      "founding a group needs its key file (the group key); pair with a member instead"
+      "founding a group needs its key file (the group key)"
     case .cannotSeal(let device):
       "cannot seal the new epoch's secret to device \(device): its public key is unknown or unusable"
     }

@@ -224,7 +224,7 @@ import Testing
       update.outcomes == [.refused(.readdAfterRemoval(g.carol.deviceID, by: g.alice.deviceID))])
     #expect(
       "\(MembershipRefusal.readdAfterRemoval(g.carol.deviceID, by: g.alice.deviceID))".contains(
-        "pair"))
+        "new device"))
     // With the key file, a fresh founding does not bring it back either.
     var c = Membership(device: g.carol, groupKey: Self.groupKey)
     _ = c.insert(g.records)
