@@ -34,6 +34,11 @@ import Testing
     #expect(await a.engine.beaconContent().indexDigest == b.engine.beaconContent().indexDigest)
   }
 
+  /// One count shared by both ends of a pair.
+  final class SharedCount: Sendable {
+    let value = Mutex(0)
+  }
+
   /// `baton status` names a peer from the moment its handshake succeeds, on
   /// both sides, even when the session is cut right after it.
   @Test(arguments: [0, 7])
@@ -42,7 +47,41 @@ import Testing
     let b = try HandoffTestAgent("bob", key: key)
     await a.save("a.md", "# Hello\nfrom alice\n")
     let learnt = LockedBox<[String: String]>([:])
-    let (i, r) = InMemoryMessageChannel.pair(breakAfter: breakAfter == 0 ? nil : breakAfter)
+    /// Closes both ends once `limit` messages have gone out, counting
+    /// messages only: the frame layer's acknowledgements (control frames)
+    /// come when the scheduler lets them, so counting them would cut at a
+    /// different place in every run.
+    final class Cut: ChannelWrapper {
+      let inner: any MessageChannel
+      let sent: SharedCount
+      let limit: Int?
+      let peer: Mutex<(any MessageChannel)?> = Mutex(nil)
+      init(_ inner: any MessageChannel, limit: Int?, sent: SharedCount) {
+        self.inner = inner
+        self.limit = limit
+        self.sent = sent
+      }
+      func send(_ message: [UInt8]) async throws {
+        if message.first != FrameRecovery.controlMarker, let limit {
+          let n = sent.value.withLock {
+            $0 += 1
+            return $0
+          }
+          if n > limit {
+            await inner.close()
+            await peer.withLock { $0 }?.close()
+            throw HandoffError.channelClosed(peer: "cut")
+          }
+        }
+        try await inner.send(message)
+      }
+    }
+    let (pi, pr) = InMemoryMessageChannel.pair()
+    let shared = SharedCount()
+    let i = Cut(pi, limit: breakAfter == 0 ? nil : breakAfter, sent: shared)
+    let r = Cut(pr, limit: breakAfter == 0 ? nil : breakAfter, sent: shared)
+    i.peer.withLock { $0 = pr }
+    r.peer.withLock { $0 = pi }
     async let first = try? b.engine.runSession(
       over: i, initiator: true, peerAddress: "addr-alice",
       authenticated: { name, _ in learnt.mutex.withLock { $0["bob knows"] = name } })
