@@ -9,21 +9,20 @@ public struct DevicePublicKey: Hashable, Sendable, CustomStringConvertible {
   public static let byteCount = 32  // crypto_sign_PUBLICKEYBYTES
   public static let signatureBytes = 64  // crypto_sign_BYTES
   public let bytes: [UInt8]
+  /// `u64` little-endian of the first 8 bytes of BLAKE2b-128 keyed with
+  /// nothing over `"baton-device-id" || public key`; computed once, since
+  /// every version this device makes and every entry it checks asks for it.
+  public let deviceID: DeviceID
 
   /// nil unless `bytes` is 32 bytes whose device id is not zero.
   public init?(bytes: [UInt8]) {
     guard bytes.count == DevicePublicKey.byteCount else { return nil }
-    self.bytes = bytes
-    guard deviceID.rawValue != 0 else { return nil }
-  }
-
-  /// `u64` little-endian of the first 8 bytes of BLAKE2b-128 keyed with
-  /// nothing over `"baton-device-id" || public key`.
-  public var deviceID: DeviceID {
     let digest = HandoffCrypto.hash(Array("baton-device-id".utf8) + bytes, length: 16)
     var value: UInt64 = 0
     for byte in digest[0..<8].reversed() { value = value << 8 | UInt64(byte) }
-    return DeviceID(rawValue: value)
+    guard value != 0 else { return nil }
+    self.bytes = bytes
+    deviceID = DeviceID(rawValue: value)
   }
 
   /// What a user compares to see who joined: the first 8 bytes of

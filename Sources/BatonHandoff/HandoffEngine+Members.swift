@@ -143,10 +143,9 @@ extension HandoffEngine {
       Task { await link.close("\(link.peerDevice) is no longer a member of the group") }
     }
     if membership.shouldRekey, let rekey = try? membership.makeRekey() {
-      let outcome = membership.insert(rekey)
+      _ = membership.insert(rekey)
       persist { try store.saveMembershipRecords([rekey.encoded]) }
       logger.notice("moved the group to epoch \(membership.epoch): a new secret for the members")
-      _ = outcome
     }
     if membership.epoch != epoch, let moved = epochMoved {
       epochMoved = nil

@@ -103,9 +103,7 @@ extension HandoffEngine {
       throw error
     }
     do {
-      var settling = secure
-      try await settleMembership(&settling, initiator: initiator)
-      secure = settling
+      try await settleMembership(&secure, initiator: initiator)
     } catch {
       fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
       throw error
