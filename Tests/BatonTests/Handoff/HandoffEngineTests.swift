@@ -34,9 +34,9 @@ import Testing
     #expect(await a.engine.beaconContent().indexDigest == b.engine.beaconContent().indexDigest)
   }
 
-  /// One count shared by both ends of a pair.
+  /// The messages both ends of a pair sent, each counted once.
   final class SharedCount: Sendable {
-    let value = Mutex(0)
+    let value = Mutex<Set<[UInt8]>>([])
   }
 
   /// `baton status` names a peer from the moment its handshake succeeds, on
@@ -47,25 +47,32 @@ import Testing
     let b = try HandoffTestAgent("bob", key: key)
     await a.save("a.md", "# Hello\nfrom alice\n")
     let learnt = LockedBox<[String: String]>([:])
-    /// Closes both ends once `limit` messages have gone out, counting
-    /// messages only: the frame layer's acknowledgements (control frames)
-    /// come when the scheduler lets them, so counting them would cut at a
-    /// different place in every run.
+    /// Closes both ends once `limit` messages have gone out, counting each
+    /// message once: the frame layer's acknowledgements (control frames)
+    /// and its resends of a data frame come when the scheduler lets them, so
+    /// counting them would cut at a different place in every run.
     final class Cut: ChannelWrapper {
       let inner: any MessageChannel
       let sent: SharedCount
       let limit: Int?
+      let initiator: Bool
       let peer: Mutex<(any MessageChannel)?> = Mutex(nil)
-      init(_ inner: any MessageChannel, limit: Int?, sent: SharedCount) {
+      init(_ inner: any MessageChannel, limit: Int?, sent: SharedCount, initiator: Bool) {
         self.inner = inner
         self.limit = limit
         self.sent = sent
+        self.initiator = initiator
       }
       func send(_ message: [UInt8]) async throws {
         if message.first != FrameRecovery.controlMarker, let limit {
+          // A data frame is the same message when sent again: its number
+          // (bytes 1..<9), per direction.
+          let id =
+            message.first == FrameRecovery.dataMarker && message.count >= 9
+            ? [UInt8(initiator ? 1 : 2)] + message[1..<9] : message
           let n = sent.value.withLock {
-            $0 += 1
-            return $0
+            $0.insert(id)
+            return $0.count
           }
           if n > limit {
             await inner.close()
@@ -78,8 +85,8 @@ import Testing
     }
     let (pi, pr) = InMemoryMessageChannel.pair()
     let shared = SharedCount()
-    let i = Cut(pi, limit: breakAfter == 0 ? nil : breakAfter, sent: shared)
-    let r = Cut(pr, limit: breakAfter == 0 ? nil : breakAfter, sent: shared)
+    let i = Cut(pi, limit: breakAfter == 0 ? nil : breakAfter, sent: shared, initiator: true)
+    let r = Cut(pr, limit: breakAfter == 0 ? nil : breakAfter, sent: shared, initiator: false)
     i.peer.withLock { $0 = pr }
     r.peer.withLock { $0 = pi }
     async let first = try? b.engine.runSession(
