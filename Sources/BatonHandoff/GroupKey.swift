@@ -75,6 +75,14 @@ public struct GroupKey: Sendable, Equatable {
     self = key
   }
 
+  /// The key file at `path`, or nil when there is no file there: a device
+  /// that joins its group by pairing, or joined it so, needs none.
+  public static func loadIfPresent(contentsOfFile path: String) throws(LoadError) -> GroupKey? {
+    var info = stat()
+    if lstat(path, &info) != 0 && errno == ENOENT { return nil }
+    return try GroupKey(contentsOfFile: path)
+  }
+
   /// Loads and checks a key file: it must exist, be a regular file, and have
   /// no group or other permissions.
   public init(contentsOfFile path: String) throws(LoadError) {

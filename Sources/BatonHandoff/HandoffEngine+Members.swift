@@ -12,7 +12,7 @@ extension HandoffEngine {
   /// group it is not yet a member of (epoch 0, PROTOCOL.md 6.3): what the
   /// founding did, for the log.
   static func loadMembership(
-    store: any HandoffStateStore, device: DeviceKey, groupKey: GroupKey, name: String
+    store: any HandoffStateStore, device: DeviceKey, groupKey: GroupKey?, name: String
   ) -> (Membership, String?) {
     var membership = Membership(device: device, groupKey: groupKey)
     let stored = ((try? store.membershipRecords()) ?? []).compactMap {

@@ -109,8 +109,11 @@ public actor HandoffEngine {
 
   /// - Parameters:
   ///   - folders: the folders served, each with its activity type (types must differ).
+  ///   - key: the key file's key (epoch 0 of a key-file group); nil for a
+  ///     device that joined by pairing (`Enrolment.inGroup` says whether
+  ///     its records let it take part: without, it talks to nobody).
   public init(
-    key: GroupKey, deviceName: String, store: any HandoffStateStore, folders: [HandoffFolder],
+    key: GroupKey?, deviceName: String, store: any HandoffStateStore, folders: [HandoffFolder],
     policy: HandoffPolicy = HandoffPolicy()
   ) {
     let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
@@ -119,7 +122,10 @@ public actor HandoffEngine {
       store: store, device: store.deviceKey, groupKey: key, name: name)
     self.membership = membership
     epoch = membership.epoch
-    keys = HandoffKeys(groupKey: membership.epochSecret.flatMap(GroupKey.init(bytes:)) ?? key)
+    // Not in a group yet (no key file, no enrolment): a random key, which
+    // opens nothing and is opened by nobody.
+    keys = HandoffKeys(
+      groupKey: membership.epochSecret.flatMap(GroupKey.init(bytes:)) ?? key ?? .generate())
     olderKeys = (0..<membership.epoch).reversed().prefix(2).compactMap { epoch in
       membership.secret(ofEpoch: epoch).flatMap(GroupKey.init(bytes:)).map {
         (epoch, HandoffKeys(groupKey: $0))
@@ -151,7 +157,7 @@ public actor HandoffEngine {
 
   /// The same, with folders given as (activity type, folder) pairs.
   public init(
-    key: GroupKey, deviceName: String, store: any HandoffStateStore,
+    key: GroupKey?, deviceName: String, store: any HandoffStateStore,
     folders: [(activityType: String, folder: any NoteFolderAccess)],
     policy: HandoffPolicy = HandoffPolicy()
   ) {

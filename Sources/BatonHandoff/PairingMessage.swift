@@ -257,6 +257,10 @@ public enum PairingMessage {
   }
 
   /// What an abort from the peer means for `role`; nil if `m` is not one.
+  /// Whether `m` is a pairing's first message (P1, of any version): what a
+  /// member showing a code tells from a handoff's M1 on the same PSM.
+  public static func isHello(_ m: [UInt8]) -> Bool { m.first == hello }
+
   static func readAbort(_ m: [UInt8], role: PairingRole) -> PairingError? {
     guard m.first == abort else { return nil }
     guard m.count == 3, let reason = AbortReason(rawValue: m[1]) else {
