@@ -11,10 +11,11 @@ public protocol AgentCore: Sendable {
   func run() async throws
   /// Applies a new, already validated configuration (folders added or
   /// removed, settings changed) and the group key read from its key file
-  /// (possibly a new one; the file is read once per reload). Throwing
+  /// (possibly a new one; the file is read once per reload; nil when there
+  /// is none: a device that joins, or joined, by pairing). Throwing
   /// keeps the old configuration running. Return promptly: the daemon
   /// handles SIGTERM only after the reload returns.
-  func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws
+  func reload(_ configuration: AgentConfiguration, key: GroupKey?) async throws
   /// A snapshot for `baton status`.
   func status() async -> AgentStatus
   /// Makes the note at `notePath` (absolute) the current activity now;
@@ -36,6 +37,14 @@ public protocol AgentCore: Sendable {
   /// fingerprint) when given, then returns a message (nil when nothing was
   /// removed) and the group's devices.
   func devices(remove: String?) async throws -> (message: String?, devices: [DeviceEntry])
+  /// `baton pair`: on a member (`code` nil), shows a new code and returns
+  /// it with a message; on a device not in a group yet, pairs with the
+  /// member showing `code` and returns what happened. Throws an error
+  /// whose description is shown to the user.
+  func pair(code: String?) async throws -> (code: String?, message: String)
+  /// `baton pair` on a member, after `pair(code: nil)`: waits for that
+  /// code's pairing to end (or the code to expire) and says how it ended.
+  func pairingResult() async throws -> String
 }
 
 extension AgentCore {
@@ -48,6 +57,13 @@ extension AgentCore {
   public func restore(notePath: String, day: String?) async throws -> String {
     throw ControlFailure("no version of \(notePath) in the trash")
   }
+  /// A core that cannot pair.
+  public func pair(code: String?) async throws -> (code: String?, message: String) {
+    throw ControlFailure("this agent cannot pair")
+  }
+  public func pairingResult() async throws -> String {
+    throw ControlFailure("this agent cannot pair")
+  }
   /// A core with no group.
   public func devices(remove: String?) async throws -> (message: String?, devices: [DeviceEntry])
   {
@@ -56,7 +72,7 @@ extension AgentCore {
 }
 
 /// An error shown to the user as it is.
-public struct ControlFailure: Error, CustomStringConvertible {
+public struct ControlFailure: Error, Sendable, CustomStringConvertible {
   public var description: String
   public init(_ description: String) { self.description = description }
 }

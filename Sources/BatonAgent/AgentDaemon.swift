@@ -33,7 +33,7 @@ public final class AgentDaemon: Sendable {
   private let settings: Settings
   private let signals: AsyncStream<UnixSignal>
   private let reloadConfiguration:
-    @Sendable () throws -> (configuration: AgentConfiguration, key: GroupKey)
+    @Sendable () throws -> (configuration: AgentConfiguration, key: GroupKey?)
   private let notifier: SystemdNotifier
   private let openedServer: ControlServer?
   private let log = Logger(label: "agent")
@@ -51,7 +51,7 @@ public final class AgentDaemon: Sendable {
     core: any AgentCore, settings: Settings, signals: AsyncStream<UnixSignal>,
     server: ControlServer? = nil, notifier: SystemdNotifier = SystemdNotifier(),
     reloadConfiguration:
-      @escaping @Sendable () throws -> (configuration: AgentConfiguration, key: GroupKey)
+      @escaping @Sendable () throws -> (configuration: AgentConfiguration, key: GroupKey?)
   ) {
     self.openedServer = server
     self.core = core
@@ -152,7 +152,7 @@ public final class AgentDaemon: Sendable {
     log.info("received SIGHUP, reloading the configuration")
     notifier.reloading()
     let next: AgentConfiguration
-    let key: GroupKey
+    let key: GroupKey?
     do {
       (next, key) = try reloadConfiguration()
     } catch {
@@ -224,6 +224,17 @@ public final class AgentDaemon: Sendable {
         do {
           let (message, devices) = try await core.devices(remove: request.remove)
           connection.reply(ControlResponse(ok: true, message: message, devices: devices))
+        } catch {
+          connection.reply(.failure("\(error)"))
+        }
+      case .pair:
+        do {
+          if request.wait == true {
+            connection.reply(ControlResponse(ok: true, message: try await core.pairingResult()))
+          } else {
+            let (code, message) = try await core.pair(code: request.code)
+            connection.reply(ControlResponse(ok: true, message: message, code: code))
+          }
         } catch {
           connection.reply(.failure("\(error)"))
         }

@@ -190,8 +190,13 @@ final class AgentRadio: Sendable {
     return (s.closedByDefault && !window, asking)
   }
 
-  /// Our beacon sealed now, and whether to advertise it connectable.
+  /// Our beacon sealed now, and whether to advertise it connectable; while
+  /// `baton pair` shows a code, the pairing advertisement instead, always
+  /// connectable (PROTOCOL.md 14.8).
   private func sealedBeacon() async -> (data: [UInt8], connectable: Bool) {
+    if let session = pairing(), session.isOpen() {
+      return (PairingAdvertisement.make(slot: session.offer.code.slot), true)
+    }
     let (closed, asking) = state.withLock { Self.beaconFlags($0, now: .now) }
     return (await engine.currentBeacon(closed: closed, asking: asking), !closed)
   }
@@ -217,9 +222,16 @@ final class AgentRadio: Sendable {
     state.withLock { $0.events?.yield(.burst) }
   }
 
-  init(configuration: AgentConfiguration, engine: HandoffEngine) {
+  /// The code `baton pair` shows on this member, if any.
+  let pairing: @Sendable () -> MemberPairing?
+
+  init(
+    configuration: AgentConfiguration, engine: HandoffEngine,
+    pairing: @escaping @Sendable () -> MemberPairing? = { nil }
+  ) {
     self.configuration = configuration
     self.engine = engine
+    self.pairing = pairing
   }
 
   /// Our current address, once the controller is open.
@@ -808,7 +820,22 @@ final class AgentRadio: Sendable {
   private func respond(on channel: any PeerChannel, with address: String, host: any RadioHost)
     async
   {
-    let guarded = DeadlineChannel(channel, deadline: Self.sessionDeadline)
+    var served: any MessageChannel = channel
+    // While a code is shown, a newcomer's P1 comes on the same PSM as a
+    // member's M1: the first message tells which.
+    if let session = pairing(), session.isOpen() {
+      guard let first = await Self.firstMessage(of: channel) else {
+        await channel.close()
+        return
+      }
+      if PairingMessage.isHello(first) {
+        await pair(session, over: ReplayChannel(channel, first: first), with: address)
+        await channel.close()
+        return
+      }
+      served = ReplayChannel(channel, first: first)
+    }
+    let guarded = DeadlineChannel(served, deadline: Self.sessionDeadline)
     do {
       let outcome = try await engine.respond(
         over: guarded, peerAddress: address,
@@ -824,6 +851,47 @@ final class AgentRadio: Sendable {
       log.info("session with \(address) ended early: \(error)")
     }
     await channel.close()
+  }
+
+  /// The first message on a channel a peer opened, within the pairing's
+  /// wait for a message; nil (the channel closed) when none came.
+  private static func firstMessage(of channel: any MessageChannel) async -> [UInt8]? {
+    await Timers.shared.withDeadline(Pairing.defaultTimeout, onExpiry: { await channel.close() }) {
+      (try? await channel.receive()) ?? nil
+    }
+  }
+
+  /// The member's side of a pairing over a channel a newcomer opened:
+  /// enrols it once P3 proved the code, records the admission once P5
+  /// acknowledged the enrolment, and tells the waiting `baton pair`.
+  private func pair(_ session: MemberPairing, over channel: any MessageChannel, with address: String)
+    async
+  {
+    let engine = self.engine
+    let prepared = Mutex<[MembershipRecord]>([])
+    log.notice("\(address) asks to pair with the code shown")
+    do {
+      let outcome = try await Pairing.run(
+        over: channel, member: session.offer, me: engine.pairingIdentity
+      ) { newcomer in
+        let made = try await engine.prepareAdmission(of: newcomer)
+        prepared.withLock { $0 = made.records }
+        return made.enrolment
+      }
+      let peer = outcome.peer
+      await engine.admit(prepared.withLock { $0 }, name: peer.name)
+      session.finish(
+        .success(
+          "paired with \(peer.name) (fingerprint \(peer.fingerprint)): it is a member now and"
+            + " gets every note"))
+    } catch {
+      log.warning("pairing with \(address) failed: \(error)")
+      // A P1 for another slot leaves the code to its own newcomer.
+      if session.offer.current == .spent {
+        session.finish(.failure(ControlFailure("\(error)")))
+      }
+    }
+    beaconChanged()
   }
 
   /// Runs a link, unless one with the same peer is up already: then the

@@ -6,10 +6,13 @@ import FoundationEssentials
 /// absent), `{"command":"trash"}`,
 /// `{"command":"restore","path":"/home/u/notes/a.md","day":"2026-12-02"}`
 /// (the newest day when `day` is absent), `{"command":"devices"}`,
-/// `{"command":"devices","remove":"laptop"}`.
+/// `{"command":"devices","remove":"laptop"}`; `{"command":"pair"}` (a member
+/// shows a code: the answer's `code`), `{"command":"pair","wait":true}` (the
+/// member waits for that pairing's end), `{"command":"pair","code":"07-042-913"}`
+/// (a new device pairs with the code).
 public struct ControlRequest: Codable, Sendable, Equatable {
   public enum Command: String, Codable, Sendable {
-    case status, send, deletions, trash, restore, devices
+    case status, send, deletions, trash, restore, devices, pair
   }
   public var command: Command
   /// For `send` and `restore`: the note's absolute path.
@@ -20,12 +23,19 @@ public struct ControlRequest: Codable, Sendable, Equatable {
   public var day: String?
   /// For `devices`: the member to remove (its name, device id or fingerprint).
   public var remove: String?
+  /// For `pair` on a new device: the code the member showed.
+  public var code: String?
+  /// For `pair` on a member: wait for the end of the pairing of the code
+  /// shown (rather than show a new one).
+  public var wait: Bool?
 
   public init(
     command: Command, path: String? = nil, action: DeletionAction? = nil, day: String? = nil,
-    remove: String? = nil
+    remove: String? = nil, code: String? = nil, wait: Bool? = nil
   ) {
     self.command = command
+    self.code = code
+    self.wait = wait
     self.path = path
     self.action = action
     self.day = day
@@ -45,6 +55,9 @@ public struct ControlRequest: Codable, Sendable, Equatable {
   }
   public static func devices(remove: String? = nil) -> ControlRequest {
     ControlRequest(command: .devices, remove: remove)
+  }
+  public static func pair(code: String? = nil, wait: Bool = false) -> ControlRequest {
+    ControlRequest(command: .pair, code: code, wait: wait ? true : nil)
   }
 }
 
@@ -143,12 +156,15 @@ public struct ControlResponse: Codable, Sendable, Equatable {
   public var trash: [TrashedVersionRecord]?
   /// For `devices`: the group's devices (after a removal).
   public var devices: [DeviceEntry]?
+  /// For `pair` on a member: the code to type on the new device.
+  public var code: String?
 
   public init(
     ok: Bool, status: AgentStatus? = nil, message: String? = nil, error: String? = nil,
     deletions: [HeldDeletionRecord]? = nil, trash: [TrashedVersionRecord]? = nil,
-    devices: [DeviceEntry]? = nil
+    devices: [DeviceEntry]? = nil, code: String? = nil
   ) {
+    self.code = code
     self.devices = devices
     self.trash = trash
     self.ok = ok

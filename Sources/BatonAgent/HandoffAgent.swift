@@ -24,19 +24,26 @@ public final class HandoffAgent: AgentCore {
   /// The L2CAP LE PSM of the handoff service (PROTOCOL.md, "Connection").
   public static let psm: UInt16 = 0x0080
 
-  private struct State {
+  struct State {
     var configuration: AgentConfiguration
-    var key: GroupKey
+    var key: GroupKey?
     var generation: Task<Void, any Error>?
     var engine: HandoffEngine?
     var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
     var radio: AgentRadio?
+    /// The code `baton pair` shows on this member (HandoffAgent+Pairing).
+    var memberPairing: MemberPairing?
+    /// Set while this device is in no group yet: its store, for `baton
+    /// pair CODE` (HandoffAgent+Pairing).
+    var unpaired: (any HandoffStateStore)?
+    /// `baton pair CODE` is running.
+    var seeking = false
   }
 
-  private let state: Mutex<State>
-  private let log = Logger(label: "agent")
+  let state: Mutex<State>
+  let log = Logger(label: "agent")
 
-  public init(configuration: AgentConfiguration, key: GroupKey) {
+  public init(configuration: AgentConfiguration, key: GroupKey?) {
     state = Mutex(State(configuration: configuration, key: key))
   }
 
@@ -63,7 +70,7 @@ public final class HandoffAgent: AgentCore {
     }
   }
 
-  public func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws {
+  public func reload(_ configuration: AgentConfiguration, key: GroupKey?) async throws {
     let generation = state.withLock { s -> Task<Void, any Error>? in
       s.configuration = configuration
       s.key = key
@@ -145,7 +152,8 @@ public final class HandoffAgent: AgentCore {
   public func devices(remove: String?) async throws -> (message: String?, devices: [DeviceEntry])
   {
     guard let engine = state.withLock({ $0.engine }) else {
-      throw ControlFailure("the agent is starting; try again")
+      throw state.withLock({ $0.unpaired }) != nil
+        ? ControlFailure(Self.notInAGroup) : ControlFailure("the agent is starting; try again")
     }
     var message: String?
     if let remove {
@@ -168,11 +176,16 @@ public final class HandoffAgent: AgentCore {
   /// Starts the generation again (with the same configuration): the group
   /// moved to `epoch`, whose keys the new engine takes.
   private func restart(forEpoch epoch: UInt32) {
+    log.notice("the group moved to epoch \(epoch): starting again with its keys")
+    restartGeneration()
+  }
+
+  /// Ends the running generation; `run` starts the next.
+  func restartGeneration() {
     let generation = state.withLock { s -> Task<Void, any Error>? in
       defer { s.generation = nil }
       return s.generation
     }
-    log.notice("the group moved to epoch \(epoch): starting again with its keys")
     generation?.cancel()
   }
 
@@ -218,7 +231,7 @@ public final class HandoffAgent: AgentCore {
 
   // MARK: One generation
 
-  private func runGeneration(_ configuration: AgentConfiguration, _ key: GroupKey) async throws {
+  private func runGeneration(_ configuration: AgentConfiguration, _ key: GroupKey?) async throws {
     try Self.makePrivateDirectory(configuration.stateDirectory)
     // One agent per state folder: two with the same device id would resolve
     // concurrent edits by overwriting one of them.
@@ -233,6 +246,10 @@ public final class HandoffAgent: AgentCore {
     defer { withExtendedLifetime(lock) {} }
     let store = try await HandoffStore.open(directory: configuration.stateDirectory)
     if let change = store.deviceChange { log.warning(change) }
+    guard Enrolment.inGroup(store: store, key: key) else {
+      try await waitForPairing(store, configuration)
+      return
+    }
     var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
     var streams: [(String, AsyncStream<NotesEvent>)] = []
     defer { for (_, folder) in folders { folder.stop() } }
@@ -278,7 +295,9 @@ public final class HandoffAgent: AgentCore {
     // The first scan of a large folder builds its indexes with much
     // temporary memory (file lists, store batches); give it back.
     HeapMemory.releaseFreePages()
-    let radio = AgentRadio(configuration: configuration, engine: engine)
+    let radio = AgentRadio(
+      configuration: configuration, engine: engine,
+      pairing: { [weak self] in self?.state.withLock { $0.memberPairing } })
     state.withLock {
       $0.engine = engine
       $0.folders = folders

@@ -50,10 +50,15 @@ enum AgentCommand {
     let loader = ConfigurationLoader(paths: paths)
     let overrides = overrides(parsed)
     let configuration: AgentConfiguration
-    let key: GroupKey
+    let key: GroupKey?
     do {
       configuration = try loader.load(overrides)
-      key = try GroupKey(contentsOfFile: configuration.keyFile)
+      key = try GroupKey.loadIfPresent(contentsOfFile: configuration.keyFile)
+      if key == nil {
+        log.info(
+          "no key file at \(configuration.keyFile): this device is in a group by pairing"
+            + " ('baton pair'), or will be")
+      }
       if let notice = try makeStateDirectory(configuration.stateDirectory) { log.notice(notice) }
     } catch {
       for line in "\(error)".split(separator: "\n") { log.error("\(line)") }
@@ -84,7 +89,7 @@ enum AgentCommand {
       signals: SignalStream.stream(UnixSignal.daemonSignals), server: server,
       reloadConfiguration: {
         let configuration = try loader.load(overrides)
-        let key = try GroupKey(contentsOfFile: configuration.keyFile)
+        let key = try GroupKey.loadIfPresent(contentsOfFile: configuration.keyFile)
         try makeStateDirectory(configuration.stateDirectory)
         return (configuration, key)
       })
@@ -151,8 +156,9 @@ enum AgentCommand {
       return ExitStatus.failure
     }
     var keyProblem: String?
+    var keyAbsent = false
     do {
-      _ = try GroupKey(contentsOfFile: configuration.keyFile)
+      keyAbsent = try GroupKey.loadIfPresent(contentsOfFile: configuration.keyFile) == nil
     } catch {
       keyProblem = error.description
     }
@@ -162,7 +168,10 @@ enum AgentCommand {
       "configuration: \(file)\(exists ? "" : " (absent: defaults)")",
       "name: \(configuration.name)",
       "controller: \(configuration.controller) (\(configuration.controller.explanation))",
-      "key file: \(configuration.keyFile)\(keyProblem == nil ? " (valid)" : " (INVALID)")",
+      "key file: \(configuration.keyFile)"
+        + (keyAbsent
+          ? " (absent: the device joins its group by pairing, 'baton pair')"
+          : keyProblem == nil ? " (valid)" : " (INVALID)"),
       "state directory: \(configuration.stateDirectory)",
       "advertising interval: \(configuration.advertisingInterval.wholeMilliseconds) ms",
       "address rotation: every \(configuration.addressRotation.wholeMilliseconds / 60_000) minutes",

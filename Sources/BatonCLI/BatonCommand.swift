@@ -19,7 +19,7 @@ public enum ExitStatus {
 }
 
 /// The `baton` command line: `agent`, `check`, `keygen`, `status`, `send`,
-/// `deletions`, `trash`, `restore`, `devices`.
+/// `deletions`, `trash`, `restore`, `devices`, `pair`.
 /// `Sources/baton/main.swift` only calls `BatonCommand.main`.
 public enum BatonCommand {
   /// `baton --version`.
@@ -74,6 +74,7 @@ public enum BatonCommand {
     case "trash": return ControlCommand.trash(rest)
     case "restore": return ControlCommand.restore(rest)
     case "devices": return ControlCommand.devices(rest)
+    case "pair": return ControlCommand.pair(rest)
     case "help":
       Console.out(Usage.topHelp)
       return ExitStatus.success

@@ -228,12 +228,52 @@ enum ControlCommand {
     return ExitStatus.success
   }
 
+  /// How long `baton pair` waits for the agent: a member's code lives 5
+  /// minutes, then its attempt may take 5 messages of 20 s each; a new
+  /// device looks for the member 30 s, then pairs.
+  static let memberPairingWait = 300 + 120
+  static let newcomerPairingWait = 180
+
+  static func pair(_ arguments: [String]) -> Int32 {
+    var exit = ExitStatus.success
+    guard
+      let parsed = BatonCommand.parse(
+        arguments, [socketSpec, helpSpec], command: "pair", usage: Usage.pair,
+        help: Usage.pairHelp, operands: 0...1, exitStatus: &exit)
+    else { return exit }
+    let path = AgentCommand.socketPath(parsed, BatonPaths())
+    if let code = parsed.operands.first {
+      guard
+        let response = request(
+          .pair(code: code), path, timeoutSeconds: newcomerPairingWait, exitStatus: &exit)
+      else { return exit }
+      Console.out(lines(response.message ?? "paired"))
+      return ExitStatus.success
+    }
+    guard let shown = request(.pair(), path, exitStatus: &exit) else { return exit }
+    Console.out(lines((shown.message ?? shown.code ?? "") + "\nwaiting for the new device..."))
+    guard
+      let ended = request(
+        .pair(wait: true), path, timeoutSeconds: memberPairingWait, exitStatus: &exit)
+    else { return exit }
+    Console.out(lines(ended.message ?? "paired"))
+    return ExitStatus.success
+  }
+
+  /// The agent's text, each line escaped for the terminal.
+  private static func lines(_ text: String) -> String {
+    text.split(separator: "\n").map { String($0).escapedForDisplay + "\n" }.joined()
+  }
+
   /// Sends a request; on failure prints why and sets the exit status.
-  private static func request(_ request: ControlRequest, _ path: String, exitStatus: inout Int32)
+  private static func request(
+    _ request: ControlRequest, _ path: String, timeoutSeconds: Int = 15, exitStatus: inout Int32
+  )
     -> ControlResponse?
   {
     do {
-      let response = try ControlClient.send(request, socketPath: path)
+      let response = try ControlClient.send(
+        request, socketPath: path, timeoutSeconds: timeoutSeconds)
       guard response.ok else {
         Console.error(response.error?.escapedForDisplay ?? "the agent refused the request")
         exitStatus = ExitStatus.failure

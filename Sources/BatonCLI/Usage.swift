@@ -14,6 +14,7 @@ enum Usage {
   static let trash = "usage: baton trash [--json] [--socket PATH]\n"
   static let restore = "usage: baton restore [--socket PATH] FILE [DAY]\n"
   static let devices = "usage: baton devices [--json] [--socket PATH] [remove NAME]\n"
+  static let pair = "usage: baton pair [--socket PATH] [CODE]\n"
   static let top = """
     usage: baton agent [options]     run the agent in the foreground
            baton check [options]     check the configuration and key file
@@ -24,6 +25,7 @@ enum Usage {
            baton trash               list the versions kept in the trash
            baton restore FILE [DAY]  put a version of FILE back from the trash
            baton devices [remove NAME]  list the group's devices, or remove one
+           baton pair [CODE]         add a device: show a code, or type it
            baton --help | --version
 
     """
@@ -52,7 +54,7 @@ enum Usage {
 
     Exit status: 0 success, 1 error (configuration, key, runtime),
     2 usage error, 3 no agent running (status, send, deletions, trash,
-    restore, devices).
+    restore, devices, pair).
 
     """
 
@@ -128,6 +130,23 @@ enum Usage {
       -h, --help           show this help
 
     Exit status 3 if no agent is running.
+
+    """
+
+  static let pairHelp = """
+    \(pair)
+    Adds a device to the group, with no file copied. On a member, without
+    CODE: shows a code such as 07-042-913, valid for 5 minutes and for one
+    attempt, and waits until the new device has used it. On the new device
+    (whose agent runs with no key file), with CODE: finds the member over
+    Bluetooth, proves the code (a wrong one is refused, and the member's
+    code is spent), and joins; the agent then starts syncing. Both sides
+    print the other's name and fingerprint.
+
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 1 if the pairing failed, 3 if no agent is running.
 
     """
 

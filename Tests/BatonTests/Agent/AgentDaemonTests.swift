@@ -49,10 +49,10 @@ final class FakeCore: AgentCore {
     state.withLock { $0.stoppedCleanly = true }
   }
 
-  func reload(_ configuration: AgentConfiguration, key: GroupKey) async throws {
+  func reload(_ configuration: AgentConfiguration, key: GroupKey?) async throws {
     state.withLock {
       $0.reloads.append(configuration)
-      $0.reloadKeys.append(key)
+      if let key { $0.reloadKeys.append(key) }
     }
   }
 
