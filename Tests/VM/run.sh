@@ -99,7 +99,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy,agent-bluez-reach
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-pair,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy,agent-bluez-reach
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
