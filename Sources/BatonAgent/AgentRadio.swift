@@ -862,33 +862,50 @@ final class AgentRadio: Sendable {
   }
 
   /// The member's side of a pairing over a channel a newcomer opened:
-  /// enrols it once P3 proved the code, records the admission once P5
-  /// acknowledged the enrolment, and tells the waiting `baton pair`.
+  /// builds its enrolment once P3 proved the code, records the admission
+  /// when the exchange ends (acknowledged by P5 or not: PROTOCOL.md 14.5),
+  /// and tells the waiting `baton pair`.
   private func pair(_ session: MemberPairing, over channel: any MessageChannel, with address: String)
     async
   {
     let engine = self.engine
-    let prepared = Mutex<[MembershipRecord]>([])
+    let prepared = Mutex<(records: [MembershipRecord], newcomer: PairingIdentity)?>(nil)
     log.notice("\(address) asks to pair with the code shown")
+    let result: Result<PairingOutcome, any Error>
     do {
-      let outcome = try await Pairing.run(
-        over: channel, member: session.offer, me: engine.pairingIdentity
-      ) { newcomer in
-        let made = try await engine.prepareAdmission(of: newcomer)
-        prepared.withLock { $0 = made.records }
-        return made.enrolment
-      }
+      result = .success(
+        try await Pairing.run(over: channel, member: session.offer, me: engine.pairingIdentity) {
+          newcomer in
+          let made = try await engine.prepareAdmission(of: newcomer)
+          prepared.withLock { $0 = (made.records, newcomer) }
+          return made.enrolment
+        })
+    } catch {
+      result = .failure(error)
+    }
+    // Recorded after the exchange, not before P4 (the epoch it moves to
+    // restarts the radio, which would end the exchange), whether P5 came
+    // or not: the newcomer proved the code, and may hold the enrolment.
+    if let (records, newcomer) = prepared.withLock({ $0 }) {
+      await engine.admit(records, name: newcomer.name)
+    }
+    switch result {
+    case .success(let outcome):
       let peer = outcome.peer
-      await engine.admit(prepared.withLock { $0 }, name: peer.name)
       session.finish(
         .success(
           "paired with \(peer.name) (fingerprint \(peer.fingerprint)): it is a member now and"
             + " gets every note"))
-    } catch {
+    case .failure(let error):
       log.warning("pairing with \(address) failed: \(error)")
+      let listed = prepared.withLock { $0?.newcomer }.map {
+        "; \($0.name) (fingerprint \($0.fingerprint)) proved the code and is listed as a member:"
+          + " if its 'baton pair' said it paired, nothing more is needed, else run 'baton pair'"
+          + " here again for a new code"
+      }
       // A P1 for another slot leaves the code to its own newcomer.
       if session.offer.current == .spent {
-        session.finish(.failure(ControlFailure("\(error)")))
+        session.finish(.failure(ControlFailure("\(error)" + (listed ?? ""))))
       }
     }
     beaconChanged()

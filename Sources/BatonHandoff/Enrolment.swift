@@ -17,7 +17,8 @@ public enum Enrolment {
   }
 
   /// The member's side: the records that admit `newcomer` (to insert once
-  /// the pairing succeeded, and not before) and the enrolment bytes.
+  /// the exchange ended, PROTOCOL.md 14.5, and not before) and the
+  /// enrolment bytes.
   public static func make(
     _ membership: Membership, admitting newcomer: PairingIdentity, wallTime: UInt64
   ) throws(MembershipRefusal) -> (records: [MembershipRecord], bytes: [UInt8]) {

@@ -1,8 +1,8 @@
 import BatonSystem
 
 /// The member's side of a pairing in the engine (PROTOCOL.md 14.9): the
-/// enrolment for a newcomer that proved the code, and its admission once
-/// the newcomer acknowledged every byte of it.
+/// enrolment for a newcomer that proved the code, and its admission when
+/// the exchange ended (PROTOCOL.md 14.5).
 extension HandoffEngine {
   /// This device as a pairing shows it: its name and device key.
   public nonisolated var pairingIdentity: PairingIdentity {
@@ -21,9 +21,9 @@ extension HandoffEngine {
     return (made.records, made.bytes)
   }
 
-  /// Records the admission `prepareAdmission` made, once the pairing
-  /// succeeded: stored, sent over every link, and the group moves to the
-  /// epoch whose secret the newcomer holds.
+  /// Records the admission `prepareAdmission` made, once the exchange
+  /// with a newcomer that proved the code ended: stored, sent over every
+  /// link, and the group moves to the epoch whose secret the newcomer got.
   public func admit(_ records: [MembershipRecord], name: String) {
     let update = membership.insert(records)
     let kept = zip(records, update.outcomes).compactMap { record, outcome -> [UInt8]? in

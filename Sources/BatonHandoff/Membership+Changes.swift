@@ -41,9 +41,17 @@ extension Membership {
   /// the new device is sent the epoch's secret and its membership rests on
   /// the epoch rather than on this sponsor alone (were this device removed
   /// before that rekey, the addition would fall with it). Insert both.
+  /// A device listed already (its earlier pairing ended before it had the
+  /// enrolment, PROTOCOL.md 14.5) gets the rekey alone: a secret sealed to
+  /// it, and no second addition.
   public func makeAdmission(of key: DevicePublicKey, name: String, wallTime: UInt64)
     throws(MembershipRefusal) -> [MembershipRecord]
   {
+    if state.members.contains(key.deviceID), key.deviceID != device.deviceID,
+      state.removed[key.deviceID] == nil
+    {
+      return [try makeRekey()]
+    }
     let add = try makeAddition(of: key, name: name, wallTime: wallTime)
     var next = self
     _ = next.insert(add)

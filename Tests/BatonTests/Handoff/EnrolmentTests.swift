@@ -36,6 +36,31 @@ import Testing
     #expect(c.memberIDs == member.memberIDs)
   }
 
+  /// The member records a newcomer that proved the code even when the
+  /// exchange broke after that (PROTOCOL.md 14.5): if the enrolment never
+  /// reached it, pairing again hands it a rekey sealed to it, no second
+  /// addition, and makes it a member.
+  @Test func aListedDeviceWhoseEnrolmentWasLostPairsAgain() throws {
+    var a = try Self.group()
+    let carol = Self.key(3)
+    let identity = PairingIdentity(name: "carol", key: carol.publicKey)
+    let first = try Enrolment.make(a, admitting: identity, wallTime: 3)
+    _ = a.insert(first.records)  // P4 lost: carol has nothing
+    #expect(a.isMember(carol.publicKey) && a.epoch == 1)
+    let again = try Enrolment.make(a, admitting: identity, wallTime: 4)
+    #expect(again.records.count == 1)
+    #expect(again.records.map(\.kind) == [.rekey])
+    let c = try Enrolment.open(again.bytes, device: carol)
+    _ = a.insert(again.records)
+    #expect(c.epoch == 2 && c.epochSecret != nil && c.epochSecret == a.epochSecret)
+    #expect(c.members.filter { $0.id == carol.deviceID }.count == 1)
+    // A removed device is not re-admitted that way.
+    _ = a.insert(try a.makeRemoval(of: carol.deviceID, wallTime: 5))
+    #expect(throws: MembershipRefusal.self) {
+      try Enrolment.make(a, admitting: identity, wallTime: 6)
+    }
+  }
+
   @Test func anEnrolmentForAnotherDeviceIsRefused() throws {
     let a = try Self.group()
     let made = try Enrolment.make(
