@@ -29,6 +29,7 @@ code=$(sed -n 's/.*run: baton pair \([0-9-]*\).*/\1/p' /tmp/pair-a.out | head -1
 echo "$(now) a shows code ${code%%-*}-..."
 wait_log /tmp/a.log "showing pairing code" 10
 rc=0
+typed=$(now)
 baton pair --socket /tmp/b.sock "$code" >/tmp/pair-b.out 2>&1 || rc=$?
 cat /tmp/pair-b.out
 [ "$rc" -eq 0 ] || { echo "FAILED: 'baton pair CODE' on b exited $rc"; cat /tmp/pair-a.out; explain a b; exit 1; }
@@ -42,7 +43,10 @@ echo "$(now) paired"
 
 # b is a member now: a's note, saved before the pairing, arrives, and b's
 # goes to a.
-wait_for_note /tmp/b/a-to-b.md /cases/data/a-to-b.md 60 || { explain a b; exit 1; }
+SAVED_AT= wait_for_note /tmp/b/a-to-b.md /cases/data/a-to-b.md 60 || { explain a b; exit 1; }
+paired_in=$(awk -v a="$typed" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}')
+echo "from 'baton pair CODE' to the first note on b: $paired_in s"
+echo "NOTE-LATENCY ${CASE_NAME:-?} a-to-b.md $paired_in s from 'baton pair CODE' on b to arrival" >/dev/console
 save_note /cases/data/b-to-a.md /tmp/b/b-to-a.md
 wait_for_note /tmp/a/b-to-a.md /cases/data/b-to-a.md 40 || { explain a b; exit 1; }
 baton devices --socket /tmp/a.sock | tee /tmp/devices.out
