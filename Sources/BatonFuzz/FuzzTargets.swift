@@ -127,10 +127,13 @@ enum FuzzTargets {
       Beacon.seal(BeaconContent(activityHash: 1, indexDigest: 2), keys: keys),
       [0x05, 0x09, 0x61, 0x62, 0x63, 0x64] + Array(
         Beacon.seal(BeaconContent(activityHash: 1, indexDigest: 2), keys: keys).dropFirst(3)),
+      PairingAdvertisement.make(slot: 7),
     ]
   ) { input in
     _ = Beacon.open(advertisingData: input, keys: keys)
     if input.count >= 8 { _ = BeaconContent(plaintext: Array(input.prefix(8))) }
+    // A pairing advertisement comes in the same reports (PROTOCOL.md 14.8).
+    _ = PairingAdvertisement.slot(in: input)
   }
 
   static let me = LocalIdentity(key: DeviceKey(seed: [UInt8](repeating: 42, count: 32))!, name: "fuzz")
@@ -284,6 +287,8 @@ enum FuzzTargets {
     _ = view.members
     _ = view.needsRekey
     _ = view.digest
+    // The same bytes as a pairing's enrolment for this device (14.9).
+    _ = try? Enrolment.open(input, device: memberKeys[1])
   }
 
   // MARK: Text
