@@ -126,6 +126,35 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     }
   }
 
+  /// A peer's current activity as it last arrived here (what `baton
+  /// continue` opens).
+  public struct HandedOver: Codable, Sendable, Equatable {
+    /// The peer's name.
+    public var peer: String
+    /// The peer's device id, 16 hex digits.
+    public var device: String
+    public var type: String
+    public var title: String
+    /// The note's path in its folder.
+    public var path: String
+    /// The note's absolute path here; nil when no folder of this agent has
+    /// its activity type any more.
+    public var file: String?
+    public var time: Date
+    public init(
+      peer: String, device: String, type: String, title: String, path: String, file: String?,
+      time: Date
+    ) {
+      self.peer = peer
+      self.device = device
+      self.type = type
+      self.title = title
+      self.path = path
+      self.file = file
+      self.time = time
+    }
+  }
+
   /// Counts since the agent started.
   public struct Counters: Codable, Sendable, Equatable {
     public var sent: Int
@@ -195,6 +224,9 @@ public struct AgentStatus: Codable, Sendable, Equatable {
   public var folders: [Folder]
   public var peers: [Peer]
   public var currentActivity: Activity?
+  /// Each peer's current activity as it last arrived here, newest first;
+  /// nil for none (or an agent from before it was reported).
+  public var handedOver: [HandedOver]?
   public var counters: Counters
   /// Most recent last; a handful at most.
   public var lastFailures: [Failure]

@@ -111,6 +111,15 @@ public final class HandoffAgent: AgentCore {
         title: bytes.map { Note(bytes: Array($0)).title(fileName: current.path) } ?? current.path,
         path: current.path, version: current.version.description)
     }
+    let handedOver = handoff.handedOver.map { activity in
+      AgentStatus.HandedOver(
+        peer: activity.peerName, device: activity.peerDevice.description,
+        type: activity.activityType, title: activity.title, path: activity.path,
+        file: configuration.folders.first { $0.activityType == activity.activityType }
+          .map { $0.path + "/" + activity.path },
+        time: activity.time)
+    }
+    status.handedOver = handedOver.isEmpty ? nil : handedOver
     status.heldDeletions = handoff.heldDeletions.isEmpty ? nil : handoff.heldDeletions.count
     status.peers = radio?.peersInRange() ?? []
     status.scanning = radio?.scanning

@@ -14,12 +14,13 @@ public enum ExitStatus {
   public static let failure: Int32 = 1
   /// A usage error: unknown option, missing argument, wrong operands.
   public static let usage: Int32 = 2
-  /// `status` or `send`: no agent is running.
+  /// A command that asks the agent (`status`, `send`, `continue`, ...): no
+  /// agent is running.
   public static let notRunning: Int32 = 3
 }
 
 /// The `baton` command line: `agent`, `check`, `keygen`, `status`, `send`,
-/// `deletions`, `trash`, `restore`, `devices`, `pair`.
+/// `deletions`, `trash`, `restore`, `devices`, `pair`, `continue`.
 /// `Sources/baton/main.swift` only calls `BatonCommand.main`.
 public enum BatonCommand {
   /// `baton --version`.
@@ -75,6 +76,7 @@ public enum BatonCommand {
     case "restore": return ControlCommand.restore(rest)
     case "devices": return ControlCommand.devices(rest)
     case "pair": return ControlCommand.pair(rest)
+    case "continue": return ContinueCommand.run(rest)
     case "help":
       Console.out(Usage.topHelp)
       return ExitStatus.success

@@ -6,8 +6,9 @@ import FoundationEssentials
   import Glibc
 #endif
 
-/// `baton status`, `baton send`, `baton deletions`, `baton trash` and
-/// `baton restore`: clients of the agent's control socket.
+/// `baton status`, `baton send`, `baton deletions`, `baton trash`,
+/// `baton restore`, `baton devices` and `baton pair`: clients of the agent's
+/// control socket (`baton continue` too: ContinueCommand.swift).
 enum ControlCommand {
   static let socketSpec = OptionSpec(long: "socket", takesArgument: true)
   static let helpSpec = OptionSpec(long: "help", short: "h")
@@ -266,7 +267,7 @@ enum ControlCommand {
   }
 
   /// Sends a request; on failure prints why and sets the exit status.
-  private static func request(
+  static func request(
     _ request: ControlRequest, _ path: String, timeoutSeconds: Int = 15, exitStatus: inout Int32
   )
     -> ControlResponse?
@@ -300,6 +301,7 @@ public struct StatusFormatter: Sendable {
 
   public func format(_ status: AgentStatus) -> String {
     var lines: [String] = []
+    let handedOver = status.handedOver ?? []
     lines.append("agent: \(status.name)" + (status.address.map { " (address \($0))" } ?? ""))
     if let scanning = status.scanning { lines.append("scanning: \(scanning)") }
     lines.append("folders:")
@@ -315,8 +317,17 @@ public struct StatusFormatter: Sendable {
       lines.append(
         "  \(peer.name.escapedForDisplay)  \(peer.address.escapedForDisplay)"
           + "  link \(peer.link ?? "none")  last seen \(ago(peer.lastSeen))\(rssi)")
+      if let note = handedOver.first(where: { $0.peer == peer.name }) {
+        lines.append("    on \(describe(note))")
+      }
     }
     if status.peers.isEmpty { lines.append("  (none)") }
+    // Peers out of range whose activity arrived earlier: still continuable.
+    let inRange = Set(status.peers.map(\.name))
+    var away: Set<String> = []
+    for note in handedOver where !inRange.contains(note.peer) && away.insert(note.peer).inserted {
+      lines.append("  \(note.peer.escapedForDisplay) (out of range) was on \(describe(note))")
+    }
     if let activity = status.currentActivity {
       lines.append(
         "current activity: \(activity.type.escapedForDisplay)"
@@ -344,6 +355,12 @@ public struct StatusFormatter: Sendable {
       }
     }
     return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// A peer's current activity: `"Title" (/abs/path.md), 5 s ago`.
+  func describe(_ note: AgentStatus.HandedOver) -> String {
+    "\"\(note.title.escapedForDisplay)\" (\((note.file ?? note.path).escapedForDisplay)),"
+      + " handed over \(ago(note.time))"
   }
 
   /// "5 s ago", "3 min ago", "2 h ago".

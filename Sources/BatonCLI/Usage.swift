@@ -15,6 +15,7 @@ enum Usage {
   static let restore = "usage: baton restore [--socket PATH] FILE [DAY]\n"
   static let devices = "usage: baton devices [--json] [--socket PATH] [remove NAME]\n"
   static let pair = "usage: baton pair [--socket PATH] [CODE]\n"
+  static let continueUsage = "usage: baton continue [--socket PATH] [PEER]\n"
   static let top = """
     usage: baton agent [options]     run the agent in the foreground
            baton check [options]     check the configuration and key file
@@ -26,6 +27,7 @@ enum Usage {
            baton restore FILE [DAY]  put a version of FILE back from the trash
            baton devices [remove NAME]  list the group's devices, or remove one
            baton pair [CODE]         add a device: show a code, or type it
+           baton continue [PEER]     open the note a peer handed over last
            baton --help | --version
 
     """
@@ -54,7 +56,7 @@ enum Usage {
 
     Exit status: 0 success, 1 error (configuration, key, runtime),
     2 usage error, 3 no agent running (status, send, deletions, trash,
-    restore, devices, pair).
+    restore, devices, pair, continue).
 
     """
 
@@ -86,8 +88,9 @@ enum Usage {
 
   static let statusHelp = """
     \(status)
-    Asks the running agent for its name, address, folders, peers in range,
-    current activity, counts and last failures.
+    Asks the running agent for its name, address, folders, peers in range
+    (each with its current activity as it last arrived here: title and
+    path), current activity, counts and last failures.
 
           --json           print the agent's raw JSON answer
           --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
@@ -179,6 +182,23 @@ enum Usage {
       -h, --help           show this help
 
     Exit status 3 if no agent is running.
+
+    """
+
+  static let continueHelp = """
+    \(continueUsage)
+    Opens the current activity last handed over (PEER's, by name or device
+    id, or that of whichever peer's arrived last) in your editor: $VISUAL,
+    else $EDITOR (split at blanks, never run through a shell), else
+    xdg-open, with the note's path as the last argument. A peer's current
+    activity is the note its session names or, on a link, the last note made
+    on it that it pushed; the agent remembers it until it stops.
+
+          --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
+      -h, --help           show this help
+
+    Exit status 1 if nothing was handed over, PEER handed nothing over, the
+    note is gone or no editor was found; 3 if no agent is running.
 
     """
 

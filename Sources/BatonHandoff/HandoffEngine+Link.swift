@@ -300,6 +300,10 @@ extension HandoffEngine {
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
     applyAll(accepted, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
+    // A note made on the peer, pushed: what it is working on now.
+    for payload in accepted where payload.origin == link.peerDevice {
+      recordHandedOver(payload, from: link.peerDevice, name: link.peerName)
+    }
     // Received: the other links' peers may be getting it from its sender
     // too. Tell them we hold it (HAVE), and relay it to them only if they
     // still lack it after `relayHold`.

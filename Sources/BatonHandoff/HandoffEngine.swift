@@ -59,6 +59,10 @@ public actor HandoffEngine {
   /// The index, mirrored from the store, with its summary: key is `type \0 path`.
   var index: HandoffIndex
   var current: (activityType: String, path: String)?
+  /// Each peer's current activity as it last arrived here, for `baton
+  /// status` and `baton continue` (HandoffEngine+HandedOver.swift). Kept in
+  /// memory only.
+  var handedOver: [DeviceID: HandedOverActivity] = [:]
   private var scanned = false
   /// Counts changes to the offered index that no session made (local saves,
   /// files found changed or missing), so that a session can tell whether the
@@ -565,7 +569,8 @@ public actor HandoffEngine {
       deviceID: me.device, deviceName: me.name, counters: (try? store.counters()) ?? [:],
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
       peers: (try? store.peers()) ?? [], noteCount: index.summary.count - index.tombstoneCount,
-      storeRecovery: store.recovery, heldDeletions: deletionHold.list)
+      storeRecovery: store.recovery, heldDeletions: deletionHold.list,
+      handedOver: handedOverNewestFirst)
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

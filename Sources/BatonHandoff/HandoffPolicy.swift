@@ -106,6 +106,8 @@ public struct HandoffStatus: Sendable {
   public var storeRecovery: String?
   /// Deletions held for a person (`baton deletions`).
   public var heldDeletions: [HeldDeletion] = []
+  /// Each peer's current activity as it last arrived here, newest first.
+  public var handedOver: [HandedOverActivity] = []
 }
 
 /// What one session did.

@@ -125,6 +125,7 @@ extension HandoffEngine {
       logger.debug("\(ch.peerLabel) is on \(activity.activityType):\(activity.path) '\(title)'")
       // The current activity first, on its own: usually all a session has to do.
       try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
+      recordHandedOver(activity, title: title, from: ch.peer.device, name: ch.peer.name)
     }
     if HandoffCrypto.constantTimeEqual(index.summary.digest, peerDigest) {
       // Same notes on both sides: nothing to catch up in either direction.

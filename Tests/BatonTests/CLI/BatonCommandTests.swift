@@ -18,7 +18,7 @@ import Testing
     #expect(help.status == 0)
     #expect(help.stdout.contains("baton agent [options]"))
     #expect(help.stdout.contains("3 no agent running"))
-    for command in ["agent", "check", "keygen", "status", "send"] {
+    for command in ["agent", "check", "keygen", "status", "send", "continue"] {
       let result = try sandbox.run([command, "--help"])
       #expect(result.status == 0, "\(command) --help")
       #expect(result.stdout.hasPrefix("usage: baton \(command)"), "\(command) --help")
@@ -196,6 +196,10 @@ import Testing
     let missing = try sandbox.run(["send", sandbox.notes + "/none.md"])
     #expect(missing.status == 3)
     #expect(missing.stderr.hasPrefix("baton: no agent is running"))
+    let open = try sandbox.run(["continue", "laptop"])
+    #expect(open.status == 3)
+    #expect(open.stderr.hasPrefix("baton: no agent is running"))
+    #expect(try sandbox.run(["continue", "a", "b"]).status == 2)
   }
 
   /// A stand-in agent on a socket at `socketPath`: answers the first

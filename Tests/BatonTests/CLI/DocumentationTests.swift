@@ -43,7 +43,8 @@ import Testing
         "baton.1 lacks --\(long)")
     }
     for word in [
-      "Cm agent", "Cm check", "Cm keygen", "Cm status", "Cm send", "Fl \\-json",
+      "Cm agent", "Cm check", "Cm keygen", "Cm status", "Cm send", "Cm continue",
+      "Ev VISUAL", "Ev EDITOR", "Fl \\-json",
       "Dv SIGHUP", "Sh EXIT STATUS", "Sh EXAMPLES", "Sh DIAGNOSTICS", "Sh ENVIRONMENT",
       "PROTOCOL.md",
       "conflict",

@@ -1,0 +1,68 @@
+import BatonSystem
+import FoundationEssentials
+
+/// A peer's current activity as it arrived here: what `baton continue`
+/// opens and `baton status` shows next to the peer.
+public struct HandedOverActivity: Sendable, Equatable {
+  public var peerDevice: DeviceID
+  public var peerName: String
+  public var activityType: String
+  /// The note's path in its folder.
+  public var path: String
+  public var title: String
+  /// When it arrived (or, already held, was named by the peer).
+  public var time: Date
+
+  public init(
+    peerDevice: DeviceID, peerName: String, activityType: String, path: String, title: String,
+    time: Date
+  ) {
+    self.peerDevice = peerDevice
+    self.peerName = peerName
+    self.activityType = activityType
+    self.path = path
+    self.title = title
+    self.time = time
+  }
+}
+
+/// Which of a peer's notes is its current activity, as far as this agent
+/// can tell: in a session, the one its ACTIVITY names (PROTOCOL.md 6,
+/// step 1); on a link, the last note made on the peer (its origin) that it
+/// pushed, since a link carries no ACTIVITY. Only a note held here with the
+/// peer's content counts: one not written (refused, a full disk) is not
+/// handed over.
+extension HandoffEngine {
+  /// A session's ACTIVITY, after its note was fetched (or found held).
+  func recordHandedOver(
+    _ entry: HandoffIndexEntry, title: String, from device: DeviceID, name: String
+  ) {
+    recordHandedOver(entry.activityType, entry.path, hash: entry.hash, title: title, device, name)
+  }
+
+  /// A note pushed on a link, after it was applied.
+  func recordHandedOver(_ payload: ActivityPayload, from device: DeviceID, name: String) {
+    recordHandedOver(
+      payload.activityType, payload.path, hash: payload.hash, title: payload.title, device, name)
+  }
+
+  private func recordHandedOver(
+    _ type: String, _ path: String, hash: ContentHash, title: String, _ device: DeviceID,
+    _ name: String
+  ) {
+    guard let note = index[Self.key(type, path)], !note.deleted, note.entry.hash == hash else {
+      return
+    }
+    handedOver[device] = HandedOverActivity(
+      peerDevice: device, peerName: name, activityType: type, path: path,
+      title: title.isEmpty ? String(path.split(separator: "/").last ?? Substring(path)) : title,
+      time: Date())
+  }
+
+  /// Every peer's, newest first; a note deleted or renamed since is left out.
+  var handedOverNewestFirst: [HandedOverActivity] {
+    handedOver.values
+      .filter { index[Self.key($0.activityType, $0.path)].map { !$0.deleted } ?? false }
+      .sorted { $0.time > $1.time }
+  }
+}
