@@ -33,11 +33,23 @@ extension HandoffEngine {
 
   /// A beacon opened with the current epoch's keys or, failing that, an
   /// older epoch's this device holds (a member that has not heard of the
-  /// newer epoch yet, PROTOCOL.md 6.3), with that epoch.
+  /// newer epoch yet, PROTOCOL.md 6.3), with that epoch. A beacon of an older
+  /// epoch that resolves to a removed device is nil: that device is on the
+  /// epoch it was removed from, and nobody links with it there. Only a
+  /// beacon whose tag verified under an older epoch's keys pays for that
+  /// check (strangers' never do).
   nonisolated func openAnyEpoch(_ data: [UInt8]) -> (content: BeaconContent, epoch: UInt32)? {
     if let content = Beacon.open(advertisingData: data, keys: keys) { return (content, epoch) }
     for older in olderKeys {
       if let content = Beacon.open(advertisingData: data, keys: older.keys) {
+        if let removed = removedDevices.withLock({ $0.sender(of: data, keys: older.keys) }) {
+          if removed.first {
+            logger.info(
+              "ignoring the beacons of \(removed.name) (\(removed.device)), sealed with the keys of"
+                + " epoch \(older.epoch): it was removed from the group")
+          }
+          return nil
+        }
         return (content, older.epoch)
       }
     }

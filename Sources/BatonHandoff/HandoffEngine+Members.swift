@@ -132,6 +132,8 @@ extension HandoffEngine {
   /// Logs who joined and left, re-keys when this device should, and asks
   /// the agent to start again when the epoch moved on.
   func membershipChanged(_ update: Membership.Update) {
+    let removed = RemovedDevices.names(in: membership)
+    removedDevices.withLock { $0.names = removed }
     for id in update.joined { logger.info("\(memberName(id)) (\(id)) joined the group") }
     for id in update.left {
       logger.notice("\(memberName(id)) (\(id)) left the group (removed)")

@@ -1,6 +1,7 @@
 import BatonNotes
 import BatonSystem
 import FoundationEssentials
+import Synchronization
 
 /// The radio-independent heart of handoff: the index with version vectors, the
 /// beacon, the decision to connect, and the session protocol (PROTOCOL.md).
@@ -36,6 +37,9 @@ public actor HandoffEngine {
   let olderKeys: [(epoch: UInt32, keys: HandoffKeys)]
   /// The epoch `keys` belong to.
   let epoch: UInt32
+  /// The devices removed from the group, for beacons that open only with
+  /// `olderKeys` (`openAnyEpoch`); kept up to date with `membership`.
+  let removedDevices: Mutex<RemovedDevices>
   let me: LocalIdentity
   /// The group's members (PROTOCOL.md 6.3), as this device's records say.
   var membership: Membership
@@ -125,6 +129,7 @@ public actor HandoffEngine {
     let (membership, founding) = Self.loadMembership(
       store: store, device: store.deviceKey, groupKey: key, name: name)
     self.membership = membership
+    removedDevices = Mutex(RemovedDevices(membership))
     epoch = membership.epoch
     // Not in a group yet (no key file, no enrolment): a random key, which
     // opens nothing and is opened by nobody.

@@ -135,6 +135,9 @@ public struct Membership: Sendable {
     state.removed[device].map { ($0.by, $0.epoch) }
   }
 
+  /// Every device a removal names: removed for good, whatever epoch it is on.
+  public var removedIDs: Set<DeviceID> { Set(state.removed.keys) }
+
   /// Some member should re-key: a removed device may hold the current
   /// epoch's secret (a removal raced a rekey, or a device of epoch 0 was
   /// removed), or a member added in this epoch was not sent its secret

@@ -68,13 +68,10 @@ import Testing
     let removed = try await a.engine.removeDevice("carol")
     #expect(!removed.isMember)
     #expect(watchA.epochs == [1])
-    a = try a.restarted()
-    #expect(await a.engine.epoch == 1)
-
-    // Carol still holds the key file and every secret she had: alice's
-    // beacon no longer opens for her, and alice refuses her.
-    #expect(!c.engine.isGroupBeacon(await a.engine.currentBeacon()))
     await c.save("late.md", "from carol, after her removal")
+
+    // Until alice starts again, she is on the epoch carol is on, and
+    // refuses her.
     let (toCarol, carolSide) = await meet(a, c)
     #expect(throws: HandoffError.self) { try toCarol.get() }
     guard case .failure(let carolError) = carolSide else {
@@ -82,6 +79,17 @@ import Testing
       return
     }
     #expect("\(carolError)".contains("was removed from the group"), "\(carolError)")
+    a = try a.restarted()
+    #expect(await a.engine.epoch == 1)
+
+    // Carol still holds the key file and every secret she had: alice's
+    // beacon no longer opens for her, hers (of the old epoch) no longer
+    // opens for alice, and a session gets nothing across.
+    #expect(!c.engine.isGroupBeacon(await a.engine.currentBeacon()))
+    #expect(!a.engine.isGroupBeacon(await c.engine.currentBeacon()))
+    let (toCarolAgain, carolSideAgain) = await meet(a, c)
+    #expect(throws: HandoffError.self) { try toCarolAgain.get() }
+    #expect(throws: HandoffError.self) { try carolSideAgain.get() }
     #expect(a.folder.text("late.md") == nil)
 
     // Bob was away: alice reaches him on his old epoch, he learns of the
@@ -95,6 +103,7 @@ import Testing
     b = try b.restarted()
     #expect(await b.engine.epoch == 1)
     #expect(!c.engine.isGroupBeacon(await b.engine.currentBeacon()))
+    #expect(!b.engine.isGroupBeacon(await c.engine.currentBeacon()))
     #expect(await memberNames(b) == ["alice", "bob"])
     // Alice and bob keep syncing on the new epoch.
     await a.save("new.md", "after the removal")
@@ -106,6 +115,49 @@ import Testing
     let (fromBob, carolAgain) = await meet(b, c)
     #expect(throws: HandoffError.self) { try fromBob.get() }
     #expect(throws: HandoffError.self) { try carolAgain.get() }
+  }
+
+  /// A member keeps the keys of the epochs before its current one, for the
+  /// beacons of members that have not heard of the newer epoch (PROTOCOL.md
+  /// 6.3). A removed device's beacon, sealed with the keys of the epoch it
+  /// was removed from, opens with them too; it is dropped, so no member
+  /// links with it there. An away member's beacon of that epoch still opens.
+  @Test func aRemovedDevicesBeaconOfItsOldEpochIsDropped() async throws {
+    var a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let c = try HandoffTestAgent("carol", key: key)
+    for (x, y) in [(a, b), (a, c), (b, c)] {
+      let (rx, ry) = await runSession(x, y)
+      _ = try rx.get()
+      _ = try ry.get()
+    }
+    // Bob is away while alice removes carol.
+    _ = try await a.engine.removeDevice("carol")
+    a = try a.restarted()
+    #expect(await a.engine.epoch == 1)
+    // Both write what alice lacks, so that each beacon is worth a session.
+    await c.save("late.md", "from carol, after her removal")
+    await b.save("away.md", "from bob, away")
+
+    let carols = await c.engine.currentBeacon()
+    // It opens with the keys alice keeps of epoch 0, as an away member's would.
+    let older = await a.engine.olderKeys
+    #expect(older.contains { Beacon.open(carols, keys: $0.keys) != nil })
+    #expect(!a.engine.isGroupBeacon(carols))
+    #expect(a.engine.openBeacon(carols) == nil)
+    #expect(!(await a.engine.shouldConnect(beacon: carols, from: "addr-carol")))
+    // Every beacon of hers, not only the first.
+    #expect(!a.engine.isGroupBeacon(await c.engine.currentBeacon(closed: true)))
+
+    let bobs = await b.engine.currentBeacon()
+    #expect(a.engine.isGroupBeacon(bobs))
+    #expect(a.engine.openBeacon(bobs) != nil)
+    #expect(await a.engine.shouldConnect(beacon: bobs, from: "addr-bob"))
+    let (ab, ba) = await runSession(a, b)
+    _ = try ab.get()
+    _ = try ba.get()
+    #expect(a.folder.text("away.md") == "from bob, away")
+    #expect(a.folder.text("late.md") == nil)
   }
 
   /// After the group moved past epoch 0, holding the key file no longer
