@@ -32,6 +32,15 @@ import Testing
       await eventually(90, "every first note everywhere") {
         [a, b, c].allSatisfy { agent in first.allSatisfy { agent.read($0.key) == Array($0.value.utf8) } }
       }, "\(group.logs)")
+    // Every pair linked: each has had the others' records in a handshake
+    // of its own (the notes may have come relayed), and no agent is still
+    // connecting to B when B stops. Such an attempt would stay pending in
+    // the agent's bumble controller for good, and every later LE Create
+    // Connection would fail with Command Disallowed (HCI.md).
+    for agent in [a, b, c] {
+      let others = Set([a, b, c].map(\.name)).subtracting([agent.name])
+      #expect(await linked(agent, to: others), "\(group.logs)")
+    }
     let (listed, listing) = try a.run(["devices"])
     #expect(listed == 0, "\(listing)")
     for name in ["agentA", "agentB", "agentC"] {
