@@ -23,8 +23,14 @@ public enum ExitStatus {
 /// `deletions`, `trash`, `restore`, `devices`, `pair`, `continue`.
 /// `Sources/baton/main.swift` only calls `BatonCommand.main`.
 public enum BatonCommand {
-  /// `baton --version`.
+  /// `baton --version`; debian/changelog's upstream version must match it
+  /// (`make deb` checks).
   public static let version = "0.1.0"
+
+  /// What `baton --version` prints: this version and the handoff protocol
+  /// version it speaks (the handshake's, PROTOCOL.md section 4).
+  public static let versionLine =
+    "baton \(version) (handoff protocol \(SecureChannel.handshakeVersion))\n"
 
   /// Options of `agent` and `check`.
   static let agentSpecs: [OptionSpec] = [
@@ -58,7 +64,7 @@ public enum BatonCommand {
       return ExitStatus.success
     }
     if top.has("--version") {
-      Console.out("baton \(version)\n")
+      Console.out(versionLine)
       return ExitStatus.success
     }
     guard let command = top.operands.first else {

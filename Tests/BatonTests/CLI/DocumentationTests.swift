@@ -128,7 +128,7 @@ import Testing
       contentsOfFile: destination.path + "/usr/lib/systemd/user/baton.service", encoding: .utf8)
     #expect(unit.contains("\nExecStart=/usr/bin/baton agent\n"))
     let (versionStatus, version) = try runTool(destination.path + "/usr/bin/baton", ["--version"])
-    #expect(versionStatus == 0 && version == "baton \(BatonCommand.version)\n")
+    #expect(versionStatus == 0 && version == BatonCommand.versionLine)
 
     let (removed, _) = try runTool("/usr/bin/make", make + ["uninstall"])
     #expect(removed == 0)
