@@ -10,9 +10,9 @@
 #                   seed corpus (Tests/Fuzz/corpus); fails on a crash
 #   make demo       two agents on a simulated radio, handing notes to each other
 #   make install    the release binary (Swift runtime linked statically,
-#                   stripped), both man pages, the user unit and the
-#                   example configuration (PREFIX, DESTDIR, BINDIR, MANDIR,
-#                   UNITDIR and DOCDIR honoured)
+#                   stripped), both man pages, the user unit, the bash
+#                   completion and the example configuration (PREFIX, DESTDIR,
+#                   BINDIR, MANDIR, UNITDIR, COMPLETIONDIR and DOCDIR honoured)
 #   make uninstall  remove what 'make install' put there
 # BUILD=debug installs the debug build instead; NOBUILD=1 installs whatever
 # is already built without running swift build.
@@ -21,6 +21,7 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/user
 DOCDIR ?= $(PREFIX)/share/doc/baton
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 SWIFT ?= swift
 BUILD ?= release
 RELEASE_FLAGS ?= --static-swift-stdlib
@@ -70,20 +71,21 @@ ifeq ($(NOBUILD),)
 	$(SWIFT) build -c $(BUILD) $(if $(filter release,$(BUILD)),$(RELEASE_FLAGS))
 endif
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR)
 	$(INSTALL) -m 755 $(if $(filter release,$(BUILD)),-s) .build/$(BUILD)/baton $(DESTDIR)$(BINDIR)/baton
 	$(INSTALL) -m 644 Man/baton.1 $(DESTDIR)$(MANDIR)/man1/baton.1
 	$(INSTALL) -m 644 Man/baton.conf.5 $(DESTDIR)$(MANDIR)/man5/baton.conf.5
 	sed 's|/usr/local/bin/baton|$(BINDIR)/baton|' Config/baton.service \
 		> $(DESTDIR)$(UNITDIR)/baton.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/baton.service
+	$(INSTALL) -m 644 Config/baton.bash-completion $(DESTDIR)$(COMPLETIONDIR)/baton
 	$(INSTALL) -m 644 Config/baton.conf $(DESTDIR)$(DOCDIR)/baton.conf
 	@echo "installed; for the user service: systemctl --user daemon-reload && systemctl --user enable --now baton"
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/baton $(DESTDIR)$(MANDIR)/man1/baton.1 \
 		$(DESTDIR)$(MANDIR)/man5/baton.conf.5 $(DESTDIR)$(UNITDIR)/baton.service \
-		$(DESTDIR)$(DOCDIR)/baton.conf
+		$(DESTDIR)$(COMPLETIONDIR)/baton $(DESTDIR)$(DOCDIR)/baton.conf
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:

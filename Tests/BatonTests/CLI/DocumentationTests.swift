@@ -106,6 +106,40 @@ import Testing
     }
   }
 
+  /// Config/baton.bash-completion, sourced in bash: it registers itself, and
+  /// offers every command of `baton --help` (Usage.top) and their options.
+  @Test func bashCompletionOffersTheCommands() throws {
+    let commands = Usage.top.split(separator: "\n").compactMap { line -> String? in
+      let words = line.split(separator: " ")
+      guard let at = words.firstIndex(of: "baton"), at + 1 < words.count,
+        !words[at + 1].hasPrefix("-")
+      else { return nil }
+      return String(words[at + 1])
+    }
+    #expect(commands.contains("pair") && commands.count >= 10)
+    let script = """
+      . "$1"
+      complete -p baton
+      complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _baton
+        echo "${COMPREPLY[*]}"; }
+      complete_words baton p
+      complete_words baton ''
+      complete_words baton agent --con
+      complete_words baton deletions ''
+      """
+    let (status, output) = try runTool(
+      "/bin/bash", ["-c", script, "bash", repository + "/Config/baton.bash-completion"])
+    #expect(status == 0, "\(output)")
+    let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    #expect(lines.count >= 5, "\(output)")
+    guard lines.count >= 5 else { return }
+    #expect(lines[0] == "complete -F _baton baton")
+    #expect(lines[1] == "pair")
+    #expect(Set(lines[2].split(separator: " ").map(String.init)) == Set(commands + ["help"]))
+    #expect(lines[3] == "--config --controller")
+    #expect(lines[4] == "apply reject")
+  }
+
   @Test func makeInstallHonoursDestdirAndPrefix() throws {
     let destination = try TestEnvironment.temporaryDirectory("baton-install")
     defer { try? FileManager.default.removeItem(at: destination) }
@@ -118,6 +152,7 @@ import Testing
       ("/usr/bin/baton", 0o755), ("/usr/share/man/man1/baton.1", 0o644),
       ("/usr/share/man/man5/baton.conf.5", 0o644), ("/usr/lib/systemd/user/baton.service", 0o644),
       ("/usr/share/doc/baton/baton.conf", 0o644),
+      ("/usr/share/bash-completion/completions/baton", 0o644),
     ]
     for (file, mode) in expected {
       var info = stat()
