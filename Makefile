@@ -24,7 +24,9 @@ DOCDIR ?= $(PREFIX)/share/doc/baton
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 SWIFT ?= swift
 BUILD ?= release
-RELEASE_FLAGS ?= --static-swift-stdlib
+# The Swift runtime linked into the binary, and no $ORIGIN run path (nothing
+# is loaded from beside it).
+RELEASE_FLAGS ?= --static-swift-stdlib --disable-local-rpath
 INSTALL ?= install
 # An import of a baton target that Package.swift does not declare a dependency
 # is an error (a plain build accepts one that happens to be built already).
@@ -68,7 +70,7 @@ fuzz-smoke:
 
 install:
 ifeq ($(NOBUILD),)
-	$(SWIFT) build -c $(BUILD) $(if $(filter release,$(BUILD)),$(RELEASE_FLAGS))
+	$(SWIFT) build -c $(BUILD) --product baton $(if $(filter release,$(BUILD)),$(RELEASE_FLAGS))
 endif
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR)
