@@ -13,6 +13,9 @@
 #                   stripped), both man pages, the user unit, the bash
 #                   completion and the example configuration (PREFIX, DESTDIR,
 #                   BINDIR, MANDIR, UNITDIR, COMPLETIONDIR and DOCDIR honoured)
+#   make deb        baton_VERSION_amd64.deb with Debian's tools (dpkg-shlibdeps,
+#                   dpkg-gencontrol, dpkg-deb), checked by lintian
+#                   (Tests/Scripts/deb.sh; debian/ holds its control files)
 #   make uninstall  remove what 'make install' put there
 # BUILD=debug installs the debug build instead; NOBUILD=1 installs whatever
 # is already built without running swift build.
@@ -32,7 +35,7 @@ INSTALL ?= install
 # is an error (a plain build accepts one that happens to be built already).
 CHECK_FLAGS ?= --explicit-target-dependency-import-check error
 
-.PHONY: all build release test fuzz fuzz-smoke setup demo install uninstall clean test-vm
+.PHONY: all build release test fuzz fuzz-smoke setup demo install uninstall clean test-vm deb
 
 all: build
 
@@ -91,7 +94,10 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -rf .build
+	rm -rf .build baton_*.deb
+
+deb:
+	Tests/Scripts/deb.sh
 
 # The kernel adapter path (hciN, HCI user channel) inside a VM running Debian's
 # kernel under qemu; installs qemu etc. itself, caches the kernel in Tests/VM/cache.
