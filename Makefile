@@ -1,6 +1,6 @@
 # baton: build, test, demo, install.
 #   make test       install what is needed, build, run every test, fuzz-smoke
-#                   (ends with test-vm)
+#                   and test-vm, then builds the .deb and runs it (test-deb.sh)
 #   make test-vm    the kernel adapter path (hciN) in a VM with Debian's kernel
 #   make fuzz       coverage-guided fuzzing (libFuzzer, AddressSanitizer) of every
 #                   decoder of outside bytes, FUZZ_SECONDS each (default 60), then
@@ -56,6 +56,7 @@ test: setup
 	Tests/Scripts/test-demo-stop.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-vm
+	Tests/Scripts/test-deb.sh
 
 demo:
 	Tests/Scripts/demo.sh
