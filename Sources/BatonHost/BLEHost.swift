@@ -250,17 +250,20 @@ public final class BLEHost: Sendable {
   /// effort, briefly), then closes the transport. Idempotent.
   public func close() async {
     if !isClosed {
-      for connection in connections {
-        _ = try? await controller.send(
-          .disconnect(handle: connection.handle, reason: .remoteUserTerminated),
-          timeout: .milliseconds(500))
-      }
+      // Advertising and scanning off first, so that no peer starts a
+      // connection while ours are taken down (one the controller would
+      // hold pending after we are gone: bumble's never ends).
       if state.withLock({ $0.advertisingEnabled }) {
         _ = try? await controller.send(.leSetAdvertisingEnable(false), timeout: .milliseconds(500))
       }
       if state.withLock({ $0.scanning }) {
         _ = try? await controller.send(
           .leSetScanEnable(false, filterDuplicates: false), timeout: .milliseconds(500))
+      }
+      for connection in connections {
+        _ = try? await controller.send(
+          .disconnect(handle: connection.handle, reason: .remoteUserTerminated),
+          timeout: .milliseconds(500))
       }
     }
     controller.close()
