@@ -153,6 +153,12 @@ import Testing
     #expect(a.engine.isGroupBeacon(bobs))
     #expect(a.engine.openBeacon(bobs) != nil)
     #expect(await a.engine.shouldConnect(beacon: bobs, from: "addr-bob"))
+    // Names (`baton status`): bob's address and beacon of epoch 0 still
+    // resolve to him; carol's do not.
+    #expect(await a.engine.peer(resolving: b.engine.newAddress())?.name == "bob")
+    #expect(await a.engine.peer(resolvingBeacon: bobs)?.name == "bob")
+    #expect(await a.engine.peer(resolving: c.engine.newAddress()) == nil)
+    #expect(await a.engine.peer(resolvingBeacon: carols) == nil)
     let (ab, ba) = await runSession(a, b)
     _ = try ab.get()
     _ = try ba.get()
