@@ -22,18 +22,7 @@ umask 022
 
 fail() { echo "deb: $*" >&2; exit 1; }
 
-missing=()
-for p in dpkg-dev lintian; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "deb: installing ${missing[*]}" >&2
-  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-"$top/Tests/Scripts/setup.sh" --build
+"$top/Tests/Scripts/setup.sh" --deb
 
 version=$(dpkg-parsechangelog -S Version)
 architecture=$(dpkg-architecture -q DEB_HOST_ARCH)

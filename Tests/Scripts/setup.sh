@@ -6,6 +6,8 @@
 #
 #   Tests/Scripts/setup.sh              everything the tests need
 #   Tests/Scripts/setup.sh --build      only what building needs
+#   Tests/Scripts/setup.sh --deb        what building and packaging need
+#                                       (for Tests/Scripts/deb.sh)
 #   Tests/Scripts/setup.sh --profiling  everything, and valgrind
 #                                       (for Tests/Scripts/link-order.sh)
 set -euo pipefail
@@ -15,7 +17,11 @@ build_packages=(libbluetooth-dev libsodium-dev libinih-dev libsqlite3-dev libsys
 test_packages=(mandoc bluez dbus vim nano emacs-nox tmux strace)
 
 packages=("${build_packages[@]}")
-[ "${1:-}" = "--build" ] || packages+=("${test_packages[@]}")
+case "${1:-}" in
+  --build) ;;
+  --deb) packages+=(dpkg-dev lintian) ;;
+  *) packages+=("${test_packages[@]}") ;;
+esac
 [ "${1:-}" = "--profiling" ] && packages+=(valgrind)
 
 missing=()
@@ -29,7 +35,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-[ "${1:-}" = "--build" ] && exit 0
+case "${1:-}" in --build | --deb) exit 0 ;; esac
 
 venv="$top/.venv"
 req="$top/Tests/Radio/requirements.txt"
