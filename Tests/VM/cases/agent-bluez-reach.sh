@@ -85,6 +85,7 @@ while [ $n -le "$samples" ]; do
   grep -E "link with .* down" /tmp/a.log /tmp/b.log || true
   start_agent c bluez:hci2
   C=$AGENT_PID
+  shared=$(dmesg | grep -c "failed to register connection device" || true)
   wait_agent_up c 60 || { explain a b c; exit 1; }
   up=$(now)
   if wait_log /tmp/c.log "link with .* up \(" 90; then
@@ -92,9 +93,12 @@ while [ $n -le "$samples" ]; do
     echo "REACH sample $n: first link $first s ($(grep -m1 "link with .* up (" /tmp/c.log))"
     echo "REACH agent-bluez-reach sample $n: first link $first s" >/dev/console
     firsts="$firsts $first"
-  elif [ "$(grep -c "l2cap: channel from" /tmp/c.log)" -ge 2 ]; then
+  elif [ "$(grep -c "l2cap: channel from" /tmp/c.log)" -ge 2 ] ||
+    [ "$(dmesg | grep -c "failed to register connection device" || true)" -gt "$shared" ]; then
     # Both members connected to c: on btvirt, two connections of one
-    # controller share a handle (above), and neither carries anything.
+    # controller share a handle (above), and neither carries anything; the
+    # kernel may say so itself ("kobject_add_internal failed for hci0:N
+    # with -EEXIST ... failed to register connection device").
     echo "REACH sample $n: lost (both members connected to c at once; btvirt)"
     echo "REACH agent-bluez-reach sample $n: lost (two connections at once on btvirt)" >/dev/console
     lost=$((lost + 1))
