@@ -1,0 +1,53 @@
+import BatonSystem
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `ChildCommand`, which runs the folders' accept- and after-commands.
+@Suite struct ChildCommandTests {
+  @Test func reportsTheExitStatusAndPassesTheEnvironment() throws {
+    let dir = try TestEnvironment.temporaryDirectory("child-command")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let out = dir.appendingPathComponent("out").path
+    let outcome = ChildCommand.run(
+      ["sh", "-c", "printf '%s' \"$BATON_TEST_VALUE\" > '\(out)'; exit 7"],
+      environment: ["BATON_TEST_VALUE": "a b"], timeout: .seconds(60))
+    #expect(outcome == .exited(7))
+    #expect(try String(contentsOfFile: out, encoding: .utf8) == "a b")
+    #expect(ChildCommand.run(["true"], environment: [:], timeout: .seconds(60)) == .exited(0))
+    #expect(
+      ChildCommand.run(["sh", "-c", "exit 7"], environment: [:], timeout: .seconds(60))
+        == .exited(7))
+  }
+
+  @Test func aProgramThatIsMissingIsNotStarted() {
+    let outcome = ChildCommand.run(
+      ["/nonexistent/baton-ask"], environment: [:], timeout: .seconds(60))
+    #expect(outcome == .notStarted(.noEntry), "\(outcome)")
+    #expect(ChildCommand.run([], environment: [:], timeout: .seconds(1)) != .exited(0))
+  }
+
+  /// At the timeout the command and what it started are killed.
+  @Test func aCommandPastItsTimeoutIsKilledWithItsChildren() async throws {
+    let dir = try TestEnvironment.temporaryDirectory("child-command")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let pidFile = dir.appendingPathComponent("pid").path
+    let outcome = ChildCommand.run(
+      ["sh", "-c", "sleep 600 & echo $! > '\(pidFile)'; wait"], environment: [:],
+      timeout: .milliseconds(500))
+    #expect(outcome == .timedOut(.milliseconds(500)), "\(outcome)")
+    let text = try String(contentsOfFile: pidFile, encoding: .utf8)
+    let grandchild = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+    // Gone, or a zombie waiting for whoever reaps orphans here.
+    #expect(
+      await eventually(10, "the grandchild killed") {
+        guard let stat = try? String(contentsOfFile: "/proc/\(grandchild)/stat", encoding: .utf8)
+        else { return true }
+        return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+          ?? true
+      })
+  }
+}
