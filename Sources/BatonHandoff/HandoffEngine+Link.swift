@@ -270,7 +270,7 @@ extension HandoffEngine {
   }
 
   /// Notes pushed by the peer, of distinct paths: written as one batch.
-  private func linkApply(_ payloads: [ActivityPayload], _ link: HandoffLink) {
+  func linkApply(_ payloads: [ActivityPayload], _ link: HandoffLink) {
     var accepted: [ActivityPayload] = []
     for payload in payloads {
       let key = Self.key(payload.activityType, payload.path)

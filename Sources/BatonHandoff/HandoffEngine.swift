@@ -51,6 +51,8 @@ public actor HandoffEngine {
   var beaconEpochs: [String: UInt32] = [:]
   let store: any HandoffStateStore
   let folders: [String: any NoteFolderAccess]
+  /// The folders' gates (`accept-command`, `after-command`), by activity type.
+  let gates: [String: any IncomingGate]
   let policy: HandoffPolicy
   let logger = Logger(label: "handoff")
   /// The engine's own thread: its SQLite writes, fsyncs and note writes
@@ -105,6 +107,14 @@ public actor HandoffEngine {
   /// received and the link it came from.
   var relayHolds:
     [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] = [:]
+  /// Incoming notes a folder's gate has not answered for yet, kept to be
+  /// applied when it has (HandoffEngine+Gates.swift): by index key.
+  var awaitingDecision: [String: AwaitingNote] = [:]
+  /// The bytes of `awaitingDecision`'s notes.
+  var awaitingBytes = 0
+  /// Whether a note had no room there since the last answer (the links
+  /// then resync, so that it is offered again).
+  var awaitingOverflowed = false
   /// Deletions held for a person when they are many (HandoffEngine+Holds.swift).
   var deletionHold: DeletionHold
   /// Folders found replaced since the last run (`foldersReplaced`), for the first scan.
@@ -142,6 +152,7 @@ public actor HandoffEngine {
     }
     self.store = store
     var map: [String: any NoteFolderAccess] = [:]
+    var gates: [String: any IncomingGate] = [:]
     for f in folders {
       if !HandoffLimits.isValidActivityType(f.activityType) {
         logger.warning("activity type '\(f.activityType)' of \(f.folder.root) is not reverse-DNS")
@@ -150,8 +161,10 @@ public actor HandoffEngine {
         logger.warning("two folders declare \(f.activityType); only \(f.folder.root) is used")
       }
       map[f.activityType] = f.folder
+      gates[f.activityType] = f.gate
     }
     self.folders = map
+    self.gates = gates
     index = HandoffIndex(offeredTypes: Set(map.keys), summaryKey: keys.summary)
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)

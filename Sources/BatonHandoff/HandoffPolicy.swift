@@ -5,10 +5,14 @@ public struct HandoffFolder: Sendable {
   /// Reverse-DNS activity type, e.g. `org.example.baton.notes`.
   public let activityType: String
   public let folder: any NoteFolderAccess
+  /// Asked before each incoming note is written, told after (nil: every
+  /// note is taken as it comes).
+  public let gate: (any IncomingGate)?
 
-  public init(activityType: String, folder: any NoteFolderAccess) {
+  public init(activityType: String, folder: any NoteFolderAccess, gate: (any IncomingGate)? = nil) {
     self.activityType = activityType
     self.folder = folder
+    self.gate = gate
   }
 }
 

@@ -535,6 +535,27 @@ extension HandoffEngine {
         conflict = !stored.deleted && stored.entry.hash != p.hash
       }
     }
+    if let gate = gates[type] {
+      let activity = IncomingActivity(
+        activityType: type, path: p.path, hash: p.hash, size: p.content.count,
+        peer: summary.peerName.isEmpty ? peer : summary.peerName, origin: p.originName)
+      switch gate.decision(for: activity) {
+      case .accept:
+        break
+      case .decline(let reason):
+        decline(
+          HandoffIndexEntry(
+            activityType: type, path: p.path, hash: p.hash, size: p.content.count,
+            version: p.version, origin: p.origin), from: peer, reason: reason)
+        summary.declined += 1
+        return nil
+      case .pending:
+        // Asked, not answered yet: applied when it is (incomingDecided);
+        // should it not be kept, it is fetched again (unwritten).
+        if !awaitDecision(p, from: peer, summary) { summary.unwritten += 1 }
+        return nil
+      }
+    }
     let merged = (stored?.entry.version ?? VersionVector()).merged(with: p.version)
     let incoming = StoredNote(
       entry: HandoffIndexEntry(
@@ -582,6 +603,7 @@ extension HandoffEngine {
       count(HandoffCounter.received)
       wakeLinks(key)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
+      tellWritten(n, at: p.path, from: summary.peerName.isEmpty ? peer : summary.peerName)
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
       // The incoming bytes went to `path`; the local file stays. Its version
       // absorbs the incoming one, so the resolution dominates both everywhere.
@@ -602,10 +624,20 @@ extension HandoffEngine {
       count(HandoffCounter.received)
       count(HandoffCounter.conflicts)
       wakeLinks(key)
+      tellWritten(n, at: path, from: summary.peerName.isEmpty ? peer : summary.peerName)
       fail(
         activityType: type, peer: peer,
         reason: "concurrent edit of \(p.path): the incoming version was written to \(path)")
     }
+  }
+
+  /// Tells the folder's gate (`after-command`) that an incoming note was written at `path`.
+  private func tellWritten(_ n: IncomingNote, at path: String, from peer: String) {
+    let p = n.payload
+    gates[p.activityType]?.written(
+      IncomingActivity(
+        activityType: p.activityType, path: path, hash: p.hash, size: p.content.count,
+        peer: peer, origin: p.originName))
   }
 
   /// Re-reads one note from disk and records it as a local version if it differs.

@@ -20,7 +20,8 @@ struct HandoffTestAgent {
 
   init(
     _ name: String, key: GroupKey, types: [String] = [notesType], policy: HandoffPolicy = .init(),
-    stateDirectory: String? = nil, folders existing: [String: InMemoryNoteFolder]? = nil
+    stateDirectory: String? = nil, folders existing: [String: InMemoryNoteFolder]? = nil,
+    gate: (any IncomingGate)? = nil
   ) throws {
     self.name = name
     self.key = key
@@ -35,7 +36,8 @@ struct HandoffTestAgent {
     let store = try HandoffStore(directory: self.stateDirectory)
     engine = HandoffEngine(
       key: key, deviceName: name, store: store,
-      folders: folders.map { HandoffFolder(activityType: $0.key, folder: $0.value) }, policy: policy
+      folders: folders.map { HandoffFolder(activityType: $0.key, folder: $0.value, gate: gate) },
+      policy: policy
     )
   }
 
