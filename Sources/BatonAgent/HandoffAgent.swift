@@ -280,12 +280,20 @@ public final class HandoffAgent: AgentCore {
       maxNoteSize: configuration.maxNoteSize)
     policy.deletionLimits = DeletionLimits(
       count: configuration.holdDeletions, sharePercent: configuration.holdDeletionsShare)
+    let commands = folders.map { FolderCommands($0.configuration) }
     let engine = HandoffEngine(
       key: key, deviceName: configuration.name, store: store,
-      folders: folders.map {
-        HandoffFolder(activityType: $0.configuration.activityType, folder: $0.folder)
+      folders: zip(folders, commands).map { folder, gate in
+        HandoffFolder(
+          activityType: folder.configuration.activityType, folder: folder.folder, gate: gate)
       },
       policy: policy)
+    for gate in commands.compactMap({ $0 }) {
+      gate.onDecided { [weak engine] in
+        guard let engine else { return }
+        Task { await engine.incomingDecided() }
+      }
+    }
     // A folder that is another one than at the last run (moved away and
     // replaced while the agent was stopped) deletes nothing.
     var replaced: Set<String> = []

@@ -121,6 +121,14 @@ public struct FolderConfiguration: Sendable, Equatable, Hashable {
   /// Which files are notes: an fnmatch(3) pattern on the file name
   /// (`pattern`; default `*.md`).
   public var pattern: String
+  /// Run before an incoming note is written; a non-zero exit declines it
+  /// (`accept-command`: the program and its arguments; empty: none).
+  public var acceptCommand: [String] = []
+  /// Run after an incoming note was written (`after-command`; empty: none).
+  public var afterCommand: [String] = []
+  /// How long either may run before it is killed (`command-timeout`, 1 to
+  /// 3600 s; default 10 s). An accept command that times out declines.
+  public var commandTimeout: Duration = FolderConfiguration.defaultCommandTimeout
 
   public init(
     name: String, path: String, activityType: String = FolderConfiguration.defaultActivityType,
@@ -136,6 +144,8 @@ public struct FolderConfiguration: Sendable, Equatable, Hashable {
   /// `activity-type`.
   public static let defaultActivityType = "org.baton.note"
   public static let defaultPattern = "*.md"
+  public static let defaultCommandTimeout: Duration = .seconds(10)
+  public static let commandTimeoutRange = 1...3600
   /// The folder name `--notes DIR` gets.
   public static let commandLineName = "notes"
 }

@@ -28,7 +28,9 @@ public struct ConfigurationLoader: Sendable {
     "state-dir", "trash-days", "trash-size",
   ]
   /// The keys of a `[folder NAME]` section.
-  public static let folderKeys = ["activity-type", "path", "pattern"]
+  public static let folderKeys = [
+    "accept-command", "activity-type", "after-command", "command-timeout", "path", "pattern",
+  ]
 
   /// The configuration file that `load` reads: `-f FILE` or the default.
   public func configFile(_ overrides: ConfigurationOverrides) -> String {

@@ -47,6 +47,23 @@ public enum ConfigurationValues {
     return spec
   }
 
+  /// A command line: a program and its arguments, split at blanks and tabs
+  /// (no quotes, no shell: a command that needs either is a script). A
+  /// program starting with `~` is taken from the home directory.
+  public static func commandLine(_ text: String, paths: BatonPaths) throws(Invalid) -> [String] {
+    var words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+    guard let program = words.first else {
+      throw Invalid("the command is empty; expected a program and its arguments, e.g. '~/bin/ask-me'")
+    }
+    if program.hasPrefix("'") || program.hasPrefix("\"") {
+      throw Invalid(
+        "'\(text)' starts with a quote, but commands are split at blanks, never by a shell;"
+          + " expected a program path without quotes (put anything more in a script)")
+    }
+    if program.hasPrefix("~") { words[0] = try path(program, paths: paths) }
+    return words
+  }
+
   /// A whole number within `range`, optionally followed by `unit` (`ms`).
   public static func integer(
     _ text: String, in range: ClosedRange<Int>, unit: String, what: String

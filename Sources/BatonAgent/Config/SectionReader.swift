@@ -31,10 +31,17 @@ struct SectionReader {
     var activityType = FolderConfiguration.defaultActivityType
     var activityTypeLine: Int?
     var pattern = FolderConfiguration.defaultPattern
+    var acceptCommand: [String] = []
+    var afterCommand: [String] = []
+    var commandTimeout = FolderConfiguration.defaultCommandTimeout
 
     var configuration: FolderConfiguration {
-      FolderConfiguration(
+      var folder = FolderConfiguration(
         name: name, path: path ?? "", activityType: activityType, pattern: pattern)
+      folder.acceptCommand = acceptCommand
+      folder.afterCommand = afterCommand
+      folder.commandTimeout = commandTimeout
+      return folder
     }
   }
 
@@ -226,6 +233,14 @@ struct SectionReader {
         folders[index].activityType = try ConfigurationValues.activityType(value)
         folders[index].activityTypeLine = entry.line
       case "pattern": folders[index].pattern = try ConfigurationValues.pattern(value)
+      case "accept-command":
+        folders[index].acceptCommand = try ConfigurationValues.commandLine(value, paths: paths)
+      case "after-command":
+        folders[index].afterCommand = try ConfigurationValues.commandLine(value, paths: paths)
+      case "command-timeout":
+        folders[index].commandTimeout = .seconds(
+          try ConfigurationValues.integer(
+            value, in: FolderConfiguration.commandTimeoutRange, unit: "s", what: "seconds"))
       default:
         problem(
           entry.line, entry.key,

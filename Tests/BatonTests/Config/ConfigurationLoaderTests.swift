@@ -94,6 +94,39 @@ import Testing
     #expect(configuration.folders[1].activityType == "org.example.todo")
   }
 
+  /// accept-command and after-command are split at blanks, never by a
+  /// shell; a leading ~ is the home directory; the timeout is bounded.
+  @Test func readsAFoldersCommands() throws {
+    let folder = try parse(
+      """
+      [folder notes]
+      path = /n
+      accept-command = ~/bin/ask  --quiet	notes
+      after-command = /usr/bin/logger baton
+      command-timeout = 30s
+      """
+    ).folders[0]
+    #expect(folder.acceptCommand == ["/home/u/bin/ask", "--quiet", "notes"])
+    #expect(folder.afterCommand == ["/usr/bin/logger", "baton"])
+    #expect(folder.commandTimeout == .seconds(30))
+    let plain = try parse("[folder notes]\npath = /n\n").folders[0]
+    #expect(plain.acceptCommand.isEmpty && plain.afterCommand.isEmpty)
+    #expect(plain.commandTimeout == .seconds(10))
+    #expect(
+      problems(
+        """
+        [folder notes]
+        path = /n
+        accept-command = 'my script' now
+        after-command =
+        command-timeout = 0
+        """) == [
+          "test.conf:3: key 'accept-command': ''my script' now' starts with a quote, but commands are split at blanks, never by a shell; expected a program path without quotes (put anything more in a script)",
+          "test.conf:4: key 'after-command': the command is empty; expected a program and its arguments, e.g. '~/bin/ask-me'",
+          "test.conf:5: key 'command-timeout': '0' is not valid; expected a whole number of seconds from 1 to 3600",
+        ])
+  }
+
   @Test func commandLineOverridesTheFile() throws {
     let configuration = try parse(
       "[agent]\nname = desk\ncontroller = hci0\n[folder a]\npath = /a\n",

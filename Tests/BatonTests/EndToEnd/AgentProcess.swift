@@ -46,15 +46,33 @@ final class AgentProcess: @unchecked Sendable {
     return env
   }
 
+  /// Lines for the notes folder's section (`key = value`); when set, the
+  /// agent reads a configuration file with that section (`-f`) instead of
+  /// taking `--notes`.
+  var folderSettings: [String] = []
+
   /// The arguments of `baton agent`; `extraArguments` come last.
   var arguments: [String] {
-    [
-      "agent", "--notes", notes.path, "--controller", controller, "--key-file", keyPath,
+    let folder =
+      folderSettings.isEmpty ? ["--notes", notes.path] : ["-f", configurationPath]
+    return ["agent"] + folder + [
+      "--controller", controller, "--key-file", keyPath,
       "--name", name, "--state-dir", stateDirectory.path, "-v",
     ] + extraArguments
   }
 
+  /// Where the configuration file for `folderSettings` goes.
+  var configurationPath: String {
+    notes.deletingLastPathComponent().appendingPathComponent("baton.conf").path
+  }
+
   func start() throws {
+    if !folderSettings.isEmpty {
+      let text = (["[folder notes]", "path = \(notes.path)"] + folderSettings)
+        .joined(separator: "\n") + "\n"
+      try text.write(toFile: configurationPath, atomically: true, encoding: .utf8)
+      chmod(configurationPath, 0o600)
+    }
     let line = "=== start \(Date())\n"
     if !FileManager.default.fileExists(atPath: logPath) {
       _ = FileManager.default.createFile(atPath: logPath, contents: nil)
