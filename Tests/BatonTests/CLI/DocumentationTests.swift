@@ -101,6 +101,7 @@ import Testing
     for line in [
       "Type=notify", "ExecStart=/usr/local/bin/baton agent", "ExecReload=/bin/kill -HUP $MAINPID",
       "Restart=on-failure", "#AmbientCapabilities=CAP_NET_ADMIN", "WantedBy=default.target",
+      "LimitCORE=0",
     ] {
       #expect(unit.contains("\n" + line + "\n"), "baton.service lacks \(line)")
     }
