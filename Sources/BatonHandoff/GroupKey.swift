@@ -56,6 +56,29 @@ public struct GroupKey: Sendable, Equatable {
     }
   }
 
+  /// The key file's directory must be this user's or root's and closed to
+  /// writing by others, who could otherwise rename the key away and put
+  /// theirs in its place. A sticky directory (`/tmp`) is let through: there
+  /// others may not replace a file that is not theirs.
+  static func checkDirectory(of path: String) throws(LoadError) {
+    let directory: String
+    if let slash = path.lastIndex(of: "/") {
+      directory = slash == path.startIndex ? "/" : String(path[..<slash])
+    } else {
+      directory = "."
+    }
+    var info = stat()
+    guard stat(directory, &info) == 0 else {
+      throw .unreadable(path: path, reason: "its directory \(directory): \(Errno.current)")
+    }
+    if info.st_mode & S_ISVTX != 0 { info.st_mode &= ~0o022 }
+    if let problem = FileTrust.problem(info, path: directory, private: false) {
+      throw .notOwn(
+        path: path,
+        reason: "its directory \(directory), where the key could be replaced: \(problem)")
+    }
+  }
+
   /// Parses key file text; `path` is only for messages.
   public init(parsing text: String, path: String) throws(LoadError) {
     let lines = text.split(whereSeparator: \.isNewline)
@@ -83,8 +106,9 @@ public struct GroupKey: Sendable, Equatable {
     return try GroupKey(contentsOfFile: path)
   }
 
-  /// Loads and checks a key file: it must exist, be a regular file, and have
-  /// no group or other permissions.
+  /// Loads and checks a key file: it must exist, be a regular file, have
+  /// no group or other permissions, and be in a directory others cannot
+  /// write (`checkDirectory`).
   public init(contentsOfFile path: String) throws(LoadError) {
     var info = stat()
     guard stat(path, &info) == 0 else {
@@ -97,6 +121,7 @@ public struct GroupKey: Sendable, Equatable {
     if let problem = FileTrust.problem(info, path: path, private: true) {
       throw .notOwn(path: path, reason: problem)
     }
+    try Self.checkDirectory(of: path)
     let bytes: [UInt8]
     do {
       let fd = try FileDescriptor.open(path, .readOnly)

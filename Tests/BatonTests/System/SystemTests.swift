@@ -39,6 +39,28 @@ import Testing
     _ = try GroupKey(contentsOfFile: path)
   }
 
+  /// A key file in a directory others may write: they could rename it
+  /// away and put their key in its place. A sticky one (like /tmp) is not
+  /// refused, as others may not replace a file there.
+  @Test func refusesAKeyInADirectoryOthersCanWrite() throws {
+    let dir = try TestEnvironment.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let path = dir.appendingPathComponent("key").path
+    try GroupKey.generate().fileText.write(toFile: path, atomically: false, encoding: .utf8)
+    chmod(path, 0o600)
+    chmod(dir.path, 0o777)
+    #expect {
+      try GroupKey(contentsOfFile: path)
+    } throws: { error in
+      "\(error)" == "key file \(path): its directory \(dir.path), where the key could be"
+        + " replaced: it is writable by its group and others (mode 777); run 'chmod go-w \(dir.path)'"
+    }
+    chmod(dir.path, 0o1777)
+    _ = try GroupKey(contentsOfFile: path)
+    chmod(dir.path, 0o755)
+    _ = try GroupKey(contentsOfFile: path)
+  }
+
   /// A key file of another user's, who could replace the group's key.
   @Test(.enabled(if: getuid() == 0, "giving a file to another user needs root"))
   func refusesAFileOfAnotherUser() throws {
