@@ -134,6 +134,30 @@ enum AgentCommand {
     return nil
   }
 
+  /// What `check` says of an existing state directory, without changing
+  /// it: nil when it is absent or fine, else (text, whether the agent
+  /// would refuse it). One of this user's that others may enter is closed
+  /// at start (`makeStateDirectory`); another user's is refused.
+  static func stateDirectoryProblem(_ path: String) -> (String, refused: Bool)? {
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+      let error = Errno.current
+      return error.rawValue == ENOENT ? nil : ("the state directory \(path): \(error)", true)
+    }
+    guard info.st_mode & S_IFMT == S_IFDIR else {
+      return ("the state directory \(path): it is not a directory", true)
+    }
+    if info.st_uid == getuid() && info.st_mode & 0o077 != 0 {
+      return (
+        "the state directory \(path) is mode \(String(info.st_mode & 0o777, radix: 8)),"
+          + " open to others; the agent makes it 0700 at start", false
+      )
+    }
+    return FileTrust.problem(info, path: path, private: true).map {
+      ("the state directory \(path): \($0)", true)
+    }
+  }
+
   static func check(_ arguments: [String]) -> Int32 {
     var status = ExitStatus.success
     guard
@@ -162,6 +186,11 @@ enum AgentCommand {
     } catch {
       keyProblem = error.description
     }
+    let stateProblem = stateDirectoryProblem(configuration.stateDirectory)
+    var stateNote = ""
+    if let stateProblem {
+      stateNote = stateProblem.refused ? " (INVALID)" : " (open: closed at start)"
+    }
 
     let exists = FileManager.default.fileExists(atPath: file)
     var lines = [
@@ -172,7 +201,7 @@ enum AgentCommand {
         + (keyAbsent
           ? " (absent: the device joins its group by pairing, 'baton pair')"
           : keyProblem == nil ? " (valid)" : " (INVALID)"),
-      "state directory: \(configuration.stateDirectory)",
+      "state directory: \(configuration.stateDirectory)\(stateNote)",
       "advertising interval: \(configuration.advertisingInterval.wholeMilliseconds) ms",
       "address rotation: every \(configuration.addressRotation.wholeMilliseconds / 60_000) minutes",
       "maximum note size: \(configuration.maxNoteSize) bytes",
@@ -211,10 +240,9 @@ enum AgentCommand {
       )
     }
     Console.out(lines.joined(separator: "\n") + "\n")
-    if let keyProblem {
-      Console.error(keyProblem)
-      return ExitStatus.failure
-    }
+    if let (text, _) = stateProblem { Console.error(text) }
+    if let keyProblem { Console.error(keyProblem) }
+    if keyProblem != nil || stateProblem?.refused == true { return ExitStatus.failure }
     Console.out("configuration OK\n")
     return ExitStatus.success
   }

@@ -70,9 +70,10 @@ enum Usage {
 
   static let checkHelp = """
     \(check)
-    Reads and validates the configuration and the key file as 'baton agent'
-    would with the same options, prints what the agent would do, and exits
-    0 if all is well or 1 with every problem on stderr.
+    Reads and validates the configuration, the key file and an existing
+    state directory as 'baton agent' would with the same options, prints
+    what the agent would do, and exits 0 if all is well or 1 with every
+    problem on stderr.
 
     \(agentOptionHelp)
     """

@@ -168,6 +168,39 @@ import Testing
     #expect(directory.stderr.hasPrefix("baton: cannot read key file /: not a regular file"))
   }
 
+  /// `check` says what the agent would do with an existing state
+  /// directory: close one of the user's open to others (check itself
+  /// changes nothing), refuse one of another user's.
+  @Test func checkReportsTheStateDirectory() throws {
+    let sandbox = try BatonSandbox()
+    let state = sandbox.path + "/state/baton"
+    try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+    chmod(state, 0o755)
+    let open = try sandbox.run(["check", "--notes", sandbox.notes])
+    #expect(open.status == 0, "\(open.stderr)")
+    #expect(open.stdout.contains("state directory: \(state) (open: closed at start)\n"))
+    #expect(
+      open.stderr
+        == "baton: the state directory \(state) is mode 755, open to others; the agent makes it 0700 at start\n"
+    )
+    var info = stat()
+    stat(state, &info)
+    #expect(info.st_mode & 0o777 == 0o755)
+    chmod(state, 0o700)
+    let closed = try sandbox.run(["check", "--notes", sandbox.notes])
+    #expect(closed.status == 0 && closed.stderr.isEmpty, "\(closed.stderr)")
+    #expect(closed.stdout.contains("state directory: \(state)\n"))
+    guard getuid() == 0 else { return }
+    #expect(chown(state, 65534, 65534) == 0)
+    let other = try sandbox.run(["check", "--notes", sandbox.notes])
+    #expect(other.status == 1)
+    #expect(other.stdout.contains("state directory: \(state) (INVALID)\n"))
+    #expect(
+      other.stderr.contains(
+        "the state directory \(state): it belongs to user id 65534, not to you (0)"),
+      "\(other.stderr)")
+  }
+
   @Test func checkWithoutAnyConfigurationNeedsAFolder() throws {
     let sandbox = try BatonSandbox()
     let result = try sandbox.run(["check"])
