@@ -118,11 +118,11 @@ enum AgentCommand {
           file: nil, key: "state-dir", message: "the state directory \(path): \(problem)")
       ])
     }
-    var info = stat()
-    guard stat(path, &info) == 0 else { throw refused("\(Errno.current)") }
-    guard info.st_mode & S_IFMT == S_IFDIR else { throw refused("it is not a directory") }
-    let mode = String(info.st_mode & 0o777, radix: 8)
-    if info.st_uid == getuid() && info.st_mode & 0o077 != 0 {
+    switch stateDirectoryState(path) {
+    case .absent: throw refused("\(Errno.noEntry)")
+    case .refused(let problem): throw refused(problem)
+    case .fine: return nil
+    case .open(let mode):
       guard chmod(path, 0o700) == 0 else {
         throw refused(
           "it is open to others (mode \(mode)) and chmod failed: \(Errno.current);"
@@ -130,31 +130,39 @@ enum AgentCommand {
       }
       return "the state directory \(path) was mode \(mode), open to others; it is 0700 now"
     }
-    if let problem = FileTrust.problem(info, path: path, private: true) { throw refused(problem) }
-    return nil
+  }
+
+  /// An existing state directory as the agent treats it: one of this
+  /// user's that others may enter (`open`, with its mode) is closed at
+  /// start; one that is not a directory, or not this user's, is refused.
+  enum StateDirectoryState {
+    case absent, fine
+    case open(mode: String)
+    case refused(String)
+  }
+
+  static func stateDirectoryState(_ path: String) -> StateDirectoryState {
+    var info = stat()
+    guard stat(path, &info) == 0 else {
+      let error = Errno.current
+      return error == .noEntry ? .absent : .refused("\(error)")
+    }
+    guard info.st_mode & S_IFMT == S_IFDIR else { return .refused("it is not a directory") }
+    if info.st_uid == getuid() && info.st_mode & 0o077 != 0 {
+      return .open(mode: String(info.st_mode & 0o777, radix: 8))
+    }
+    return FileTrust.problem(info, path: path, private: true).map { .refused($0) } ?? .fine
   }
 
   /// What `check` says of an existing state directory, without changing
   /// it: nil when it is absent or fine, else (text, whether the agent
-  /// would refuse it). One of this user's that others may enter is closed
-  /// at start (`makeStateDirectory`); another user's is refused.
+  /// would refuse it).
   static func stateDirectoryProblem(_ path: String) -> (String, refused: Bool)? {
-    var info = stat()
-    guard stat(path, &info) == 0 else {
-      let error = Errno.current
-      return error.rawValue == ENOENT ? nil : ("the state directory \(path): \(error)", true)
-    }
-    guard info.st_mode & S_IFMT == S_IFDIR else {
-      return ("the state directory \(path): it is not a directory", true)
-    }
-    if info.st_uid == getuid() && info.st_mode & 0o077 != 0 {
-      return (
-        "the state directory \(path) is mode \(String(info.st_mode & 0o777, radix: 8)),"
-          + " open to others; the agent makes it 0700 at start", false
-      )
-    }
-    return FileTrust.problem(info, path: path, private: true).map {
-      ("the state directory \(path): \($0)", true)
+    switch stateDirectoryState(path) {
+    case .absent, .fine: nil
+    case .open(let mode):
+      ("the state directory \(path) is mode \(mode), open to others; the agent makes it 0700 at start", false)
+    case .refused(let problem): ("the state directory \(path): \(problem)", true)
     }
   }
 

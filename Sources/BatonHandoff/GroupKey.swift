@@ -61,12 +61,8 @@ public struct GroupKey: Sendable, Equatable {
   /// theirs in its place. A sticky directory (`/tmp`) is let through: there
   /// others may not replace a file that is not theirs.
   static func checkDirectory(of path: String) throws(LoadError) {
-    let directory: String
-    if let slash = path.lastIndex(of: "/") {
-      directory = slash == path.startIndex ? "/" : String(path[..<slash])
-    } else {
-      directory = "."
-    }
+    let parent = parentDirectory(of: path)
+    let directory = parent.isEmpty ? "." : parent
     var info = stat()
     guard stat(directory, &info) == 0 else {
       throw .unreadable(path: path, reason: "its directory \(directory): \(Errno.current)")

@@ -518,14 +518,14 @@ public final class HandoffLink: Sendable {
     }
   }
 
-  /// A note could not be written here: ask the peer for everything again
-  /// (our INDEX) after `delay`.
   /// Resyncs at once, even when one was scheduled for later.
   func resyncNow() {
     state.withLock { s in s.resyncAt = .now }
     wakeWatchdog()
   }
 
+  /// A note could not be written here: ask the peer for everything again
+  /// (our INDEX) after `delay`.
   func scheduleResync(after delay: Duration) {
     let scheduled = state.withLock { s -> Bool in
       guard s.resyncAt == nil else { return false }

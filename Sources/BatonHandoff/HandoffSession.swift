@@ -536,10 +536,7 @@ extension HandoffEngine {
       }
     }
     if let gate = gates[type] {
-      let activity = IncomingActivity(
-        activityType: type, path: p.path, hash: p.hash, size: p.content.count,
-        peer: summary.peerName.isEmpty ? peer : summary.peerName, origin: p.originName)
-      switch gate.decision(for: activity) {
+      switch gate.decision(for: Self.incomingActivity(p, at: p.path, from: peer, summary)) {
       case .accept:
         break
       case .decline(let reason):
@@ -603,7 +600,7 @@ extension HandoffEngine {
       count(HandoffCounter.received)
       wakeLinks(key)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
-      tellWritten(n, at: p.path, from: summary.peerName.isEmpty ? peer : summary.peerName)
+      tellWritten(n, at: p.path, from: peer, summary)
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
       // The incoming bytes went to `path`; the local file stays. Its version
       // absorbs the incoming one, so the resolution dominates both everywhere.
@@ -624,7 +621,7 @@ extension HandoffEngine {
       count(HandoffCounter.received)
       count(HandoffCounter.conflicts)
       wakeLinks(key)
-      tellWritten(n, at: path, from: summary.peerName.isEmpty ? peer : summary.peerName)
+      tellWritten(n, at: path, from: peer, summary)
       fail(
         activityType: type, peer: peer,
         reason: "concurrent edit of \(p.path): the incoming version was written to \(path)")
@@ -632,12 +629,21 @@ extension HandoffEngine {
   }
 
   /// Tells the folder's gate (`after-command`) that an incoming note was written at `path`.
-  private func tellWritten(_ n: IncomingNote, at path: String, from peer: String) {
-    let p = n.payload
-    gates[p.activityType]?.written(
-      IncomingActivity(
-        activityType: p.activityType, path: path, hash: p.hash, size: p.content.count,
-        peer: peer, origin: p.originName))
+  private func tellWritten(
+    _ n: IncomingNote, at path: String, from peer: String, _ summary: SessionSummary
+  ) {
+    gates[n.payload.activityType]?.written(
+      Self.incomingActivity(n.payload, at: path, from: peer, summary))
+  }
+
+  /// What a gate is told of an incoming note written (or to be written) at
+  /// `path`: the peer by its name when known, else as in logs.
+  private static func incomingActivity(
+    _ p: ActivityPayload, at path: String, from peer: String, _ summary: SessionSummary
+  ) -> IncomingActivity {
+    IncomingActivity(
+      activityType: p.activityType, path: path, hash: p.hash, size: p.content.count,
+      peer: summary.peerName.isEmpty ? peer : summary.peerName, origin: p.originName)
   }
 
   /// Re-reads one note from disk and records it as a local version if it differs.
