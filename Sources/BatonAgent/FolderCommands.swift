@@ -12,7 +12,7 @@ import Synchronization
 /// content) is met, the answer is `pending` and the command is queued; it
 /// runs on a thread of its own (at most `maxRunning` at once), under the
 /// folder's `command-timeout`. The answer is kept, and `decided` is called,
-/// after which the engine has its links offer the pending notes again. A
+/// after which the engine applies the notes it kept waiting. A
 /// command that hangs holds back only the note it was asked about, until
 /// its timeout declines it.
 final class FolderCommands: IncomingGate {

@@ -34,8 +34,9 @@ public enum IncomingDecision: Sendable, Equatable {
   /// Declined, with the reason for the log ("the accept command exited with status 1").
   case decline(String)
   /// Not decided yet (the command runs, or waits its turn): the note is not
-  /// written now; it is taken when offered again after the gate calls back
-  /// (`HandoffEngine.incomingDecided()`).
+  /// written now; the engine keeps it and asks again when the gate calls
+  /// back (`HandoffEngine.incomingDecided()`), or, with no room to keep it,
+  /// fetches it again.
   case pending
 }
 
