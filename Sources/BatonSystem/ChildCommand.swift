@@ -6,7 +6,8 @@ import FoundationEssentials
 #endif
 
 /// A program the user configured, run to its end or its timeout: the
-/// folders' `accept-command` and `after-command` (baton.conf(5)). Blocking:
+/// folders' `accept-command` and `after-command` (baton.conf(5)); or
+/// started and left to run (`launch`: the `open-command`). `run` is blocking:
 /// call `run` only on a thread we own (it waits in `poll(2)` on the child's
 /// pidfd, so it wakes exactly when the child exits or the time is up).
 ///
@@ -41,7 +42,45 @@ public enum ChildCommand {
   public static func run(
     _ arguments: [String], environment extra: [String: String], timeout: Duration
   ) -> Outcome {
-    guard let program = arguments.first else { return .notStarted(Errno(rawValue: EINVAL)) }
+    let pid: pid_t
+    switch spawn(arguments, extra) {
+    case .success(let started): pid = started
+    case .failure(let error): return .notStarted(error)
+    }
+    let exited = waitForExit(pid, timeout: timeout)
+    if !exited { _ = kill(-pid, SIGKILL) }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1, Errno.current == .interrupted {}
+    if !exited { return .timedOut(timeout) }
+    // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift cannot import (macros).
+    if status & 0x7f == 0 { return .exited((status >> 8) & 0xff) }
+    return .signalled(status & 0x7f)
+  }
+
+  /// Starts `arguments` as `run` does, without waiting for it or bounding
+  /// its time: the folders' `open-command`, an editor that may stay open as
+  /// long as the user works. A thread of its own (`baton-opener`) waits for
+  /// it, so that it leaves no zombie. Returns why it could not be started,
+  /// or nil.
+  public static func launch(_ arguments: [String], environment extra: [String: String])
+    -> Errno?
+  {
+    switch spawn(arguments, extra) {
+    case .failure(let error):
+      return error
+    case .success(let pid):
+      OwnedThread.start(name: "baton-opener") {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1, Errno.current == .interrupted {}
+      }
+      return nil
+    }
+  }
+
+  private static func spawn(_ arguments: [String], _ extra: [String: String]) -> Result<
+    pid_t, Errno
+  > {
+    guard let program = arguments.first else { return .failure(Errno(rawValue: EINVAL)) }
     var environment = ProcessInfo.processInfo.environment
     for (name, value) in extra { environment[name] = value }
     let argv = arguments.map { strdup($0) }
@@ -56,15 +95,8 @@ public enum ChildCommand {
         baton_spawn(program, a.baseAddress, e.baseAddress, &pid)
       }
     }
-    guard error == 0 else { return .notStarted(Errno(rawValue: error)) }
-    let exited = waitForExit(pid, timeout: timeout)
-    if !exited { _ = kill(-pid, SIGKILL) }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1, Errno.current == .interrupted {}
-    if !exited { return .timedOut(timeout) }
-    // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift cannot import (macros).
-    if status & 0x7f == 0 { return .exited((status >> 8) & 0xff) }
-    return .signalled(status & 0x7f)
+    guard error == 0 else { return .failure(Errno(rawValue: error)) }
+    return .success(pid)
   }
 
   /// Whether `pid` exited within `timeout`: polls its pidfd.

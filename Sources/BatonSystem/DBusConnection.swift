@@ -49,6 +49,15 @@ public final class DBusConnection: @unchecked Sendable {
     return try DBusConnection(bus: bus!, label: "the system bus")
   }
 
+  /// Connects to the user's session bus (`DBUS_SESSION_BUS_ADDRESS` if set,
+  /// else `$XDG_RUNTIME_DIR/bus`): desktop notifications.
+  public static func session() throws(DBusError) -> DBusConnection {
+    try openLibrary()
+    var bus: OpaquePointer?
+    try DBusMessageCoding.check("connecting to the session bus", sd_bus_open_user(&bus))
+    return try DBusConnection(bus: bus!, label: "the session bus")
+  }
+
   /// Connects to the bus at `address` (`unix:path=...`), as a bus client.
   public static func connect(address: String) throws(DBusError) -> DBusConnection {
     try openLibrary()

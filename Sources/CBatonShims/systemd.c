@@ -69,6 +69,7 @@ __attribute__((visibility("hidden"))) const unsigned sd_bus_object_vtable_format
 /* The bus. */
 FORWARD(int, -ELIBACC, sd_bus_new, (sd_bus **ret), (ret))
 FORWARD(int, -ELIBACC, sd_bus_open_system, (sd_bus **ret), (ret))
+FORWARD(int, -ELIBACC, sd_bus_open_user, (sd_bus **ret), (ret))
 FORWARD(int, -ELIBACC, sd_bus_set_address, (sd_bus *bus, const char *address), (bus, address))
 FORWARD(int, -ELIBACC, sd_bus_set_bus_client, (sd_bus *bus, int b), (bus, b))
 FORWARD(int, -ELIBACC, sd_bus_start, (sd_bus *bus), (bus))

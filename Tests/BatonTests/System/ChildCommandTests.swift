@@ -50,4 +50,26 @@ import Testing
           ?? true
       })
   }
+
+  /// `launch` returns at once; the program runs, and is reaped when it ends.
+  @Test func aLaunchedProgramRunsOnAndLeavesNoZombie() async throws {
+    let dir = try TestEnvironment.temporaryDirectory("child-command")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let release = dir.appendingPathComponent("release").path
+    let pidFile = dir.appendingPathComponent("pid").path
+    let error = ChildCommand.launch(
+      ["sh", "-c", "echo $$ > '\(pidFile)'; while [ ! -e '\(release)' ]; do sleep 0.05; done", "x"],
+      environment: ["BATON_FILE": "/x"])
+    #expect(error == nil)
+    #expect(await eventually(10, "it started") { FileManager.default.fileExists(atPath: pidFile) })
+    let text = try String(contentsOfFile: pidFile, encoding: .utf8)
+    let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+    #expect(kill(pid, 0) == 0, "still running while nobody waits for it")
+    _ = FileManager.default.createFile(atPath: release, contents: nil)
+    #expect(
+      await eventually(10, "reaped") {
+        !FileManager.default.fileExists(atPath: "/proc/\(pid)")
+      }, "a zombie stays in /proc until reaped")
+    #expect(ChildCommand.launch(["/nonexistent/opener"], environment: [:]) == .noEntry)
+  }
 }
