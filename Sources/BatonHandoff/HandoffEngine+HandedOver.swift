@@ -33,30 +33,47 @@ public struct HandedOverActivity: Sendable, Equatable {
 /// peer's content counts: one not written (refused, a full disk) is not
 /// handed over.
 extension HandoffEngine {
-  /// A session's ACTIVITY, after its note was fetched (or found held).
+  /// Tells `body` of every note that arrives from now on (the agent's
+  /// desktop notifications); it is called on the engine's thread and must
+  /// return at once.
+  public func onArrival(_ body: @escaping @Sendable (Arrival) -> Void) {
+    arrivals = body
+  }
+
+  /// A session's ACTIVITY, after its note was fetched (`arrived`) or found held.
   func recordHandedOver(
-    _ entry: HandoffIndexEntry, title: String, from device: DeviceID, name: String
+    _ entry: HandoffIndexEntry, title: String, from device: DeviceID, name: String, arrived: Bool
   ) {
-    recordHandedOver(entry.activityType, entry.path, hash: entry.hash, title: title, device, name)
-  }
-
-  /// A note pushed on a link, after it was applied.
-  func recordHandedOver(_ payload: ActivityPayload, from device: DeviceID, name: String) {
     recordHandedOver(
-      payload.activityType, payload.path, hash: payload.hash, title: payload.title, device, name)
+      entry.activityType, entry.path, hash: entry.hash, title: title, device, name,
+      arrived: arrived)
   }
 
+  /// A note pushed on a link, after it was applied (`arrived`: not held before).
+  func recordHandedOver(
+    _ payload: ActivityPayload, from device: DeviceID, name: String, arrived: Bool
+  ) {
+    recordHandedOver(
+      payload.activityType, payload.path, hash: payload.hash, title: payload.title, device, name,
+      arrived: arrived)
+  }
+
+  /// Records the activity, and tells `arrivals` when it was written now:
+  /// a peer's current activity met again (in each session while it stays
+  /// the same) is not news.
   private func recordHandedOver(
     _ type: String, _ path: String, hash: ContentHash, title: String, _ device: DeviceID,
-    _ name: String
+    _ name: String, arrived: Bool
   ) {
     guard let note = index[Self.key(type, path)], !note.deleted, note.entry.hash == hash else {
       return
     }
-    handedOver[device] = HandedOverActivity(
+    let activity = HandedOverActivity(
       peerDevice: device, peerName: name, activityType: type, path: path,
       title: title.isEmpty ? String(path.split(separator: "/").last ?? Substring(path)) : title,
       time: Date())
+    handedOver[device] = activity
+    if arrived { arrivals?(.handedOver(activity)) }
   }
 
   /// Every peer's, newest first; a note deleted or renamed since is left out.

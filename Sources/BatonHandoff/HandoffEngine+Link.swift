@@ -297,12 +297,23 @@ extension HandoffEngine {
       accepted.append(payload)
     }
     guard !accepted.isEmpty else { return }
+    // Pushed again (a relay, a resend after a cut): written already, so no news.
+    let held = Set(
+      accepted.filter { payload in
+        index[Self.key(payload.activityType, payload.path)].map {
+          !$0.deleted && $0.entry.hash == payload.hash
+        } ?? false
+      }.map { Self.key($0.activityType, $0.path) })
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
     applyAll(accepted, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
-    // A note made on the peer, pushed: what it is working on now.
-    for payload in accepted where payload.origin == link.peerDevice {
-      recordHandedOver(payload, from: link.peerDevice, name: link.peerName)
+    // A note made on the peer, pushed: what it is working on now. Of a
+    // batch (a catch-up pushes many), only the last is told as news.
+    let made = accepted.filter { $0.origin == link.peerDevice }
+    for (n, payload) in made.enumerated() {
+      recordHandedOver(
+        payload, from: link.peerDevice, name: link.peerName,
+        arrived: n == made.count - 1 && !held.contains(Self.key(payload.activityType, payload.path)))
     }
     // Received: the other links' peers may be getting it from its sender
     // too. Tell them we hold it (HAVE), and relay it to them only if they

@@ -69,6 +69,8 @@ public actor HandoffEngine {
   /// status` and `baton continue` (HandoffEngine+HandedOver.swift). Kept in
   /// memory only.
   var handedOver: [DeviceID: HandedOverActivity] = [:]
+  /// Told of each note that arrives (`onArrival`).
+  var arrivals: (@Sendable (Arrival) -> Void)?
   private var scanned = false
   /// Counts changes to the offered index that no session made (local saves,
   /// files found changed or missing), so that a session can tell whether the

@@ -124,8 +124,10 @@ extension HandoffEngine {
     if let activity {
       logger.debug("\(ch.peerLabel) is on \(activity.activityType):\(activity.path) '\(title)'")
       // The current activity first, on its own: usually all a session has to do.
-      try await pull(needs([activity], from: ch.peerLabel, summary: &summary), &ch, &summary)
-      recordHandedOver(activity, title: title, from: ch.peer.device, name: ch.peer.name)
+      let wanted = needs([activity], from: ch.peerLabel, summary: &summary)
+      try await pull(wanted, &ch, &summary)
+      recordHandedOver(
+        activity, title: title, from: ch.peer.device, name: ch.peer.name, arrived: !wanted.isEmpty)
     }
     if HandoffCrypto.constantTimeEqual(index.summary.digest, peerDigest) {
       // Same notes on both sides: nothing to catch up in either direction.
@@ -628,12 +630,14 @@ extension HandoffEngine {
     }
   }
 
-  /// Tells the folder's gate (`after-command`) that an incoming note was written at `path`.
+  /// Tells the folder's gate (`after-command`), and whoever watches
+  /// arrivals, that an incoming note was written at `path`.
   private func tellWritten(
     _ n: IncomingNote, at path: String, from peer: String, _ summary: SessionSummary
   ) {
-    gates[n.payload.activityType]?.written(
-      Self.incomingActivity(n.payload, at: path, from: peer, summary))
+    let activity = Self.incomingActivity(n.payload, at: path, from: peer, summary)
+    gates[n.payload.activityType]?.written(activity)
+    arrivals?(.written(activity))
   }
 
   /// What a gate is told of an incoming note written (or to be written) at
@@ -643,7 +647,8 @@ extension HandoffEngine {
   ) -> IncomingActivity {
     IncomingActivity(
       activityType: p.activityType, path: path, hash: p.hash, size: p.content.count,
-      peer: summary.peerName.isEmpty ? peer : summary.peerName, origin: p.originName)
+      peer: summary.peerName.isEmpty ? peer : summary.peerName, origin: p.originName,
+      title: p.title)
   }
 
   /// Re-reads one note from disk and records it as a local version if it differs.

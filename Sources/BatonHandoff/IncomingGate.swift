@@ -15,9 +15,12 @@ public struct IncomingActivity: Sendable, Hashable {
   public var peer: String
   /// The name of the device that made this version ("" if not told).
   public var origin: String
+  /// The note's title, its first line ("" if it has none).
+  public var title: String
 
   public init(
-    activityType: String, path: String, hash: ContentHash, size: Int, peer: String, origin: String
+    activityType: String, path: String, hash: ContentHash, size: Int, peer: String, origin: String,
+    title: String = ""
   ) {
     self.activityType = activityType
     self.path = path
@@ -25,6 +28,7 @@ public struct IncomingActivity: Sendable, Hashable {
     self.size = size
     self.peer = peer
     self.origin = origin
+    self.title = title
   }
 }
 
