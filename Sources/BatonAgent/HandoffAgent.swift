@@ -340,6 +340,10 @@ public final class HandoffAgent: AgentCore {
       sleep = await SleepWatcher.startOnSystemBus(log: log) { radio.resumed() }
     }
     defer { sleep?.close() }
+    // Desktop notifications, when there is a session bus to show them on.
+    let notifier = await DesktopNotifier.start(folders.map(\.configuration))
+    if let notifier { await engine.onArrival { notifier.arrived($0) } }
+    defer { notifier?.close() }
     try await withThrowingTaskGroup(of: Void.self) { group in
       for (activityType, stream) in streams {
         group.addTask {

@@ -109,6 +109,19 @@ public enum ScanningMode: String, Sendable, Equatable, CaseIterable {
   case continuous
 }
 
+/// Which notes of a folder show a desktop notification when they arrive
+/// (`notify`, baton.conf(5)).
+public enum NotificationMode: String, Sendable, Equatable, Hashable, CaseIterable {
+  /// A peer's current activity, as Handoff offers it; not the notes a
+  /// catch-up brings.
+  case current
+  /// Every note written from a peer; a peer's notification is updated with
+  /// the count until it is closed.
+  case all
+  /// None.
+  case none
+}
+
 /// One watched folder: a `[folder NAME]` section, or `--notes DIR`.
 public struct FolderConfiguration: Sendable, Equatable, Hashable {
   /// The section's NAME (`notes` for `--notes DIR`).
@@ -129,6 +142,11 @@ public struct FolderConfiguration: Sendable, Equatable, Hashable {
   /// How long either may run before it is killed (`command-timeout`, 1 to
   /// 3600 s; default 10 s). An accept command that times out declines.
   public var commandTimeout: Duration = FolderConfiguration.defaultCommandTimeout
+  /// Which arrivals show a desktop notification (`notify`; default `current`).
+  public var notify: NotificationMode = .current
+  /// What a notification's Open action runs, the note's file added as its
+  /// last argument (`open-command`; default `xdg-open`).
+  public var openCommand: [String] = FolderConfiguration.defaultOpenCommand
 
   public init(
     name: String, path: String, activityType: String = FolderConfiguration.defaultActivityType,
@@ -146,6 +164,8 @@ public struct FolderConfiguration: Sendable, Equatable, Hashable {
   public static let defaultPattern = "*.md"
   public static let defaultCommandTimeout: Duration = .seconds(10)
   public static let commandTimeoutRange = 1...3600
+  /// What opens a note when `open-command` is not set.
+  public static let defaultOpenCommand = ["xdg-open"]
   /// The folder name `--notes DIR` gets.
   public static let commandLineName = "notes"
 }

@@ -29,7 +29,8 @@ public struct ConfigurationLoader: Sendable {
   ]
   /// The keys of a `[folder NAME]` section.
   public static let folderKeys = [
-    "accept-command", "activity-type", "after-command", "command-timeout", "path", "pattern",
+    "accept-command", "activity-type", "after-command", "command-timeout", "notify",
+    "open-command", "path", "pattern",
   ]
 
   /// The configuration file that `load` reads: `-f FILE` or the default.

@@ -19,6 +19,15 @@ public enum ConfigurationValues {
     return mode
   }
 
+  /// `notify`: one of `NotificationMode`'s names.
+  public static func notificationMode(_ text: String) throws(Invalid) -> NotificationMode {
+    guard let mode = NotificationMode(rawValue: text) else {
+      let names = NotificationMode.allCases.map(\.rawValue).joined(separator: ", ")
+      throw Invalid("'\(text)' is not a notification mode; expected one of \(names)")
+    }
+    return mode
+  }
+
   /// An agent or peer name: 1 to 32 bytes of UTF-8, no control characters,
   /// no commas (they separate `allowed-peers`).
   public static func name(_ text: String) throws(Invalid) -> String {

@@ -34,6 +34,8 @@ struct SectionReader {
     var acceptCommand: [String] = []
     var afterCommand: [String] = []
     var commandTimeout = FolderConfiguration.defaultCommandTimeout
+    var notify = NotificationMode.current
+    var openCommand = FolderConfiguration.defaultOpenCommand
 
     var configuration: FolderConfiguration {
       var folder = FolderConfiguration(
@@ -41,6 +43,8 @@ struct SectionReader {
       folder.acceptCommand = acceptCommand
       folder.afterCommand = afterCommand
       folder.commandTimeout = commandTimeout
+      folder.notify = notify
+      folder.openCommand = openCommand
       return folder
     }
   }
@@ -237,6 +241,9 @@ struct SectionReader {
         folders[index].acceptCommand = try ConfigurationValues.commandLine(value, paths: paths)
       case "after-command":
         folders[index].afterCommand = try ConfigurationValues.commandLine(value, paths: paths)
+      case "notify": folders[index].notify = try ConfigurationValues.notificationMode(value)
+      case "open-command":
+        folders[index].openCommand = try ConfigurationValues.commandLine(value, paths: paths)
       case "command-timeout":
         folders[index].commandTimeout = .seconds(
           try ConfigurationValues.integer(

@@ -96,6 +96,20 @@ import Testing
 
   /// accept-command and after-command are split at blanks, never by a
   /// shell; a leading ~ is the home directory; the timeout is bounded.
+  @Test func readsAFoldersNotifications() throws {
+    let folder = try parse(
+      "[folder notes]\npath = /n\nnotify = all\nopen-command = ~/bin/edit --new-window\n"
+    ).folders[0]
+    #expect(folder.notify == .all)
+    #expect(folder.openCommand == ["/home/u/bin/edit", "--new-window"])
+    let plain = try parse("[folder notes]\npath = /n\n").folders[0]
+    #expect(plain.notify == .current && plain.openCommand == ["xdg-open"])
+    #expect(
+      problems("[folder notes]\npath = /n\nnotify = yes\n") == [
+        "test.conf:3: key 'notify': 'yes' is not a notification mode; expected one of current, all, none"
+      ])
+  }
+
   @Test func readsAFoldersCommands() throws {
     let folder = try parse(
       """

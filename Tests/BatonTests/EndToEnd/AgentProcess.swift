@@ -39,8 +39,12 @@ final class AgentProcess: @unchecked Sendable {
     self.extraArguments = extraArguments
   }
 
+  /// The session bus the agent is given (desktop notifications); none by default.
+  var sessionBus: String?
+
   var environment: [String: String] {
     var env = ProcessInfo.processInfo.environment
+    env["DBUS_SESSION_BUS_ADDRESS"] = sessionBus
     env["XDG_RUNTIME_DIR"] = runtimeDirectory.path
     env["XDG_CONFIG_HOME"] = notes.deletingLastPathComponent().appendingPathComponent("config").path
     return env
