@@ -259,22 +259,17 @@ public final class HandoffAgent: AgentCore {
       try await waitForPairing(store, configuration)
       return
     }
-    var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
-    var streams: [(String, AsyncStream<NotesEvent>)] = []
-    defer { for (_, folder) in folders { folder.stop() } }
-    for folderConfiguration in configuration.folders {
-      let folder = try NotesFolder(
-        root: folderConfiguration.path, pattern: folderConfiguration.pattern,
-        maximumNoteSize: configuration.maxNoteSize, trashDays: configuration.trashDays,
-        trashSize: configuration.trashSize)
-      folder.purgeTrash()
-      // Files unchanged since the last run are not read again (issue 14).
-      folder.trust((try? store.fileStamps(activityType: folderConfiguration.activityType)) ?? [])
-      streams.append((folderConfiguration.activityType, try folder.start()))
-      try? store.saveFileStamps(
-        folder.takeFreshStamps(), activityType: folderConfiguration.activityType)
-      folders.append((folderConfiguration, folder))
+    // The first scan of each folder (reading and hashing every note not
+    // known unchanged), the trash purge and the store's stamps block: they
+    // run on the engine's thread, before the engine does.
+    let engineThread = ThreadExecutor(name: HandoffEngine.threadName)
+    let opened = try await engineThread.run { () throws -> OpenedFolders in
+      try Self.openFolders(configuration, store)
     }
+    let folders = opened.folders
+    let streams = opened.streams
+    let replaced = opened.replaced
+    defer { for (_, folder) in folders { folder.stop() } }
     var policy = HandoffPolicy(
       allowedPeers: configuration.allowedPeers.isEmpty ? nil : Set(configuration.allowedPeers),
       maxNoteSize: configuration.maxNoteSize)
@@ -287,27 +282,20 @@ public final class HandoffAgent: AgentCore {
         HandoffFolder(
           activityType: folder.configuration.activityType, folder: folder.folder, gate: gate)
       },
-      policy: policy)
+      policy: policy, executor: engineThread)
     for gate in commands.compactMap({ $0 }) {
       gate.onDecided { [weak engine] in
         guard let engine else { return }
         Task { await engine.incomingDecided() }
       }
     }
-    // A folder that is another one than at the last run (moved away and
-    // replaced while the agent was stopped) deletes nothing.
-    var replaced: Set<String> = []
-    for (folderConfiguration, folder) in folders {
-      let type = folderConfiguration.activityType
-      if let last = try? store.folderIdentity(activityType: type), last != folder.identity {
-        replaced.insert(type)
-      }
-    }
     await engine.onEpochMove { [weak self] epoch in self?.restart(forEpoch: epoch) }
     await engine.foldersReplaced(replaced)
     await engine.rescan()
-    for (folderConfiguration, folder) in folders {
-      try? store.setFolderIdentity(folder.identity, activityType: folderConfiguration.activityType)
+    await engineThread.run {
+      for (folderConfiguration, folder) in folders {
+        try? store.setFolderIdentity(folder.identity, activityType: folderConfiguration.activityType)
+      }
     }
     // The first scan of a large folder builds its indexes with much
     // temporary memory (file lists, store batches); give it back.
@@ -368,6 +356,49 @@ public final class HandoffAgent: AgentCore {
       try await group.next()
       group.cancelAll()
     }
+  }
+
+  /// The folders of a generation, scanned, with their event streams.
+  struct OpenedFolders: @unchecked Sendable {
+    var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
+    var streams: [(String, AsyncStream<NotesEvent>)] = []
+    /// The activity types whose folder is another one than at the last run
+    /// (moved away and replaced while the agent was stopped): they delete nothing.
+    var replaced: Set<String> = []
+  }
+
+  /// Opens, purges and scans each configured folder. Blocking: on the engine's thread.
+  private static func openFolders(_ configuration: AgentConfiguration, _ store: HandoffStore)
+    throws -> OpenedFolders
+  {
+    var opened = OpenedFolders()
+    do {
+      for folderConfiguration in configuration.folders {
+        let type = folderConfiguration.activityType
+        let folder = try NotesFolder(
+          root: folderConfiguration.path, pattern: folderConfiguration.pattern,
+          maximumNoteSize: configuration.maxNoteSize, trashDays: configuration.trashDays,
+          trashSize: configuration.trashSize)
+        folder.purgeTrash()
+        // Files unchanged since the last run are not read again (issue 14).
+        folder.trust((try? store.fileStamps(activityType: type)) ?? [])
+        do {
+          opened.streams.append((type, try folder.start()))
+        } catch {
+          folder.stop()
+          throw error
+        }
+        try? store.saveFileStamps(folder.takeFreshStamps(), activityType: type)
+        opened.folders.append((folderConfiguration, folder))
+        if let last = try? store.folderIdentity(activityType: type), last != folder.identity {
+          opened.replaced.insert(type)
+        }
+      }
+    } catch {
+      for (_, folder) in opened.folders { folder.stop() }
+      throw error
+    }
+    return opened
   }
 
   /// Creates `path` (and parents) with mode 0700 if missing.

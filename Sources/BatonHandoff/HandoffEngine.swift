@@ -57,7 +57,8 @@ public actor HandoffEngine {
   let logger = Logger(label: "handoff")
   /// The engine's own thread: its SQLite writes, fsyncs and note writes
   /// block there, never on a thread of the pool (ARCHITECTURE.md, concurrency).
-  let executor = ThreadExecutor(name: "baton-engine")
+  /// The agent may hand one in, to scan the folders there first.
+  let executor: ThreadExecutor
   public nonisolated var unownedExecutor: UnownedSerialExecutor {
     executor.asUnownedSerialExecutor()
   }
@@ -136,6 +137,18 @@ public actor HandoffEngine {
     key: GroupKey?, deviceName: String, store: any HandoffStateStore, folders: [HandoffFolder],
     policy: HandoffPolicy = HandoffPolicy()
   ) {
+    self.init(
+      key: key, deviceName: deviceName, store: store, folders: folders, policy: policy,
+      executor: ThreadExecutor(name: Self.threadName))
+  }
+
+  /// As above, on `executor` (a `baton-engine` thread the agent first
+  /// scanned the folders on).
+  package init(
+    key: GroupKey?, deviceName: String, store: any HandoffStateStore, folders: [HandoffFolder],
+    policy: HandoffPolicy, executor: ThreadExecutor
+  ) {
+    self.executor = executor
     let name = HandoffLimits.truncated(deviceName, toBytes: HandoffLimits.maxNameBytes)
     me = LocalIdentity(key: store.deviceKey, name: name)
     let (membership, founding) = Self.loadMembership(
@@ -195,6 +208,9 @@ public actor HandoffEngine {
   public nonisolated var deviceID: DeviceID { me.device }
 
   static func key(_ type: String, _ path: String) -> String { type + "\u{0}" + path }
+
+  /// The name of the engine's thread.
+  package static let threadName = "baton-engine"
 
   // MARK: Local changes
 
