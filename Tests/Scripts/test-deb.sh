@@ -23,9 +23,10 @@ root="$scratch/root"
 dpkg-deb -x "$deb" "$root"
 baton="$root/usr/bin/baton"
 
-# Depends: each library the binary links, and libsystemd0 (opened by dlopen).
+# Depends: each library the binary links, libsystemd0 (opened by dlopen) and
+# procps (/bin/kill, the unit's ExecReload).
 depends=$(dpkg-deb -f "$deb" Depends)
-for library in libc6 libsodium23 libbluetooth3 libinih1 libsqlite3-0 libsystemd0; do
+for library in libc6 libsodium23 libbluetooth3 libinih1 libsqlite3-0 libsystemd0 procps; do
   [[ ", $depends," == *", $library"[\ ,]* ]] || fail "Depends lacks $library: $depends"
 done
 [[ $depends != *swift* ]] || fail "Depends names a Swift package: $depends"
