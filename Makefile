@@ -1,6 +1,8 @@
 # baton: build, test, demo, install.
 #   make test       install what is needed, build, run every test, fuzz-smoke
 #                   and test-vm, then builds the .deb and runs it (test-deb.sh)
+#                   and installs it with apt-get into a clean Debian 12 chroot
+#                   (test-deb-install.sh; the root cached in Tests/Scripts/cache)
 #   make test-vm    the kernel adapter path (hciN) in a VM with Debian's kernel
 #   make fuzz       coverage-guided fuzzing (libFuzzer, AddressSanitizer) of every
 #                   decoder of outside bytes, FUZZ_SECONDS each (default 60), then
@@ -57,6 +59,7 @@ test: setup
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-vm
 	Tests/Scripts/test-deb.sh
+	Tests/Scripts/test-deb-install.sh baton_*.deb
 
 demo:
 	Tests/Scripts/demo.sh
