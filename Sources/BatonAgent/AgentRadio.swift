@@ -798,8 +798,8 @@ final class AgentRadio: Sendable {
     } catch {
       log.info("cannot link with \(address): \(error)")
       linkFailed(address)
-      noteConnectFailure(error)
-      noteNoRoom(error)
+      noteConnectFailure(error, host: host)
+      noteNoRoom(error, host: host)
       return
     }
     let guarded = DeadlineChannel(channel, deadline: Self.sessionDeadline)
@@ -996,13 +996,8 @@ final class AgentRadio: Sendable {
   /// A controller that refuses a connection for lack of room (Memory
   /// Capacity Exceeded, Connection Limit Exceeded) holds no more links than
   /// it has now (at least one); further peers get per-change sessions.
-  private func noteNoRoom(_ error: any Error) {
-    let status: HCIStatus
-    switch error {
-    case HCIError.connectionFailed(_, let s), HCIError.commandFailed(_, let s): status = s
-    default: return
-    }
-    guard status.rawValue == 0x07 || status.rawValue == 0x09 else { return }
+  private func noteNoRoom(_ error: any Error, host: any RadioHost) {
+    guard host.failure(of: error) == .noRoom else { return }
     state.withLock { s in
       let up = s.links.values.filter { $0.link != nil }.count
       s.linkLimit = max(1, min(s.linkLimit, up))
@@ -1012,8 +1007,8 @@ final class AgentRadio: Sendable {
 
   /// A controller that keeps refusing connections because it still holds an
   /// abandoned attempt (it did not carry out the cancel) is reopened.
-  private func noteConnectFailure(_ error: any Error) {
-    guard case HCIError.connectionAttemptPending = error else { return }
+  private func noteConnectFailure(_ error: any Error, host: any RadioHost) {
+    guard host.failure(of: error) == .attemptStuck else { return }
     let reopen = state.withLock { s -> Bool in
       s.stuckAttempts += 1
       return s.stuckAttempts >= Self.stuckAttemptsBeforeReopen
@@ -1057,7 +1052,7 @@ final class AgentRadio: Sendable {
       await channel.close()
     } catch {
       log.info("cannot connect to \(address): \(error)")
-      noteConnectFailure(error)
+      noteConnectFailure(error, host: host)
     }
   }
 

@@ -23,6 +23,21 @@ extension BLEHost: RadioHost {
     try await updateAdvertisingData(data)
   }
 
+  func failure(of error: any Error) -> RadioFailure? { Self.failure(of: error) }
+
+  /// The statuses and errors of our own host that the agent acts on.
+  static func failure(of error: any Error) -> RadioFailure? {
+    switch error {
+    case HCIError.connectionAttemptPending:
+      return .attemptStuck
+    case HCIError.connectionFailed(_, let status), HCIError.commandFailed(_, let status):
+      return status == .memoryCapacityExceeded || status == .connectionLimitExceeded
+        ? .noRoom : nil
+    default:
+      return nil
+    }
+  }
+
   /// Our own host on an exclusive controller carries no audio.
   func changes() -> AsyncStream<RadioHostChange> {
     AsyncStream { continuation in

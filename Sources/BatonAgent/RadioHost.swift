@@ -85,6 +85,22 @@ protocol RadioHost: AnyObject, Sendable {
   func close() async
   /// nil after `close()`, the error when the host was lost.
   func waitUntilClosed() async -> (any Error)?
+  /// What `error`, thrown by this host, means to the agent; nil when it is
+  /// nothing the agent acts on (the error is only logged).
+  func failure(of error: any Error) -> RadioFailure?
+}
+
+/// A backend's failure in the kinds the agent acts on, whichever backend
+/// raised it: the agent never matches a backend's own error type.
+enum RadioFailure: Sendable, Equatable {
+  /// The controller holds no more connections (HCI Memory Capacity
+  /// Exceeded or Connection Limit Exceeded; through the kernel, ENOMEM or
+  /// EMLINK): links are kept at the number up.
+  case noRoom
+  /// The controller still holds an abandoned connection attempt it did not
+  /// cancel (an exclusive controller; the kernel cleans up its own): after
+  /// a few in a row, the controller is reopened.
+  case attemptStuck
 }
 
 /// A change of the adapter that the scan schedule depends on.

@@ -7,6 +7,8 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
 
   public static let success = HCIStatus(rawValue: 0x00)
   public static let unknownConnectionIdentifier = HCIStatus(rawValue: 0x02)
+  public static let memoryCapacityExceeded = HCIStatus(rawValue: 0x07)
+  public static let connectionLimitExceeded = HCIStatus(rawValue: 0x09)
   public static let commandDisallowed = HCIStatus(rawValue: 0x0C)
   public static let remoteUserTerminated = HCIStatus(rawValue: 0x13)
   public static let localHostTerminated = HCIStatus(rawValue: 0x16)

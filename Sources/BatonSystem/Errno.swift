@@ -38,6 +38,10 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
   public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
   public static let tooManyLinks = Errno(rawValue: ELOOP)
   public static let noSpaceForWatches = Errno(rawValue: ENOSPC)
+  public static let noMemory = Errno(rawValue: ENOMEM)
+  /// EMLINK, "too many links": what the kernel makes of a controller's
+  /// Connection Limit Exceeded.
+  public static let linkLimit = Errno(rawValue: EMLINK)
 
   private static let names: [Int32: String] = [
     EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", EBADF: "EBADF",

@@ -466,6 +466,17 @@ public final class BlueZHost: RadioHost {
     state.withLock { $0.devices.values.contains { $0.address == peer && $0.connected } }
   }
 
+  /// The kernel passes a controller's HCI status on as an errno
+  /// (`bt_to_errno`, net/bluetooth/lib.c): Memory Capacity Exceeded is
+  /// ENOMEM, Connection Limit Exceeded EMLINK. An abandoned attempt is the
+  /// kernel's to cancel, so none is ever stuck here.
+  static func failure(of error: any Error) -> RadioFailure? {
+    guard case BlueZError.connect(_, let errno) = error else { return nil }
+    return errno == .noMemory || errno == .linkLimit ? .noRoom : nil
+  }
+
+  func failure(of error: any Error) -> RadioFailure? { Self.failure(of: error) }
+
   func openChannel(
     to peer: BluetoothAddress, addressType: AddressType, psm: UInt16, timeout: Duration
   ) async throws -> any PeerChannel {
