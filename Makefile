@@ -1,5 +1,6 @@
 # baton: build, test, demo, install.
-#   make test       install what is needed, build, run every test, fuzz-smoke
+#   make test       install what is needed, build, run every test, the timed
+#                   radio's clock test (Tests/Radio/test_timing.py), fuzz-smoke
 #                   and test-vm, then builds the .deb and runs it (test-deb.sh)
 #                   and installs it with apt-get into a clean Debian 12 chroot
 #                   (test-deb-install.sh; the root cached in Tests/Scripts/cache)
@@ -55,6 +56,7 @@ release:
 test: setup
 	$(SWIFT) build --build-tests $(CHECK_FLAGS)
 	$(SWIFT) test --no-parallel
+	.venv/bin/python3 -m unittest Tests/Radio/test_timing.py
 	Tests/Scripts/test-demo-stop.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-vm

@@ -57,9 +57,11 @@ enum Bench {
   /// A fresh simulated radio (Tests/Radio/radio.py in the project's venv),
   /// with `strangers` more devices advertising (not baton peers).
   /// `away`: controllers that start out of range (radio.py --away; SIGHUP
-  /// to the radio brings them in).
+  /// to the radio brings them in); `options`: more of radio.py's options
+  /// (`RadioTiming.radioArguments`).
   static func startRadio(
-    controllers: Int, strangers: Int = 0, away: [Int] = [], in directory: String
+    controllers: Int, strangers: Int = 0, away: [Int] = [], options: [String] = [],
+    in directory: String
   ) throws -> (
     process: Process, ports: [UInt16]
   ) {
@@ -73,7 +75,7 @@ enum Bench {
       [
         repository + "/Tests/Radio/radio.py", "--controllers", String(controllers),
         "--strangers", String(strangers),
-      ] + away.flatMap { ["--away", String($0)] }, log: log)
+      ] + away.flatMap { ["--away", String($0)] } + options, log: log)
     for _ in 0..<200 {
       if let text = try? String(contentsOfFile: log, encoding: .utf8),
         let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") })
@@ -118,6 +120,40 @@ enum Bench {
       offset += 24 + included
     }
     return total
+  }
+
+  /// The lengths of the L2CAP packets (ACL data, fragments joined) that a
+  /// btsnoop log shows its host received between two times.
+  static func receivedL2CAPLengths(_ path: String, from: Date, to: Date) -> [Int] {
+    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else { return [] }
+    let bytes = [UInt8](data)
+    let offset: Int64 = 0x00DC_DDB3_0F2F_8000
+    let lower = Int64(from.timeIntervalSince1970 * 1e6) + offset
+    let upper = Int64(to.timeIntervalSince1970 * 1e6) + offset
+    func u32(_ at: Int) -> Int {
+      Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+    }
+    var lengths: [Int] = []
+    var i = 16
+    while i + 24 <= bytes.count {
+      let included = u32(i + 4)
+      let flags = u32(i + 8)
+      let stamp = Int64(u32(i + 16)) << 32 | Int64(u32(i + 20))
+      guard i + 24 + included <= bytes.count else { break }
+      let packet = i + 24
+      // H4 type 2 (ACL), received (flag bit 0), with its 4-byte header.
+      if stamp >= lower, stamp <= upper, flags & 1 == 1, included >= 5, bytes[packet] == 0x02 {
+        let boundary = (bytes[packet + 2] >> 4) & 3
+        let length = Int(bytes[packet + 3]) | Int(bytes[packet + 4]) << 8
+        if boundary == 1, !lengths.isEmpty {
+          lengths[lengths.count - 1] += length
+        } else {
+          lengths.append(length)
+        }
+      }
+      i += 24 + included
+    }
+    return lengths
   }
 }
 

@@ -24,9 +24,25 @@ import Synchronization
 /// on a spare controller) while A holds notes, and the time to its first
 /// note is printed (median and slowest), then it stops.
 ///
+/// With --radio timed, the simulated radio runs its clock (Tests/Radio/timing.py:
+/// connection events, PDUs per event, air time), set by --conn-interval MS
+/// (default 40), --pdus-per-event N (6), --data-length 27|251 (251) and
+/// --phy 1m|2m (1m); each size then also prints the model's floor and
+/// measured/floor. The floor of a save is the wait for the next connection
+/// event (a save comes at a random instant: half an interval at the median,
+/// 0.95 of one at the 95th percentile) plus the model's time to carry, from
+/// that event's anchor, the L2CAP packets B's HCI log shows it received
+/// between the save and the arrival (the NOTE's frames), as PDUs of at most
+/// the data length, at most N per event, each with its air time. So that a
+/// save does come at a random instant of the event grid (not just after the
+/// event that carried the previous note, when the next one is furthest
+/// away), each save on the timed radio first waits a random part of one
+/// connection interval.
+///
 /// Options: --saves N (default 50), --interval MS (advertising interval,
 /// default the agent's), --agents K (2 or 3; sizes are timed to B, a burst
-/// to every peer), --burst N (default 0: none), --keep (leave the folders).
+/// to every peer), --burst N (default 0: none), --keep (leave the folders),
+/// --radio instant|timed (default instant) and the timed radio's options.
 enum HandoffBenchmark {
   static func run(_ arguments: [String]) async throws {
     var saves = 50
@@ -35,6 +51,7 @@ enum HandoffBenchmark {
     var agentCount = 2
     var burst = 0
     var arrivals = 0
+    var timing = RadioTiming()
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
@@ -44,7 +61,10 @@ enum HandoffBenchmark {
       case "--agents": agentCount = min(3, max(2, Int(rest.popFirst() ?? "") ?? 2))
       case "--burst": burst = max(0, Int(rest.popFirst() ?? "") ?? 0)
       case "--arrivals": arrivals = max(0, Int(rest.popFirst() ?? "") ?? 0)
-      default: throw BenchError.usage("unknown option \(argument)")
+      default:
+        guard try timing.parse(argument, &rest) else {
+          throw BenchError.usage("unknown option \(argument)")
+        }
       }
     }
     let top = Bench.repository
@@ -56,7 +76,7 @@ enum HandoffBenchmark {
     defer { if !keep { try? FileManager.default.removeItem(atPath: base) } }
 
     let radio = try Bench.startRadio(
-      controllers: agentCount + (arrivals > 0 ? 1 : 0), in: base)
+      controllers: agentCount + (arrivals > 0 ? 1 : 0), options: timing.radioArguments, in: base)
     defer { radio.process.terminate() }
     let keyPath = base + "/group.key"
     try Bench.writeGroupKey(to: keyPath)
@@ -114,15 +134,25 @@ enum HandoffBenchmark {
     print(
       "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the simulated radio reads"
         + " units as milliseconds, so it advertises every \(units) ms)")
+    if timing.timed {
+      print(timing.summary)
+      print(
+        "floor = the wait for the next connection event (0.5 interval at the median, 0.95 at"
+          + " p95) + the model's time to carry the L2CAP packets B received between save and"
+          + " arrival (the median save's, the p95 save's)")
+    }
     var noteBytes = 0
     for size in [200, 2_000, 20_000] {
       var latencies: [Double] = []
+      var windows: [(Date, Date)] = []
       for i in 0..<saves {
         var bytes = Array("Note \(size)-\(i)\n".utf8)
         while bytes.count < size { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
         let name = "bench-\(size)-\(i).md"
+        if timing.timed { usleep(UInt32.random(in: 0..<UInt32(timing.intervalMicroseconds))) }
         let temporary = agents[0].notes + "/.tmp-" + name
         _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+        let wallStart = Date()
         let start = ContinuousClock.now
         rename(temporary, agents[0].notes + "/" + name)
         let target = agents[1].notes + "/" + name
@@ -136,6 +166,7 @@ enum HandoffBenchmark {
           throw BenchError.failed("\(name) did not arrive within 30 s")
         }
         latencies.append(elapsed.secondsValue * 1000)
+        windows.append((wallStart, Date()))
         noteBytes += bytes.count
       }
       latencies.sort()
@@ -146,6 +177,9 @@ enum HandoffBenchmark {
         String(
           format: "%6d B notes: save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
           size, median, p95))
+      if timing.timed {
+        printFloor(timing, windows: windows, hciLog: agents[1].hciLog, median: median, p95: p95)
+      }
     }
     if burst > 0 {
       try await runBurst(burst, from: agents[0].notes, to: agents.dropFirst().map(\.notes))
@@ -192,6 +226,31 @@ enum HandoffBenchmark {
         format:
           "HCI bytes per note byte: %.2f (A %d B + B %d B over %d note bytes; includes advertising, scanning and handshakes)",
         Double(hciBytes.reduce(0, +)) / Double(noteBytes), hciBytes[0], hciBytes[1], noteBytes))
+  }
+
+  /// The timed radio's floor for one size's saves (see the type's comment),
+  /// beside the measured median and p95.
+  static func printFloor(
+    _ timing: RadioTiming, windows: [(Date, Date)], hciLog: String, median: Double, p95: Double
+  ) {
+    var carries: [(ms: Double, packets: Int, bytes: Int)] = windows.map { window in
+      let lengths = Bench.receivedL2CAPLengths(hciLog, from: window.0, to: window.1)
+      return (Double(timing.carryTime(lengths)) / 1000, lengths.count, lengths.reduce(0, +))
+    }
+    carries.sort { $0.ms < $1.ms }
+    guard !carries.isEmpty else { return }
+    let middle = carries[carries.count / 2]
+    let high = carries[
+      min(carries.count - 1, Int((Double(carries.count) * 0.95).rounded(.up)) - 1)]
+    let interval = Double(timing.intervalMicroseconds) / 1000
+    let floorMedian = 0.5 * interval + middle.ms
+    let floorP95 = 0.95 * interval + high.ms
+    print(
+      String(
+        format:
+          "         floor (model): median %7.1f ms, p95 %7.1f ms; measured/floor: median %.2f, p95 %.2f (carry %.1f ms: %d L2CAP packets, %d B A->B)",
+        floorMedian, floorP95, median / floorMedian, p95 / floorP95, middle.ms, middle.packets,
+        middle.bytes))
   }
 
   /// Saves `count` notes of 200 B in `source`, one after another, while a

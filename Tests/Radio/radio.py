@@ -35,6 +35,17 @@ dies takes its radio with it). Options:
                         is heard, until SIGHUP brings every such controller
                         into range (and prints "IN-RANGE" on stdout); a
                         stand-in for a laptop carried into the room
+    --timing MODE       instant (the default): every packet crosses at once;
+                        timed: ACL data crosses at connection events, in PDUs
+                        that take air time, and a connection is made one
+                        connection interval after the target's advertisement
+                        is heard (the model and what it leaves out are in
+                        timing.py). With timed:
+    --conn-interval MS  the connection interval (default 40; 7.5 to 4000 in
+                        steps of 1.25)
+    --pdus-per-event N  PDUs per connection event and direction (default 6)
+    --data-length N     the largest PDU payload, 27 or 251 (default 251)
+    --phy 1m|2m         the PHY whose air time PDUs take (default 1m)
 
 Every controller honours the Filter_Duplicates of LE Set (Extended) Scan
 Enable, as real controllers do and bumble's do not (strangers.py).
@@ -58,6 +69,7 @@ from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 from faults import FaultPlan, FaultSpecError, FaultyLink
 from strangers import DeduplicatingController, add_strangers
+from timing import TimedConnections, TimedLink, Timing, TimingError
 
 
 # A test process may have started us with SIGTERM/SIGINT blocked (the Swift
@@ -84,6 +96,10 @@ class RangedController(DeduplicatingController):
             super().on_ll_advertising_pdu(packet)
 
 
+class TimedController(TimedConnections, RangedController):
+    """The radio's controller on the timed link (--timing timed)."""
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--controllers", type=int, default=2)
@@ -98,7 +114,19 @@ async def main() -> None:
     parser.add_argument("--fault-log", default=os.environ.get("BATON_RADIO_FAULT_LOG"))
     parser.add_argument("--strangers", type=int, default=0)
     parser.add_argument("--away", type=int, action="append", default=[])
+    parser.add_argument("--timing", choices=("instant", "timed"), default="instant")
+    parser.add_argument("--conn-interval", type=float, default=40)
+    parser.add_argument("--pdus-per-event", type=int, default=6)
+    parser.add_argument("--data-length", type=int, default=251)
+    parser.add_argument("--phy", default="1m")
     args = parser.parse_args()
+    timing = None
+    if args.timing == "timed":
+        try:
+            timing = Timing.from_options(
+                args.conn_interval, args.pdus_per_event, args.data_length, args.phy)
+        except TimingError as error:
+            parser.error(str(error))
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     try:
         plan = FaultPlan(args.faults, args.fault_seed, args.fault_log)
@@ -106,7 +134,8 @@ async def main() -> None:
         parser.error(str(error))
     plan.enabled = not args.faults_off
 
-    link = LocalLink()
+    link = TimedLink(timing) if timing else LocalLink()
+    controller_class = TimedController if timing else RangedController
     transports = []
     controllers = []
     ports = []
@@ -120,13 +149,13 @@ async def main() -> None:
         ports.append(sock.getsockname()[1])
         transport = await open_tcp_server_transport_with_socket(sock)
         if plan:
-            controller = RangedController(
+            controller = controller_class(
                 f"C{index}", host_sink=FaultyLink(plan, index, "host", transport.sink), link=link
             )
             transport.source.set_packet_sink(FaultyLink(plan, index, "controller", controller))
             plan.controllers[index] = controller
         else:
-            controller = RangedController(
+            controller = controller_class(
                 f"C{index}", host_source=transport.source, host_sink=transport.sink, link=link
             )
         if args.le_acl_length:
@@ -138,6 +167,8 @@ async def main() -> None:
         transports.append(transport)
 
     strangers = add_strangers(link, args.strangers)
+    if timing:
+        print("radio: timed: " + timing.describe(), file=sys.stderr, flush=True)
     print("READY " + " ".join(str(p) for p in ports), flush=True)
 
     loop = asyncio.get_running_loop()

@@ -1,0 +1,113 @@
+import Foundation
+
+/// The simulated radio's timing for a benchmark (`--radio instant|timed`
+/// and the timed radio's parameters), the options that pass it on to
+/// Tests/Radio/radio.py, and the model's arithmetic for floors: the same
+/// model as Tests/Radio/timing.py (its docstring is the reference).
+struct RadioTiming: Sendable {
+  var timed = false
+  /// The connection interval in microseconds.
+  var intervalMicroseconds = 40_000
+  var pdusPerEvent = 6
+  var dataLength = 251
+  var phy = "1m"
+
+  static let interframeSpace = 150
+  static let pduOverhead = 14
+
+  /// Takes `argument` (and its value from `rest`) if it is one of the radio
+  /// options; returns false for any other.
+  mutating func parse(_ argument: String, _ rest: inout ArraySlice<String>) throws -> Bool {
+    func value() throws -> String {
+      guard let next = rest.popFirst() else { throw BenchError.usage("\(argument) needs a value") }
+      return next
+    }
+    switch argument {
+    case "--radio":
+      let mode = try value()
+      guard mode == "instant" || mode == "timed" else {
+        throw BenchError.usage("--radio \(mode): give instant or timed")
+      }
+      timed = mode == "timed"
+    case "--conn-interval":
+      let text = try value()
+      guard let ms = Double(text), ms >= 7.5, ms <= 4000,
+        Int((ms * 1000).rounded()) % 1250 == 0
+      else {
+        throw BenchError.usage(
+          "--conn-interval \(text): give 7.5 to 4000 ms in steps of 1.25 (for example 7.5, 30, 40)")
+      }
+      intervalMicroseconds = Int((ms * 1000).rounded())
+    case "--pdus-per-event":
+      let text = try value()
+      guard let n = Int(text), n >= 1, n <= 1000 else {
+        throw BenchError.usage("--pdus-per-event \(text): give 1 to 1000 (default 6)")
+      }
+      pdusPerEvent = n
+    case "--data-length":
+      let text = try value()
+      guard let n = Int(text), n == 27 || n == 251 else {
+        throw BenchError.usage("--data-length \(text): give 27 or 251")
+      }
+      dataLength = n
+    case "--phy":
+      let text = try value().lowercased()
+      guard text == "1m" || text == "2m" else {
+        throw BenchError.usage("--phy \(text): give 1m or 2m")
+      }
+      phy = text
+    default:
+      return false
+    }
+    return true
+  }
+
+  /// What radio.py is given: nothing for the instant radio.
+  var radioArguments: [String] {
+    guard timed else { return [] }
+    return [
+      "--timing", "timed", "--conn-interval", String(Double(intervalMicroseconds) / 1000),
+      "--pdus-per-event", String(pdusPerEvent), "--data-length", String(dataLength), "--phy", phy,
+    ]
+  }
+
+  var summary: String {
+    let interval = String(format: "%g", Double(intervalMicroseconds) / 1000)
+    return "timed radio: connection interval \(interval) ms, \(pdusPerEvent) PDUs per event and"
+      + " direction, data length \(dataLength), \(phy.uppercased()) PHY"
+  }
+
+  /// Air time of a PDU with `payload` bytes, in microseconds.
+  func airtime(_ payload: Int) -> Int {
+    (payload + Self.pduOverhead) * (phy == "2m" ? 4 : 8)
+  }
+
+  /// From the anchor of the first event they may use to the end of the last
+  /// PDU, in microseconds: L2CAP packets of `lengths` bytes, all ready at
+  /// that anchor, going one way over an otherwise idle link (at most
+  /// `pdusPerEvent` PDUs per event, each ending within its event).
+  func carryTime(_ lengths: [Int]) -> Int {
+    var event = 0
+    var used = 0  // air used in the current event, with the gaps
+    var count = 0
+    var end = 0
+    for length in lengths {
+      var left = max(0, length)
+      repeat {
+        let payload = min(left, dataLength)
+        left -= payload
+        let start = count == 0 ? 0 : used + Self.interframeSpace
+        if count == pdusPerEvent || start + airtime(payload) > intervalMicroseconds {
+          event += 1
+          count = 0
+          used = airtime(payload)
+        } else {
+          used = start + airtime(payload)
+        }
+        count += 1
+        end = event * intervalMicroseconds + used
+      } while left > 0
+    }
+    return end
+  }
+}

@@ -1,0 +1,229 @@
+"""Tests of the timed radio's clock (timing.py): the scheduler against the
+model with times passed in, then two bumble controllers on a TimedLink on
+the event loop's clock.
+
+    .venv/bin/python -m unittest Tests/Radio/test_timing.py
+"""
+import asyncio
+import os
+import random
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bumble import hci  # noqa: E402
+from bumble.controller import Controller  # noqa: E402
+
+from timing import (  # noqa: E402
+    T_IFS_US, ConnectionSchedule, TimedConnections, TimedLink, Timing, TimingError, events_for)
+
+
+def traffic(schedule: ConnectionSchedule, seed: int, packets: int):
+    """Random packets both ways at random, increasing times; returns
+    (direction, length, ready, delivered) in the order sent."""
+    generator = random.Random(seed)
+    now = schedule.anchor_us - 5_000
+    sent = []
+    for _ in range(packets):
+        now += generator.choice([0, 0, 100, 2_000, 15_000, 60_000])
+        direction = generator.randrange(2)
+        length = generator.choice([4, 27, 60, 251, 300, 1_000, 2_500])
+        sent.append((direction, length, now, schedule.send(direction, length, now)))
+    return sent
+
+
+class TimingFunctions(unittest.TestCase):
+    def test_airtime_is_payload_plus_14_bytes_at_the_phy_rate(self):
+        self.assertEqual(Timing(phy="1m").airtime_us(251), 2_120)
+        self.assertEqual(Timing(phy="2m").airtime_us(251), 1_060)
+        self.assertEqual(Timing(phy="1m").airtime_us(27), 328)
+        self.assertEqual(Timing(phy="1m").airtime_us(0), 112)
+
+    def test_a_packet_is_cut_at_the_data_length(self):
+        self.assertEqual(Timing(data_length=251).pdu_payloads(1_000), [251, 251, 251, 247])
+        self.assertEqual(Timing(data_length=27).pdu_payloads(54), [27, 27])
+        self.assertEqual(len(Timing(data_length=27).pdu_payloads(1_000)), 38)
+        self.assertEqual(Timing().pdu_payloads(0), [0])
+
+    def test_options_are_checked(self):
+        self.assertEqual(Timing.from_options(7.5, 6, 251, "2M").interval_us, 7_500)
+        for bad in [dict(conn_interval_ms=5), dict(conn_interval_ms=41),
+                    dict(pdus_per_event=0), dict(data_length=100), dict(phy="coded")]:
+            options = dict(conn_interval_ms=40, pdus_per_event=6, data_length=251, phy="1m")
+            options.update(bad)
+            with self.assertRaises(TimingError, msg=str(bad)):
+                Timing.from_options(**options)
+
+
+class Schedule(unittest.TestCase):
+    def test_data_leaves_only_at_events_and_fits_in_them(self):
+        for timing in [Timing(), Timing(interval_us=7_500), Timing(data_length=27, phy="2m"),
+                       Timing(interval_us=30_000, pdus_per_event=2)]:
+            schedule = ConnectionSchedule(timing, anchor_us=1_234_567)
+            schedule.record = True
+            traffic(schedule, seed=timing.interval_us, packets=300)
+            by_event = {}
+            for direction, p in schedule.placements:
+                by_event.setdefault(p.event, []).append((direction, p))
+            for event, pdus in by_event.items():
+                pdus.sort(key=lambda item: item[1].start_us)
+                anchor = schedule.anchor_us + event * timing.interval_us
+                # The first PDU starts at the event's anchor, a multiple of the
+                # interval from the connection's; the rest follow T_IFS apart.
+                self.assertEqual(pdus[0][1].start_us, anchor)
+                self.assertEqual((pdus[0][1].start_us - schedule.anchor_us) % timing.interval_us, 0)
+                for (_, before), (_, after) in zip(pdus, pdus[1:]):
+                    self.assertEqual(after.start_us, before.end_us + T_IFS_US)
+                self.assertLessEqual(pdus[-1][1].end_us, anchor + timing.interval_us)
+                for direction in (0, 1):
+                    count = sum(1 for d, _ in pdus if d == direction)
+                    self.assertLessEqual(count, timing.pdus_per_event, (timing, event))
+            # Some event was full, or the test shows nothing about the limit.
+            self.assertTrue(any(
+                sum(1 for d, _ in pdus if d == 0) == timing.pdus_per_event
+                or pdus[-1][1].end_us + T_IFS_US + timing.airtime_us(timing.data_length)
+                > schedule.anchor_us + (event + 1) * timing.interval_us
+                for event, pdus in by_event.items()))
+
+    def test_order_is_kept_in_each_direction(self):
+        schedule = ConnectionSchedule(Timing(interval_us=7_500), anchor_us=0)
+        sent = traffic(schedule, seed=7, packets=500)
+        for direction in (0, 1):
+            times = [delivered for d, _, _, delivered in sent if d == direction]
+            self.assertEqual(times, sorted(times))
+            self.assertEqual(len(set(times)), len(times))
+        for _, _, ready, delivered in sent:
+            self.assertGreater(delivered, ready)
+
+    def test_a_1000_byte_packet_takes_the_computed_events(self):
+        cases = [
+            # interval, PDUs per event, data length: events, end in the last event
+            (Timing(), 1, 3 * (2_120 + 150) + 2_088),
+            (Timing(interval_us=7_500), 2, 2_088),  # 3 PDUs of 251 fit in 7.5 ms
+            (Timing(pdus_per_event=2), 2, 2_120 + 150 + 2_088),
+            (Timing(data_length=27), 7, 328 + 150 + 120),  # 38 PDUs, 6 per event
+            (Timing(phy="2m"), 1, 3 * (1_060 + 150) + 1_044),
+        ]
+        for timing, events, offset in cases:
+            self.assertEqual(events_for(timing, 1_000), events, timing)
+            schedule = ConnectionSchedule(timing, anchor_us=500_000)
+            delivered = schedule.send(0, 1_000, 500_000)
+            self.assertEqual(delivered, 500_000 + (events - 1) * timing.interval_us + offset,
+                             timing)
+
+    def test_ready_after_the_anchor_waits_for_the_next_event(self):
+        timing = Timing()
+        schedule = ConnectionSchedule(timing, anchor_us=0)
+        self.assertEqual(schedule.send(0, 100, 1), 40_000 + timing.airtime_us(100))
+        # Ready while that event still runs: joins it, T_IFS after.
+        first_end = 40_000 + timing.airtime_us(100)
+        self.assertEqual(schedule.send(1, 100, first_end),
+                         first_end + T_IFS_US + timing.airtime_us(100))
+        # Ready after the event ended: the next one.
+        self.assertEqual(schedule.send(0, 10, 60_000), 80_000 + timing.airtime_us(10))
+
+    def test_the_other_direction_shares_the_events_air(self):
+        timing = Timing(interval_us=7_500)
+        schedule = ConnectionSchedule(timing, anchor_us=0)
+        # Three full PDUs leave 690 us of a 7.5 ms event: a full reply ready at
+        # the anchor goes in the next event, a short one in this.
+        schedule.send(0, 753, 0)
+        self.assertEqual(schedule.send(1, 251, 0), 7_500 + timing.airtime_us(251))
+        self.assertEqual(schedule.send(1, 20, 0), 7_500 + timing.airtime_us(251) + T_IFS_US
+                         + timing.airtime_us(20))
+
+
+class Host:
+    """A host that records what its controller sends it, with the time."""
+
+    def __init__(self):
+        self.packets = []
+        self.changed = asyncio.Event()
+
+    def on_packet(self, packet: bytes) -> None:
+        self.packets.append((asyncio.get_running_loop().time(), hci.HCI_Packet.from_bytes(packet)))
+        self.changed.set()
+
+    async def wait_for(self, matches, timeout=5.0):
+        async def find():
+            while True:
+                for when, packet in self.packets:
+                    if matches(packet):
+                        return when, packet
+                self.changed.clear()
+                await self.changed.wait()
+        return await asyncio.wait_for(find(), timeout)
+
+
+class TimedController(TimedConnections, Controller):
+    pass
+
+
+class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
+    async def test_connection_and_data_follow_the_events(self):
+        timing = Timing(interval_us=40_000)
+        link = TimedLink(timing)
+        hosts = [Host(), Host()]
+        central, peripheral = (TimedController(f"T{i}", host_sink=hosts[i], link=link)
+                               for i in range(2))
+        addresses = [hci.Address(bytes([i + 1, 0, 0, 0, 0, 0xC0]),
+                                 hci.Address.RANDOM_DEVICE_ADDRESS) for i in range(2)]
+        for controller, address in zip((central, peripheral), addresses):
+            controller.on_hci_packet(hci.HCI_LE_Set_Random_Address_Command(random_address=address))
+        peripheral.on_hci_packet(hci.HCI_LE_Set_Advertising_Parameters_Command(
+            advertising_interval_min=20, advertising_interval_max=20,
+            advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_IND,
+            own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address_type=0,
+            peer_address=hci.Address.ANY, advertising_channel_map=7, advertising_filter_policy=0))
+        peripheral.on_hci_packet(hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1))
+        asked = asyncio.get_running_loop().time()
+        central.on_hci_packet(hci.HCI_LE_Create_Connection_Command(
+            le_scan_interval=16, le_scan_window=16, initiator_filter_policy=0,
+            peer_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address=addresses[1],
+            own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, connection_interval_min=32,
+            connection_interval_max=32, max_latency=0, supervision_timeout=200,
+            min_ce_length=0, max_ce_length=0))
+
+        def complete(packet):
+            return isinstance(packet, hci.HCI_LE_Connection_Complete_Event)
+        made = []
+        for host in hosts:
+            made.append(await host.wait_for(complete))
+        # Made one interval after the advertisement was heard, not before.
+        for when, _ in made:
+            self.assertGreaterEqual(when - asked, timing.interval_us / 1e6 - 0.002)
+        handle = made[0][1].connection_handle
+        _, schedule, _ = next(iter(link.schedules.values()))
+        schedule.record = True
+
+        # A 1000-byte L2CAP packet (4 bytes of header), then a small one.
+        big = (996).to_bytes(2, "little") + (0x0040).to_bytes(2, "little") + bytes(996)
+        small = (6).to_bytes(2, "little") + (0x0040).to_bytes(2, "little") + b"second"
+        await asyncio.sleep(0.005)  # after the anchor: they wait for the next event
+        for data in (big, small):
+            central.on_hci_packet(hci.HCI_AclDataPacket(handle, 0b10, 0, len(data), data))
+
+        def acl(packet):
+            return isinstance(packet, hci.HCI_AclDataPacket)
+        await hosts[1].wait_for(lambda p: acl(p) and bytes(p.data) == small)
+        arrived = [(when, bytes(p.data)) for when, p in hosts[1].packets if acl(p)]
+        self.assertEqual([data for _, data in arrived], [big, small])
+        # The link's schedule: the big one ends at 3 full PDUs and one of 247
+        # bytes into an event after the anchor's, the small one a T_IFS and
+        # one 10-byte PDU later, in the same event.
+        ends = [p.end_us for _, p in schedule.placements]
+        self.assertEqual(len(ends), 5)
+        big_end = 3 * (2_120 + T_IFS_US) + 2_088
+        small_end = big_end + T_IFS_US + timing.airtime_us(10)
+        self.assertEqual([ends[3] - schedule.anchor_us, ends[4] - schedule.anchor_us],
+                         [timing.interval_us + big_end, timing.interval_us + small_end])
+        # Each arrived at its time, never before (the loop's timers may be
+        # late on a busy machine, so only loosely after).
+        for (when, _), end in zip(arrived, (ends[3], ends[4])):
+            self.assertGreaterEqual(when, end / 1e6 - 0.0005)
+            self.assertLess(when - end / 1e6, 0.030)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,314 @@
+"""A clock for the simulated radio (radio.py --timing timed): ACL data
+between two connected controllers crosses at connection events, in PDUs
+that take air time, instead of at once.
+
+The model, for each LE connection:
+
+- Connection events. The connection is created one connection interval
+  after the central's controller hears the advertiser it was asked to
+  connect to (so it starts at one of the target's advertising events, plus
+  one interval): only then do CONNECT_IND go out and both hosts get their
+  LE Connection Complete. That instant is the anchor: connection events
+  start at anchor + k * interval, k = 0, 1, 2, ...
+- PDUs. An L2CAP packet (bumble's controller reassembles the host's ACL
+  fragments into one) is cut into PDUs of at most `data_length` payload
+  bytes. A PDU of p payload bytes takes (p + 14) * 8 us on the 1M PHY
+  (preamble, access address, header, CRC and MIC: 14 bytes at 1 bit/us),
+  half that on 2M, and consecutive PDUs of an event are 150 us apart (T_IFS).
+- Events. An event carries at most `pdus_per_event` PDUs in each direction,
+  and every PDU must end by the start of the next event. The first PDU of an
+  event starts at the event's anchor; each further one 150 us after the end
+  of the one before, whichever direction it goes, in the order the two
+  controllers had them ready. A PDU ready after its event's anchor joins
+  that event only while the event is still running (it is ready no later
+  than the previous PDU's end plus T_IFS); otherwise it waits for the next.
+- Delivery. A packet reaches the peer's host at the end of the PDU that
+  carries its last byte. Each direction keeps its order: a PDU never goes in
+  an earlier event than the one before it in the same direction.
+
+What it leaves out:
+
+- The peer's reply to every PDU: on a real link each PDU of one side is
+  answered by one of the other (an empty PDU, 80 us on 1M, if it has no
+  data), and the two alternate; here PDUs are placed in the order they were
+  ready, and empty PDUs take no air.
+- Retransmissions, CRC errors, the more-data bit's rules, peripheral
+  latency, channel hopping, the transmit window of the first event
+  (transmitWindowOffset), LL control procedures (connection, PHY and data
+  length updates are not modelled: the parameters are fixed for the whole
+  run), and encryption's effect on PDU size beyond the MIC.
+- The host's HCI buffers: bumble reports each ACL packet completed as soon
+  as the host sends it, so a host may queue any amount in the controller;
+  the queue drains at the model's pace.
+- LL control PDUs (LL_TERMINATE_IND, encryption) and disconnection cross at
+  once. Advertising, scanning and the advertising interval (bumble reads its
+  0.625 ms units as milliseconds) are as on the instant radio; the
+  advertiser keeps advertising during the interval before the connection.
+- HCI between each host and its controller (TCP on loopback) takes no
+  modelled time.
+
+`Timing` holds the parameters and the pure per-PDU functions;
+`ConnectionSchedule` is one connection's scheduler, a plain class whose
+caller passes the time (in microseconds), so it is tested without sockets
+or a clock (test_timing.py); `TimedLink` is bumble's LocalLink driving one
+schedule per connection on the event loop's clock, and
+`TimedConnections` the controller mix-in that delays connection creation.
+"""
+import asyncio
+import collections
+import dataclasses
+import logging
+import math
+
+from bumble import core, ll
+from bumble.link import LocalLink
+
+logger = logging.getLogger(__name__)
+
+T_IFS_US = 150
+# Preamble (1), access address (4), header (2), CRC (3) and MIC (4).
+PDU_OVERHEAD_BYTES = 14
+PHYS = {"1m": 8, "2m": 4}  # microseconds per byte on the air
+DATA_LENGTHS = (27, 251)
+
+
+class TimingError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """The link's fixed parameters: connection interval (microseconds), PDUs
+    per event and direction, the largest PDU payload, and the PHY."""
+
+    interval_us: int = 40_000
+    pdus_per_event: int = 6
+    data_length: int = 251
+    phy: str = "1m"
+
+    def __post_init__(self):
+        # 7.5 ms to 4 s in steps of 1.25 ms (Core 6.0, Vol 6, Part B, 4.5.1).
+        if not 7_500 <= self.interval_us <= 4_000_000 or self.interval_us % 1_250:
+            raise TimingError(
+                f"connection interval {self.interval_us / 1000} ms: give 7.5 to 4000 ms in"
+                " steps of 1.25 ms (for example 7.5, 30, 40, 50)")
+        if self.pdus_per_event < 1:
+            raise TimingError(
+                f"PDUs per event {self.pdus_per_event}: give at least 1 (default 6)")
+        if self.data_length not in DATA_LENGTHS:
+            raise TimingError(f"data length {self.data_length}: give 27 or 251")
+        if self.phy not in PHYS:
+            raise TimingError(f"PHY '{self.phy}': give 1m or 2m")
+        if self.airtime_us(self.data_length) > self.interval_us:
+            raise TimingError("a PDU of the data length does not fit in one connection interval")
+
+    @staticmethod
+    def from_options(conn_interval_ms: float, pdus_per_event: int, data_length: int,
+                     phy: str) -> "Timing":
+        return Timing(round(conn_interval_ms * 1000), pdus_per_event, data_length, phy.lower())
+
+    def airtime_us(self, payload: int) -> int:
+        """How long a PDU with `payload` bytes of payload is on the air."""
+        return (payload + PDU_OVERHEAD_BYTES) * PHYS[self.phy]
+
+    def pdu_payloads(self, length: int) -> list[int]:
+        """The payload sizes of the PDUs that carry an L2CAP packet of
+        `length` bytes (an empty packet still takes one PDU)."""
+        if length <= 0:
+            return [0]
+        full, rest = divmod(length, self.data_length)
+        return [self.data_length] * full + ([rest] if rest else [])
+
+    def describe(self) -> str:
+        return (f"connection interval {self.interval_us / 1000:g} ms, {self.pdus_per_event} PDUs"
+                f" per event and direction, data length {self.data_length}, {self.phy.upper()} PHY")
+
+
+@dataclasses.dataclass
+class Event:
+    """What is placed so far in one connection event: where its air is busy
+    until (microseconds) and how many PDUs each direction has in it."""
+
+    end_us: int
+    counts: list
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """One PDU's place: its event (index from the anchor), start and end."""
+
+    event: int
+    start_us: int
+    end_us: int
+
+
+class ConnectionSchedule:
+    """One connection's events, shared by its two directions (0: central to
+    peripheral, 1: the other way). `send` places a packet's PDUs and returns
+    when the last one ends; it never moves a PDU placed before."""
+
+    def __init__(self, timing: Timing, anchor_us: int):
+        self.timing = timing
+        self.anchor_us = anchor_us
+        self.events: dict[int, Event] = {}
+        self.last_event = [0, 0]
+        self.placements: list[tuple[int, Placement]] = []  # kept for tests when `record`
+        self.record = False
+
+    def event_start(self, index: int) -> int:
+        return self.anchor_us + index * self.timing.interval_us
+
+    def place_pdu(self, direction: int, payload: int, ready_us: int) -> Placement:
+        timing = self.timing
+        airtime = timing.airtime_us(payload)
+        if ready_us <= self.anchor_us:
+            current = 0
+        else:
+            current = (ready_us - self.anchor_us) // timing.interval_us
+        # Events before the one under way cannot take anything (a caller's
+        # clock never goes back): forget them.
+        for old in [i for i in self.events if i < current]:
+            del self.events[old]
+        index = max(current, self.last_event[direction])
+        while True:
+            start_of_event = self.event_start(index)
+            event = self.events.get(index)
+            if event is None:
+                start = start_of_event
+                open_to_it = ready_us <= start_of_event
+                counts = [0, 0]
+            else:
+                start = event.end_us + T_IFS_US
+                open_to_it = ready_us <= start
+                counts = event.counts
+            end = start + airtime
+            if (open_to_it and counts[direction] < timing.pdus_per_event
+                    and end <= start_of_event + timing.interval_us):
+                if event is None:
+                    event = self.events[index] = Event(end, counts)
+                event.end_us = end
+                event.counts[direction] += 1
+                self.last_event[direction] = index
+                placement = Placement(index, start, end)
+                if self.record:
+                    self.placements.append((direction, placement))
+                return placement
+            index += 1
+
+    def send(self, direction: int, length: int, ready_us: int) -> int:
+        """Places an L2CAP packet of `length` bytes ready at `ready_us`;
+        returns the time its last byte has crossed."""
+        end = ready_us
+        for payload in self.timing.pdu_payloads(length):
+            end = self.place_pdu(direction, payload, ready_us).end_us
+        return end
+
+
+def events_for(timing: Timing, length: int) -> int:
+    """How many connection events a lone packet of `length` bytes needs
+    when it is ready at an event's anchor (the model's closed form, for
+    tests): PDUs fill events up to the per-event limit or the interval."""
+    per_event = 1
+    used = timing.airtime_us(timing.data_length)
+    while (per_event < timing.pdus_per_event
+           and used + T_IFS_US + timing.airtime_us(timing.data_length) <= timing.interval_us):
+        used += T_IFS_US + timing.airtime_us(timing.data_length)
+        per_event += 1
+    return math.ceil(len(timing.pdu_payloads(length)) / per_event)
+
+
+class TimedLink(LocalLink):
+    """bumble's LocalLink with ACL data carried by the model: one schedule
+    per connection, made when CONNECT_IND crosses (the anchor), and each
+    direction's packets handed to the peer's controller in order at the
+    times the schedule gives."""
+
+    def __init__(self, timing: Timing):
+        super().__init__()
+        self.timing = timing
+        # Keyed by the unordered pair of addresses (bytes): (central address,
+        # schedule, generation).
+        self.schedules: dict[frozenset, tuple[bytes, ConnectionSchedule, int]] = {}
+        self.generation = 0
+        self.queues: dict[tuple[frozenset, int], collections.deque] = {}
+        self.timers: dict[tuple[frozenset, int], asyncio.TimerHandle] = {}
+
+    @staticmethod
+    def now_us() -> int:
+        return round(asyncio.get_running_loop().time() * 1_000_000)
+
+    def send_advertising_pdu(self, sender_controller, packet) -> None:
+        if isinstance(packet, ll.ConnectInd):
+            central = bytes(packet.initiator_address)
+            key = frozenset((central, bytes(packet.advertiser_address)))
+            self.generation += 1
+            self.schedules[key] = (
+                central, ConnectionSchedule(self.timing, self.now_us()), self.generation)
+        super().send_advertising_pdu(sender_controller, packet)
+
+    def send_acl_data(self, sender_controller, destination_address, transport, data) -> None:
+        if transport != core.PhysicalTransport.LE:
+            super().send_acl_data(sender_controller, destination_address, transport, data)
+            return
+        destination = self.find_le_controller(destination_address)
+        if destination is None:
+            return
+        source_address = sender_controller.random_address
+        source = bytes(source_address)
+        key = frozenset((source, bytes(destination_address)))
+        if key not in self.schedules:
+            # Not made by a CONNECT_IND this link saw: anchor it now.
+            logger.warning("timed link: no connection event anchor for %s, starting one",
+                           source_address)
+            self.generation += 1
+            self.schedules[key] = (source, ConnectionSchedule(self.timing, self.now_us()),
+                                   self.generation)
+        central, schedule, generation = self.schedules[key]
+        direction = 0 if source == central else 1
+        now = self.now_us()
+        due = schedule.send(direction, len(data), now)
+        queue = self.queues.setdefault((key, direction), collections.deque())
+        queue.append((due, generation, destination, source_address, transport, bytes(data)))
+        if (key, direction) not in self.timers:
+            self.arm(key, direction)
+
+    def arm(self, key, direction) -> None:
+        loop = asyncio.get_running_loop()
+        due = self.queues[(key, direction)][0][0]
+        self.timers[(key, direction)] = loop.call_at(
+            due / 1_000_000, self.flush, key, direction)
+
+    def flush(self, key, direction) -> None:
+        del self.timers[(key, direction)]
+        queue = self.queues[(key, direction)]
+        now = self.now_us()
+        current = self.schedules.get(key)
+        while queue and queue[0][0] <= now:
+            _, generation, destination, source_address, transport, data = queue.popleft()
+            # Data of a connection that was replaced (disconnected and made
+            # again) is lost with it.
+            if current is not None and current[2] == generation:
+                destination.on_link_acl_data(source_address, transport, data)
+        if queue:
+            self.arm(key, direction)
+
+
+class TimedConnections:
+    """Controller mix-in (before bumble's Controller in the bases): the
+    connection is created one connection interval after the central hears
+    its target's advertisement, not at once."""
+
+    connecting = None
+
+    def create_le_connection(self, peer_address) -> None:
+        pending = self.pending_le_connection
+        if self.connecting is pending:
+            return  # already under way (another advertisement of the target)
+        self.connecting = pending
+
+        def create() -> None:
+            self.connecting = None
+            if self.pending_le_connection is pending:
+                super(TimedConnections, self).create_le_connection(peer_address)
+
+        asyncio.get_running_loop().call_later(self.link.timing.interval_us / 1_000_000, create)
