@@ -27,7 +27,8 @@ import Synchronization
 /// With --radio timed, the simulated radio runs its clock (Tests/Radio/timing.py:
 /// connection events, PDUs per event, air time), set by --conn-interval MS
 /// (default 40), --pdus-per-event N (6), --data-length 27|251 (251) and
-/// --phy 1m|2m (1m); each size then also prints the model's floor and
+/// --phy 1m|2m (1m), and --scan-interval-ms MS with --scan-window-ms MS
+/// (default: the radio hears all the time); each size then also prints the model's floor and
 /// measured/floor. The floor of a save is the wait for the next connection
 /// event (a save comes at a random instant: half an interval at the median,
 /// 0.95 of one at the 95th percentile) plus the model's time to carry, from
@@ -67,6 +68,7 @@ enum HandoffBenchmark {
         }
       }
     }
+    try timing.validate()
     let top = Bench.repository
     let baton = top + "/.build/release/baton"
     guard FileManager.default.isExecutableFile(atPath: baton) else {

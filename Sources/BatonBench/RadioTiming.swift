@@ -11,6 +11,10 @@ struct RadioTiming: Sendable {
   var pdusPerEvent = 6
   var dataLength = 251
   var phy = "1m"
+  /// Scan windows in microseconds (radio.py --scan-interval-ms and
+  /// --scan-window-ms); 0: the radio hears all the time.
+  var scanIntervalMicroseconds = 0
+  var scanWindowMicroseconds = 0
 
   static let interframeSpace = 150
   static let pduOverhead = 14
@@ -56,10 +60,33 @@ struct RadioTiming: Sendable {
         throw BenchError.usage("--phy \(text): give 1m or 2m")
       }
       phy = text
+    case "--scan-interval-ms", "--scan-window-ms":
+      let text = try value()
+      guard let ms = Double(text), ms >= 2.5, ms <= 40_960 else {
+        throw BenchError.usage("\(argument) \(text): give 2.5 to 40960 ms")
+      }
+      let micros = Int((ms * 1000).rounded())
+      if argument == "--scan-interval-ms" {
+        scanIntervalMicroseconds = micros
+      } else {
+        scanWindowMicroseconds = micros
+      }
     default:
       return false
     }
     return true
+  }
+
+  /// Checks what one option alone cannot: scan windows come as a pair, the
+  /// window no longer than the interval.
+  func validate() throws {
+    guard (scanIntervalMicroseconds == 0) == (scanWindowMicroseconds == 0),
+      scanWindowMicroseconds <= scanIntervalMicroseconds
+    else {
+      throw BenchError.usage(
+        "--scan-interval-ms and --scan-window-ms: give both, the window no longer than"
+          + " the interval")
+    }
   }
 
   /// What radio.py is given: nothing for the instant radio.
@@ -69,12 +96,25 @@ struct RadioTiming: Sendable {
       "--timing", "timed", "--conn-interval", String(Double(intervalMicroseconds) / 1000),
       "--pdus-per-event", String(pdusPerEvent), "--data-length", String(dataLength), "--phy", phy,
     ]
+      + (scanIntervalMicroseconds == 0
+        ? []
+        : [
+          "--scan-interval-ms", String(Double(scanIntervalMicroseconds) / 1000),
+          "--scan-window-ms", String(Double(scanWindowMicroseconds) / 1000),
+        ])
   }
 
   var summary: String {
     let interval = String(format: "%g", Double(intervalMicroseconds) / 1000)
-    return "timed radio: connection interval \(interval) ms, \(pdusPerEvent) PDUs per event and"
+    var text =
+      "timed radio: connection interval \(interval) ms, \(pdusPerEvent) PDUs per event and"
       + " direction, data length \(dataLength), \(phy.uppercased()) PHY"
+    if scanIntervalMicroseconds > 0 {
+      text += String(
+        format: ", scan windows of %g ms every %g ms", Double(scanWindowMicroseconds) / 1000,
+        Double(scanIntervalMicroseconds) / 1000)
+    }
+    return text
   }
 
   /// Air time of a PDU with `payload` bytes, in microseconds.

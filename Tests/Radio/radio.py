@@ -46,6 +46,11 @@ dies takes its radio with it). Options:
     --pdus-per-event N  PDUs per connection event and direction (default 6)
     --data-length N     the largest PDU payload, 27 or 251 (default 251)
     --phy 1m|2m         the PHY whose air time PDUs take (default 1m)
+    --scan-interval-ms MS, --scan-window-ms MS
+                        a scanning or initiating controller hears
+                        advertisements only in windows of the second every
+                        the first, from when it started (default: all the
+                        time; give both)
 
 Every controller honours the Filter_Duplicates of LE Set (Extended) Scan
 Enable, as real controllers do and bumble's do not (strangers.py).
@@ -69,7 +74,7 @@ from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 from faults import FaultPlan, FaultSpecError, FaultyLink
 from strangers import DeduplicatingController, add_strangers
-from timing import TimedConnections, TimedLink, Timing, TimingError
+from timing import ScanWindows, TimedConnections, TimedLink, Timing, TimingError
 
 
 # A test process may have started us with SIGTERM/SIGINT blocked (the Swift
@@ -96,7 +101,7 @@ class RangedController(DeduplicatingController):
             super().on_ll_advertising_pdu(packet)
 
 
-class TimedController(TimedConnections, RangedController):
+class TimedController(TimedConnections, ScanWindows, RangedController):
     """The radio's controller on the timed link (--timing timed)."""
 
 
@@ -119,12 +124,15 @@ async def main() -> None:
     parser.add_argument("--pdus-per-event", type=int, default=6)
     parser.add_argument("--data-length", type=int, default=251)
     parser.add_argument("--phy", default="1m")
+    parser.add_argument("--scan-interval-ms", type=float, default=0)
+    parser.add_argument("--scan-window-ms", type=float, default=0)
     args = parser.parse_args()
     timing = None
     if args.timing == "timed":
         try:
             timing = Timing.from_options(
-                args.conn_interval, args.pdus_per_event, args.data_length, args.phy)
+                args.conn_interval, args.pdus_per_event, args.data_length, args.phy,
+                args.scan_interval_ms, args.scan_window_ms)
         except TimingError as error:
             parser.error(str(error))
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)

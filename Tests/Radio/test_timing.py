@@ -16,7 +16,8 @@ from bumble import hci  # noqa: E402
 from bumble.controller import Controller  # noqa: E402
 
 from timing import (  # noqa: E402
-    T_IFS_US, ConnectionSchedule, TimedConnections, TimedLink, Timing, TimingError, events_for)
+    T_IFS_US, ConnectionSchedule, ScanWindows, TimedConnections, TimedLink, Timing, TimingError,
+    events_for)
 
 
 def traffic(schedule: ConnectionSchedule, seed: int, packets: int):
@@ -54,6 +55,17 @@ class TimingFunctions(unittest.TestCase):
             options.update(bad)
             with self.assertRaises(TimingError, msg=str(bad)):
                 Timing.from_options(**options)
+        for interval, window in [(100, 0), (0, 10), (10, 20), (1, 1)]:
+            with self.assertRaises(TimingError, msg=(interval, window)):
+                Timing.from_options(40, 6, 251, "1m", interval, window)
+
+    def test_a_scanner_hears_only_in_its_windows(self):
+        timing = Timing.from_options(40, 6, 251, "1m", 100, 10)
+        heard = [t for t in range(0, 1_000_000, 500) if timing.hears(t + 3_000, 3_000)]
+        self.assertTrue(heard)
+        self.assertTrue(all(t % 100_000 < 10_000 for t in heard))
+        self.assertEqual(len(heard), 10 * 20)  # 20 samples of 0.5 ms per window
+        self.assertTrue(all(Timing().hears(t, 0) for t in range(0, 1_000_000, 700)))
 
 
 class Schedule(unittest.TestCase):
@@ -156,8 +168,36 @@ class Host:
         return await asyncio.wait_for(find(), timeout)
 
 
-class TimedController(TimedConnections, Controller):
+class TimedController(TimedConnections, ScanWindows, Controller):
     pass
+
+
+class HearingController(TimedController):
+    """Records when each advertisement got past the scan windows."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.heard_us = []
+
+    def on_advertising_pdu(self, pdu) -> None:
+        self.heard_us.append(TimedLink.now_us())
+        super().on_advertising_pdu(pdu)
+
+
+def set_random_address(controller, index: int) -> hci.Address:
+    address = hci.Address(bytes([index + 1, 0, 0, 0, 0, 0xC0]), hci.Address.RANDOM_DEVICE_ADDRESS)
+    controller.on_hci_packet(hci.HCI_LE_Set_Random_Address_Command(random_address=address))
+    return address
+
+
+def advertise(controller, interval: int) -> None:
+    """Legacy ADV_IND every `interval` ms (bumble reads the units as ms)."""
+    controller.on_hci_packet(hci.HCI_LE_Set_Advertising_Parameters_Command(
+        advertising_interval_min=interval, advertising_interval_max=interval,
+        advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_IND,
+        own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address_type=0,
+        peer_address=hci.Address.ANY, advertising_channel_map=7, advertising_filter_policy=0))
+    controller.on_hci_packet(hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1))
 
 
 class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
@@ -167,16 +207,8 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
         hosts = [Host(), Host()]
         central, peripheral = (TimedController(f"T{i}", host_sink=hosts[i], link=link)
                                for i in range(2))
-        addresses = [hci.Address(bytes([i + 1, 0, 0, 0, 0, 0xC0]),
-                                 hci.Address.RANDOM_DEVICE_ADDRESS) for i in range(2)]
-        for controller, address in zip((central, peripheral), addresses):
-            controller.on_hci_packet(hci.HCI_LE_Set_Random_Address_Command(random_address=address))
-        peripheral.on_hci_packet(hci.HCI_LE_Set_Advertising_Parameters_Command(
-            advertising_interval_min=20, advertising_interval_max=20,
-            advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_IND,
-            own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address_type=0,
-            peer_address=hci.Address.ANY, advertising_channel_map=7, advertising_filter_policy=0))
-        peripheral.on_hci_packet(hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1))
+        addresses = [set_random_address(c, i) for i, c in enumerate((central, peripheral))]
+        advertise(peripheral, 20)
         asked = asyncio.get_running_loop().time()
         central.on_hci_packet(hci.HCI_LE_Create_Connection_Command(
             le_scan_interval=16, le_scan_window=16, initiator_filter_policy=0,
@@ -223,6 +255,37 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
         for (when, _), end in zip(arrived, (ends[3], ends[4])):
             self.assertGreaterEqual(when, end / 1e6 - 0.0005)
             self.assertLess(when - end / 1e6, 0.030)
+
+    async def test_a_scanner_reports_only_in_its_windows(self):
+        timing = Timing.from_options(40, 6, 251, "1m", 100, 10)
+        link = TimedLink(timing)
+        hosts = [Host(), Host()]
+        scanner, advertiser = (HearingController(f"S{i}", host_sink=hosts[i], link=link)
+                               for i in range(2))
+        set_random_address(scanner, 0)
+        set_random_address(advertiser, 1)
+        advertise(advertiser, 7)
+        await asyncio.sleep(0.05)  # advertising well before the scan starts
+        scanner.on_hci_packet(hci.HCI_LE_Set_Scan_Enable_Command(
+            le_scan_enable=1, filter_duplicates=0))
+        started = scanner.scan_started_us / 1e6
+
+        def report(packet):
+            return isinstance(packet, (hci.HCI_LE_Advertising_Report_Event,
+                                       hci.HCI_LE_Extended_Advertising_Report_Event))
+        await hosts[0].wait_for(
+            lambda p: report(p) and hosts[0].packets[-1][0] - started > 0.45)
+        # (Before the scan, advertisements pass to bumble, which ignores them.)
+        heard = [t - scanner.scan_started_us for t in scanner.heard_us
+                 if t >= scanner.scan_started_us]
+        # Heard in most windows (an advertisement every 7 ms, windows of
+        # 10 ms), never outside one, and each reported (twice: bumble's
+        # report and its copy as a scan response).
+        self.assertGreaterEqual(len({t // 100_000 for t in heard}), 4, heard)
+        for t in heard:
+            self.assertLess(t % 100_000, 10_000, heard)
+        reports = [when for when, p in hosts[0].packets if report(p)]
+        self.assertEqual(len(reports), 2 * len(heard))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,15 @@ The model, for each LE connection:
 - Delivery. A packet reaches the peer's host at the end of the PDU that
   carries its last byte. Each direction keeps its order: a PDU never goes in
   an earlier event than the one before it in the same direction.
+- Scan windows (only with `scan_interval_us`, radio.py --scan-interval-ms
+  and --scan-window-ms): a controller that scans or initiates hears an
+  advertisement only when it arrives within a window: windows of
+  `scan_window_us` start every `scan_interval_us` from the moment the
+  controller started scanning or initiating (from neither). Outside them
+  it neither reports the advertisement nor connects on it. Without the
+  options a controller hears all the time (what baton's hosts ask for: a
+  window equal to the interval), and the hosts' own scan parameters are
+  not used.
 
 What it leaves out:
 
@@ -41,18 +50,21 @@ What it leaves out:
   as the host sends it, so a host may queue any amount in the controller;
   the queue drains at the model's pace.
 - LL control PDUs (LL_TERMINATE_IND, encryption) and disconnection cross at
-  once. Advertising, scanning and the advertising interval (bumble reads its
-  0.625 ms units as milliseconds) are as on the instant radio; the
+  once. Advertising and its interval (bumble reads legacy advertising's
+  0.625 ms units as milliseconds, and adds no 0-10 ms random delay) are as
+  on the instant radio, and an advertisement takes no air time; the
   advertiser keeps advertising during the interval before the connection.
+  A scanner's window does not move to the three advertising channels.
 - HCI between each host and its controller (TCP on loopback) takes no
   modelled time.
 
-`Timing` holds the parameters and the pure per-PDU functions;
+`Timing` holds the parameters and the pure per-PDU and scan-window functions;
 `ConnectionSchedule` is one connection's scheduler, a plain class whose
 caller passes the time (in microseconds), so it is tested without sockets
 or a clock (test_timing.py); `TimedLink` is bumble's LocalLink driving one
 schedule per connection on the event loop's clock, and
-`TimedConnections` the controller mix-in that delays connection creation.
+`TimedConnections` and `ScanWindows` the controller mix-ins that delay
+connection creation and keep a scanner to its windows.
 """
 import asyncio
 import collections
@@ -85,6 +97,9 @@ class Timing:
     pdus_per_event: int = 6
     data_length: int = 251
     phy: str = "1m"
+    # Scan windows: 0 hears all the time.
+    scan_interval_us: int = 0
+    scan_window_us: int = 0
 
     def __post_init__(self):
         # 7.5 ms to 4 s in steps of 1.25 ms (Core 6.0, Vol 6, Part B, 4.5.1).
@@ -101,11 +116,30 @@ class Timing:
             raise TimingError(f"PHY '{self.phy}': give 1m or 2m")
         if self.airtime_us(self.data_length) > self.interval_us:
             raise TimingError("a PDU of the data length does not fit in one connection interval")
+        if self.scan_interval_us or self.scan_window_us:
+            # 2.5 ms to 40.96 s (Core 6.0, Vol 4, Part E, 7.8.10), window <= interval.
+            if not 2_500 <= self.scan_interval_us <= 40_960_000:
+                raise TimingError(
+                    f"scan interval {self.scan_interval_us / 1000} ms: give 2.5 to 40960 ms,"
+                    " with --scan-window-ms")
+            if not 2_500 <= self.scan_window_us <= self.scan_interval_us:
+                raise TimingError(
+                    f"scan window {self.scan_window_us / 1000} ms: give 2.5 ms up to the scan"
+                    " interval, with --scan-interval-ms")
 
     @staticmethod
     def from_options(conn_interval_ms: float, pdus_per_event: int, data_length: int,
-                     phy: str) -> "Timing":
-        return Timing(round(conn_interval_ms * 1000), pdus_per_event, data_length, phy.lower())
+                     phy: str, scan_interval_ms: float = 0,
+                     scan_window_ms: float = 0) -> "Timing":
+        return Timing(round(conn_interval_ms * 1000), pdus_per_event, data_length, phy.lower(),
+                      round(scan_interval_ms * 1000), round(scan_window_ms * 1000))
+
+    def hears(self, now_us: int, scan_started_us: int) -> bool:
+        """Whether a controller that started scanning at `scan_started_us`
+        is within a scan window at `now_us`."""
+        if not self.scan_interval_us:
+            return True
+        return (now_us - scan_started_us) % self.scan_interval_us < self.scan_window_us
 
     def airtime_us(self, payload: int) -> int:
         """How long a PDU with `payload` bytes of payload is on the air."""
@@ -120,8 +154,12 @@ class Timing:
         return [self.data_length] * full + ([rest] if rest else [])
 
     def describe(self) -> str:
-        return (f"connection interval {self.interval_us / 1000:g} ms, {self.pdus_per_event} PDUs"
+        text = (f"connection interval {self.interval_us / 1000:g} ms, {self.pdus_per_event} PDUs"
                 f" per event and direction, data length {self.data_length}, {self.phy.upper()} PHY")
+        if self.scan_interval_us:
+            text += (f", scan windows of {self.scan_window_us / 1000:g} ms every"
+                     f" {self.scan_interval_us / 1000:g} ms")
+        return text
 
 
 @dataclasses.dataclass
@@ -312,3 +350,42 @@ class TimedConnections:
                 super(TimedConnections, self).create_le_connection(peer_address)
 
         asyncio.get_running_loop().call_later(self.link.timing.interval_us / 1_000_000, create)
+
+
+class ScanWindows:
+    """Controller mix-in (before bumble's Controller in the bases): while it
+    scans or initiates, an advertisement is heard only within the link's
+    scan windows, counted from when it started (Timing.hears)."""
+
+    scan_started_us = 0
+
+    def listening(self) -> bool:
+        return bool(self.le_scan_enable or self.pending_le_connection)
+
+    def start_listening(self) -> None:
+        if not self.listening():
+            self.scan_started_us = TimedLink.now_us()
+
+    def on_hci_le_set_scan_enable_command(self, command):
+        if command.le_scan_enable:
+            self.start_listening()
+        return super().on_hci_le_set_scan_enable_command(command)
+
+    def on_hci_le_set_extended_scan_enable_command(self, command):
+        if command.enable:
+            self.start_listening()
+        return super().on_hci_le_set_extended_scan_enable_command(command)
+
+    def on_hci_le_create_connection_command(self, command):
+        self.start_listening()
+        return super().on_hci_le_create_connection_command(command)
+
+    def on_hci_le_extended_create_connection_command(self, command):
+        self.start_listening()
+        return super().on_hci_le_extended_create_connection_command(command)
+
+    def on_ll_advertising_pdu(self, packet) -> None:
+        if (isinstance(packet, (ll.AdvInd, ll.AdvExtInd))
+                and not self.link.timing.hears(TimedLink.now_us(), self.scan_started_us)):
+            return
+        super().on_ll_advertising_pdu(packet)
