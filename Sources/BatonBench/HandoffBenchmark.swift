@@ -133,9 +133,15 @@ enum HandoffBenchmark {
       "handoff benchmark: \(saves) saves per size, \(agentCount) agents on the simulated radio")
     let asked = interval ?? Int(AgentConfiguration.defaultAdvertisingInterval.wholeMilliseconds)
     let units = asked * 8 / 5
-    print(
-      "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the simulated radio reads"
-        + " units as milliseconds, so it advertises every \(units) ms)")
+    if timing.timed {
+      print(
+        "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the timed radio reads"
+          + " them as a real one does and adds a random 0-10 ms each time)")
+    } else {
+      print(
+        "advertising interval: \(asked) ms (\(units) units of 0.625 ms; the simulated radio reads"
+          + " units as milliseconds, so it advertises every \(units) ms)")
+    }
     if timing.timed {
       print(timing.summary)
       print(

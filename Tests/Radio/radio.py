@@ -37,9 +37,11 @@ dies takes its radio with it). Options:
                         stand-in for a laptop carried into the room
     --timing MODE       instant (the default): every packet crosses at once;
                         timed: ACL data crosses at connection events, in PDUs
-                        that take air time, and a connection is made one
+                        that take air time, a connection is made one
                         connection interval after the target's advertisement
-                        is heard (the model and what it leaves out are in
+                        is heard, and legacy advertising takes its interval
+                        in 0.625 ms units (not milliseconds) plus a random
+                        0-10 ms (the model and what it leaves out are in
                         timing.py). With timed:
     --conn-interval MS  the connection interval (default 40; 7.5 to 4000 in
                         steps of 1.25)
@@ -74,7 +76,8 @@ from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 from faults import FaultPlan, FaultSpecError, FaultyLink
 from strangers import DeduplicatingController, add_strangers
-from timing import ScanWindows, TimedConnections, TimedLink, Timing, TimingError
+from timing import (ScanWindows, TimedAdvertising, TimedConnections, TimedLink, Timing,
+                    TimingError)
 
 
 # A test process may have started us with SIGTERM/SIGINT blocked (the Swift
@@ -101,7 +104,7 @@ class RangedController(DeduplicatingController):
             super().on_ll_advertising_pdu(packet)
 
 
-class TimedController(TimedConnections, ScanWindows, RangedController):
+class TimedController(TimedConnections, ScanWindows, TimedAdvertising, RangedController):
     """The radio's controller on the timed link (--timing timed)."""
 
 

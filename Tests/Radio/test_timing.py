@@ -16,8 +16,8 @@ from bumble import hci  # noqa: E402
 from bumble.controller import Controller  # noqa: E402
 
 from timing import (  # noqa: E402
-    T_IFS_US, ConnectionSchedule, ScanWindows, TimedConnections, TimedLink, Timing, TimingError,
-    events_for)
+    T_IFS_US, ConnectionSchedule, ScanWindows, TimedAdvertising, TimedConnections, TimedLink,
+    Timing, TimingError, advertising_gap_us, events_for)
 
 
 def traffic(schedule: ConnectionSchedule, seed: int, packets: int):
@@ -46,6 +46,14 @@ class TimingFunctions(unittest.TestCase):
         self.assertEqual(Timing(data_length=27).pdu_payloads(54), [27, 27])
         self.assertEqual(len(Timing(data_length=27).pdu_payloads(1_000)), 38)
         self.assertEqual(Timing().pdu_payloads(0), [0])
+
+    def test_advertising_takes_its_units_and_advdelay(self):
+        generator = random.Random(3)
+        gaps = [advertising_gap_us(320, generator) for _ in range(2_000)]
+        self.assertTrue(all(200_000 <= gap <= 210_000 for gap in gaps))
+        # advDelay drawn each time, over its whole range.
+        self.assertLess(min(gaps), 200_500)
+        self.assertGreater(max(gaps), 209_500)
 
     def test_options_are_checked(self):
         self.assertEqual(Timing.from_options(7.5, 6, 251, "2M").interval_us, 7_500)
@@ -168,7 +176,7 @@ class Host:
         return await asyncio.wait_for(find(), timeout)
 
 
-class TimedController(TimedConnections, ScanWindows, Controller):
+class TimedController(TimedConnections, ScanWindows, TimedAdvertising, Controller):
     pass
 
 
@@ -257,14 +265,14 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
             self.assertLess(when - end / 1e6, 0.030)
 
     async def test_a_scanner_reports_only_in_its_windows(self):
-        timing = Timing.from_options(40, 6, 251, "1m", 100, 10)
+        timing = Timing.from_options(40, 6, 251, "1m", 100, 20)
         link = TimedLink(timing)
         hosts = [Host(), Host()]
         scanner, advertiser = (HearingController(f"S{i}", host_sink=hosts[i], link=link)
                                for i in range(2))
         set_random_address(scanner, 0)
         set_random_address(advertiser, 1)
-        advertise(advertiser, 7)
+        advertise(advertiser, 8)  # every 5 to 15 ms
         await asyncio.sleep(0.05)  # advertising well before the scan starts
         scanner.on_hci_packet(hci.HCI_LE_Set_Scan_Enable_Command(
             le_scan_enable=1, filter_duplicates=0))
@@ -278,14 +286,28 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
         # (Before the scan, advertisements pass to bumble, which ignores them.)
         heard = [t - scanner.scan_started_us for t in scanner.heard_us
                  if t >= scanner.scan_started_us]
-        # Heard in most windows (an advertisement every 7 ms, windows of
-        # 10 ms), never outside one, and each reported (twice: bumble's
-        # report and its copy as a scan response).
+        # Heard in every window (an advertisement at most 15 ms after the
+        # last, windows of 20 ms), never outside one, and each reported
+        # (twice: bumble's report and its copy as a scan response).
         self.assertGreaterEqual(len({t // 100_000 for t in heard}), 4, heard)
         for t in heard:
-            self.assertLess(t % 100_000, 10_000, heard)
+            self.assertLess(t % 100_000, 20_000, heard)
         reports = [when for when, p in hosts[0].packets if report(p)]
         self.assertEqual(len(reports), 2 * len(heard))
+
+    async def test_legacy_advertising_is_on_its_interval_with_advdelay(self):
+        link = TimedLink(Timing())
+        advertiser = TimedController("A", host_sink=Host(), link=link)
+        listener = HearingController("L", host_sink=Host(), link=link)
+        set_random_address(advertiser, 0)
+        set_random_address(listener, 1)
+        advertise(advertiser, 32)  # 20 ms (bumble's own advertiser: 32 ms)
+        await asyncio.sleep(0.5)
+        gaps = [b - a for a, b in zip(listener.heard_us, listener.heard_us[1:])]
+        self.assertGreaterEqual(len(gaps), 10, gaps)
+        # Never sooner than the interval (timers are only ever late).
+        self.assertTrue(all(gap >= 20_000 - 500 for gap in gaps), gaps)
+        self.assertLess(sorted(gaps)[len(gaps) // 2], 30_000, gaps)
 
 
 if __name__ == "__main__":

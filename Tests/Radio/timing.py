@@ -7,7 +7,7 @@ The model, for each LE connection:
 - Connection events. The connection is created one connection interval
   after the central's controller hears the advertiser it was asked to
   connect to (so it starts at one of the target's advertising events, plus
-  one interval): only then do CONNECT_IND go out and both hosts get their
+  one interval): only then does CONNECT_IND go out and both hosts get their
   LE Connection Complete. That instant is the anchor: connection events
   start at anchor + k * interval, k = 0, 1, 2, ...
 - PDUs. An L2CAP packet (bumble's controller reassembles the host's ACL
@@ -25,6 +25,11 @@ The model, for each LE connection:
 - Delivery. A packet reaches the peer's host at the end of the PDU that
   carries its last byte. Each direction keeps its order: a PDU never goes in
   an earlier event than the one before it in the same direction.
+- Advertising. A legacy advertiser's events are its interval apart in
+  0.625 ms units, as on a real radio (bumble's own advertiser reads the
+  units as milliseconds), plus advDelay, a fresh random 0 to 10 ms each
+  time (Core 6.0, Vol 6, Part B, 4.4.2.2.1). Extended advertising keeps
+  bumble's timing (the right units, no advDelay).
 - Scan windows (only with `scan_interval_us`, radio.py --scan-interval-ms
   and --scan-window-ms): a controller that scans or initiates hears an
   advertisement only when it arrives within a window: windows of
@@ -50,11 +55,11 @@ What it leaves out:
   as the host sends it, so a host may queue any amount in the controller;
   the queue drains at the model's pace.
 - LL control PDUs (LL_TERMINATE_IND, encryption) and disconnection cross at
-  once. Advertising and its interval (bumble reads legacy advertising's
-  0.625 ms units as milliseconds, and adds no 0-10 ms random delay) are as
-  on the instant radio, and an advertisement takes no air time; the
-  advertiser keeps advertising during the interval before the connection.
-  A scanner's window does not move to the three advertising channels.
+  once. An advertisement takes no air time and is heard on every
+  advertising event (no channel is missed); the advertiser keeps
+  advertising during the interval before the connection. The strangers
+  (strangers.py) keep bumble's advertiser. A scanner's window does not
+  move over the three advertising channels.
 - HCI between each host and its controller (TCP on loopback) takes no
   modelled time.
 
@@ -63,16 +68,19 @@ What it leaves out:
 caller passes the time (in microseconds), so it is tested without sockets
 or a clock (test_timing.py); `TimedLink` is bumble's LocalLink driving one
 schedule per connection on the event loop's clock, and
-`TimedConnections` and `ScanWindows` the controller mix-ins that delay
-connection creation and keep a scanner to its windows.
+`TimedConnections`, `ScanWindows` and `TimedAdvertising` the controller
+mix-ins that delay connection creation, keep a scanner to its windows and
+time legacy advertising.
 """
 import asyncio
 import collections
 import dataclasses
 import logging
 import math
+import random
 
 from bumble import core, ll
+from bumble.controller import LegacyAdvertiser
 from bumble.link import LocalLink
 
 logger = logging.getLogger(__name__)
@@ -82,6 +90,13 @@ T_IFS_US = 150
 PDU_OVERHEAD_BYTES = 14
 PHYS = {"1m": 8, "2m": 4}  # microseconds per byte on the air
 DATA_LENGTHS = (27, 251)
+ADV_DELAY_MAX_US = 10_000
+
+
+def advertising_gap_us(units: int, generator: random.Random) -> int:
+    """From one legacy advertising event to the next: the interval, in
+    0.625 ms units, plus advDelay (0 to 10 ms, drawn each time)."""
+    return units * 625 + generator.randrange(ADV_DELAY_MAX_US + 1)
 
 
 class TimingError(ValueError):
@@ -389,3 +404,25 @@ class ScanWindows:
                 and not self.link.timing.hears(TimedLink.now_us(), self.scan_started_us)):
             return
         super().on_ll_advertising_pdu(packet)
+
+
+class TimedLegacyAdvertiser(LegacyAdvertiser):
+    """bumble's legacy advertiser with the interval in 0.625 ms units and
+    advDelay (advertising_gap_us)."""
+
+    generator = random.Random()
+
+    def _on_timer_fired(self) -> None:
+        self.send_advertising_data()
+        gap = advertising_gap_us(self.advertising_interval_min, self.generator)
+        self.timer_handle = asyncio.get_running_loop().call_later(
+            gap / 1_000_000, self._on_timer_fired)
+
+
+class TimedAdvertising:
+    """Controller mix-in (before bumble's Controller in the bases): legacy
+    advertising on the real interval with advDelay."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.le_legacy_advertiser = TimedLegacyAdvertiser(self)
