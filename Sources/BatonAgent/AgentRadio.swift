@@ -105,6 +105,8 @@ final class AgentRadio: Sendable {
     var name: String?
     /// nil while connecting and during the handshake.
     var link: HandoffLink?
+    /// When the link came up (its handshake done): the scan schedule's turns.
+    var since: ContinuousClock.Instant?
     /// The last other address of this peer we probed the link for.
     var probed: String?
   }
@@ -633,9 +635,13 @@ final class AgentRadio: Sendable {
       guard let device = s.devices[address] else { return true }
       return !linkedDevices.contains(device)
     }
+    // The oldest link up: both its ends take turns scanning by it.
+    let oldest = s.links.values.filter { $0.link != nil && $0.since != nil }
+      .min { $0.since! < $1.since! }
+    let anchor = oldest.map { ScanSchedule.Anchor(since: $0.since!, initiator: $0.link!.initiator) }
     return ScanSchedule.Situation(
       linksUp: s.links.values.filter { $0.link != nil }.count, unlinkedPeer: unlinked,
-      audio: s.audio, passive: s.passive != nil, closed: s.closedByDefault)
+      audio: s.audio, passive: s.passive != nil, closed: s.closedByDefault, anchor: anchor)
   }
 
   private enum Action {
@@ -932,6 +938,7 @@ final class AgentRadio: Sendable {
       }
       var entry = s.links[address] ?? LinkEntry()
       entry.link = link
+      entry.since = ContinuousClock.now
       entry.device = link.peerDevice
       entry.name = link.peerName
       s.links[address] = entry

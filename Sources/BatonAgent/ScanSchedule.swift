@@ -16,8 +16,10 @@
 /// for ever. While our beacon is closed (PROTOCOL.md 3.3: bluetoothd with
 /// `Privacy` off), a newcomer cannot connect to us, and is linked only once
 /// we hear it in one of our windows: then every peer linked means windows
-/// of `closedWindow` every `closedLinkedGap` ± `closedJitter` instead, so a
-/// newcomer is heard within 30 s for the same duty of at most 5 %. While the host hears peers by itself (a passive scan of the
+/// of `closedWindow` every `closedAnchoredGap`, in turns with the other end
+/// of our oldest link (`Anchor`; without one, every `closedLinkedGap` ±
+/// `closedJitter`), so a newcomer is heard within 30 s by each, and within
+/// half that by the pair, for a duty of at most 5 %. While the host hears peers by itself (a passive scan of the
 /// system's: bluetoothd's advertisement monitor), in either mode, that scan
 /// simply stays on (`passive`): every beacon reaches us anyway, and no burst
 /// or window is needed; except while the adapter carries an audio stream,
@@ -53,6 +55,19 @@ struct ScanSchedule: Sendable {
     /// Our beacon is closed (PROTOCOL.md 3.3): a newcomer cannot connect to
     /// us, and waits for one of our windows to hear it.
     var closed = false
+    /// The link the windows take turns by while closed and linked (the
+    /// oldest up); nil: each agent draws its own.
+    var anchor: Anchor?
+  }
+
+  /// A link whose start both its ends know, within a round trip: closed
+  /// and linked, its initiator's windows come at `since` + k ×
+  /// `closedAnchoredGap`, its responder's half a gap later. The two take
+  /// turns without a message, so a newcomer that either can hear waits at
+  /// most half a gap, where two independent schedules may scan in step.
+  struct Anchor: Sendable, Equatable {
+    var since: ContinuousClock.Instant
+    var initiator: Bool
   }
 
   /// What to do now, and when to ask again (nil: only when something changes).
@@ -101,6 +116,11 @@ struct ScanSchedule: Sendable {
   static let closedLinkedGap: Duration = .seconds(28)
   /// Each `closedLinkedGap` is drawn from it × (1 ± closedJitter).
   static let closedJitter = 0.02
+  /// Between windows while closed and linked with an `Anchor`: no jitter,
+  /// since the turns must not drift. A window ends 28.6 s after the last
+  /// (under 30 s), and 600 s hold at most 21 windows (20 × 28.6 s + 1.4 s
+  /// = 573.4 s; a 22nd would need 602 s), 29.4 s of scanning: 4.9 %.
+  static let closedAnchoredGap: Duration = .milliseconds(28600)
 
   let mode: Mode
   private var situation = Situation()
@@ -161,12 +181,16 @@ struct ScanSchedule: Sendable {
       // together are out of step at once, not after hours of ±2 % drift,
       // so a newcomer waits for the sooner of two windows.
       let closedLinked = situation.closed && situation.linksUp > 0
-      nextWindow = now + (closedLinked ? phased(gap) : jittered(gap, by: jitter))
+      if let turn = turn(after: now) {
+        nextWindow = turn
+      } else {
+        nextWindow = now + (closedLinked ? phased(gap) : jittered(gap, by: jitter))
+      }
     }
     if let until = windowUntil {
       if now < until { return Step(scanning: true, activity: .window, wake: until) }
       windowUntil = nil
-      nextWindow = now + jittered(gap, by: jitter)
+      nextWindow = turn(after: now) ?? now + jittered(gap, by: jitter)
     }
     let next = nextWindow ?? now + jittered(gap, by: jitter)
     // A shorter gap than the one this window was drawn from (a link went
@@ -181,6 +205,22 @@ struct ScanSchedule: Sendable {
     return Step(scanning: false, activity: .off, wake: due)
   }
 
+  /// Closed and linked with an anchor: the first of our turns at `t` or
+  /// after; nil otherwise (windows are drawn at random).
+  private func turn(after t: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    guard situation.closed, situation.linksUp > 0, !situation.audio, let anchor = situation.anchor
+    else { return nil }
+    let gap = Self.closedAnchoredGap
+    let first = anchor.since + (anchor.initiator ? .zero : gap / 2)
+    guard t > first else { return first }
+    // Whole gaps since the first turn, in milliseconds (no trap: both
+    // instants are this machine's, at most days apart).
+    let elapsed = (t - first).wholeMilliseconds
+    let step = gap.wholeMilliseconds
+    let turns = (elapsed + step - 1) / step
+    return first + .milliseconds(turns * step)
+  }
+
   /// The gap between windows in the current situation, its jitter and the
   /// windows' length; nil for no windows.
   private var windows: (gap: Duration, jitter: Double, window: Duration)? {
@@ -188,7 +228,11 @@ struct ScanSchedule: Sendable {
       return situation.linksUp > 0 ? nil : (Self.audioGap, Self.jitter, Self.window)
     }
     guard situation.linksUp > 0 else { return (Self.searchingGap, Self.jitter, Self.window) }
-    if situation.closed { return (Self.closedLinkedGap, Self.closedJitter, Self.closedWindow) }
+    if situation.closed {
+      return situation.anchor == nil
+        ? (Self.closedLinkedGap, Self.closedJitter, Self.closedWindow)
+        : (Self.closedAnchoredGap, 0, Self.closedWindow)
+    }
     return (Self.linkedGap, Self.jitter, Self.window)
   }
 

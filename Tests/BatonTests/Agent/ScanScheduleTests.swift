@@ -205,6 +205,51 @@ import Testing
     #expect(latest - earliest >= .seconds(10), "first windows from \(earliest) to \(latest)")
   }
 
+  /// The two ends of a closed link take turns by its start: between them,
+  /// a window starts at most half a gap (14.3 s) after the other's, for an
+  /// hour, while each alone keeps the 30 s and 5 % bounds. Their starts
+  /// differ by a round trip, and their bursts end at different times.
+  @Test(arguments: [1, 7, 42] as [UInt64])
+  func theEndsOfAClosedLinkTakeTurns(seed: UInt64) {
+    let linkUp = start + .seconds(3)
+    var initiator = ScanSchedule(mode: .windows, seed: seed)
+    var responder = ScanSchedule(mode: .windows, seed: seed &+ 1)
+    initiator.startBurst(now: start)
+    responder.startBurst(now: start + .milliseconds(2500))
+    initiator.update(.init(linksUp: 1, closed: true, anchor: .init(since: linkUp, initiator: true)))
+    responder.update(
+      .init(
+        linksUp: 1, closed: true,
+        anchor: .init(since: linkUp + .milliseconds(80), initiator: false)))
+    let length = Duration.seconds(3600)
+    let a = windows(&initiator, from: start, for: length).dropFirst()  // after the bursts
+    let b = windows(&responder, from: start + .milliseconds(2500), for: length).dropFirst()
+    #expect(a.count >= 120 && b.count >= 120, "\(a.count) and \(b.count) windows")
+    let starts = (a.map(\.start) + b.map(\.start)).sorted()
+    let widest = zip(starts, starts.dropFirst()).map { $1 - $0 }.max() ?? .zero
+    #expect(widest <= ScanSchedule.closedAnchoredGap / 2 + .milliseconds(100), "\(widest)")
+    for side in [a, b] {
+      let ends = side.map(\.end)
+      let worst = zip(ends, ends.dropFirst()).map { $1 - $0 }.max() ?? .zero
+      #expect(worst <= .seconds(30), "window end to window end: \(worst)")
+      for (index, first) in side.enumerated() {
+        let stretchEnd = first.start + .seconds(600)
+        var scanning = Duration.zero
+        for window in side[(side.startIndex + index)...] where window.start < stretchEnd {
+          scanning += min(window.end, stretchEnd) - window.start
+        }
+        #expect(scanning <= .seconds(30), "scanned \(scanning) of a 600 s stretch")
+      }
+    }
+    // Without the anchor, the same two may scan in step.
+    var lone = ScanSchedule(mode: .windows, seed: seed)
+    lone.update(.init(linksUp: 1, closed: true, anchor: nil))
+    let free = windows(&lone, from: start, for: .seconds(600))
+    #expect(free.count >= 2)
+    let gaps = zip(free, free.dropFirst()).map { $1.start - $0.start }
+    #expect(gaps.contains { $0 != ScanSchedule.closedAnchoredGap }, "\(gaps)")
+  }
+
   /// The closed numbers apply only while a link is up with our beacon
   /// closed: open (the exclusive backends, bluetoothd with privacy), the
   /// linked windows stay 2 s every 48 to 72 s; closed with no link, the
