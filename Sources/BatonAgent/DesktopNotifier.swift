@@ -140,6 +140,8 @@ final class DesktopNotifier: Sendable {
           }
           log.debug("notified \"\(notice.summary)\" \(notice.body) (id \(id))")
         }
+      } catch DBusError.closed {
+        // The agent stops or reloads: nothing more to show.
       } catch let error as DBusError where error.isServiceUnknown {
         once("no notification service on \(bus.label): desktop notifications are not shown") {
           log.debug($0)
