@@ -31,6 +31,16 @@
 //   pool does not grow.
 // - Nothing may start a thread or a task before `install()` (main's first
 //   line); what does not install it (tests) runs on Swift's default executor.
+// - The risk: `install()` rests on underscored, experimental SPI of the
+//   standard library (`_createExecutors`, `@_spi(ExperimentalCustomExecutors)`
+//   and `@_spi(ExperimentalScheduling)`, Swift 6.2's custom global executors),
+//   which a later toolchain may rename or change without notice. Then this
+//   file stops compiling: nothing fails silently at run time. The fallback
+//   is to call nothing: without `install()` every async job runs on Swift's
+//   default executor (libdispatch), which the whole test suite already does,
+//   so behaviour is the same; what is lost is the idle figure (libdispatch's
+//   1 Hz pool monitor wakes an idle agent, and its pool may grow) and the
+//   thread names. Nothing else may depend on this executor being installed.
 
 /// Installs the project's executors (see the contract above).
 public enum BatonExecutor {
