@@ -100,7 +100,9 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
     case .bluez:
       throw TransportError.openFailed(
         spec: description, reason: "bluez is not an HCI transport (it goes through bluetoothd)")
-    case .kernel(let index): try HCIUserChannelTransport(index: index)
+    case .kernel(let index):
+      // Binding the user channel is the one call that needs CAP_NET_ADMIN.
+      try Capabilities.withNetAdmin { try HCIUserChannelTransport(index: index) }
     case .tcp(let host, let port): try TCPTransport(host: host, port: port)
     case .serial(let path, let baud): try SerialTransport(path: path, baud: baud)
     }
