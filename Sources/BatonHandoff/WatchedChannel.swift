@@ -9,8 +9,16 @@ final class WatchedChannel: ChannelWrapper {
   let inner: any MessageChannel
   private let last = Mutex(ContinuousClock.now)
   private let lastOut = Mutex(ContinuousClock.now)
+  /// Who to tell when a send starts on an idle channel. A struct, not a
+  /// bare closure in the tuple: `Mutex.withLock` hands its value to the body
+  /// as a generic `inout`, and a function inside a tuple there is
+  /// reabstracted on the way in and out, two thunks more at every send
+  /// (after a few thousand sends, calling it overflowed the stack).
+  private struct StartAction: Sendable {
+    let call: @Sendable () -> Void
+  }
   /// Sends under way, and who to tell when one starts on an idle channel.
-  private let sending = Mutex<(count: Int, onStart: (@Sendable () -> Void)?)>((0, nil))
+  private let sending = Mutex<(count: Int, onStart: StartAction?)>((0, nil))
 
   init(_ inner: any MessageChannel) { self.inner = inner }
 
@@ -20,7 +28,7 @@ final class WatchedChannel: ChannelWrapper {
 
   /// Calls `action` whenever a send starts while none was under way.
   func onSendStart(_ action: @escaping @Sendable () -> Void) {
-    sending.withLock { $0.onStart = action }
+    sending.withLock { $0.onStart = StartAction(call: action) }
   }
 
   /// When the last message (frame) arrived, or when the channel was made.
@@ -32,11 +40,11 @@ final class WatchedChannel: ChannelWrapper {
   var lastSent: ContinuousClock.Instant { lastOut.withLock { $0 } }
 
   func send(_ message: [UInt8]) async throws {
-    let started = sending.withLock { s -> (@Sendable () -> Void)? in
+    let started = sending.withLock { s -> StartAction? in
       s.count += 1
       return s.count == 1 ? s.onStart : nil
     }
-    started?()
+    started?.call()
     defer { sending.withLock { $0.count -= 1 } }
     try await inner.send(message)
     lastOut.withLock { $0 = ContinuousClock.now }
