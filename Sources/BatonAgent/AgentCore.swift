@@ -155,6 +155,44 @@ public struct AgentStatus: Codable, Sendable, Equatable {
     }
   }
 
+  /// A peer's transfer to this agent, while it runs: what `baton status`
+  /// shows under the peer and `baton status --watch` redraws.
+  public struct Transfer: Codable, Sendable, Equatable {
+    /// The peer's name.
+    public var peer: String
+    public var notesDone: Int
+    public var notesTotal: Int
+    public var bytesDone: Int
+    /// The sizes the peer's index gives for the notes wanted (the length of
+    /// those arrived).
+    public var bytesTotal: Int
+    /// False while the index walk still finds notes to fetch (the totals may grow).
+    public var totalsFinal: Bool
+    /// Over the last 5 s; nil before a rate is known.
+    public var bytesPerSecond: Int?
+    /// nil while nothing moves.
+    public var secondsLeft: Int?
+
+    public init(_ s: TransferProgress.Snapshot) {
+      peer = s.peerName
+      notesDone = s.notesDone
+      notesTotal = s.notesTotal
+      bytesDone = s.bytesDone
+      bytesTotal = s.bytesTotal
+      totalsFinal = s.totalsFinal
+      bytesPerSecond = s.bytesPerSecond
+      secondsLeft = s.secondsLeft
+    }
+
+    /// The engine's snapshot again, for its wording.
+    public var snapshot: TransferProgress.Snapshot {
+      TransferProgress.Snapshot(
+        peerName: peer, notesDone: notesDone, notesTotal: notesTotal, bytesDone: bytesDone,
+        bytesTotal: bytesTotal, totalsFinal: totalsFinal, bytesPerSecond: bytesPerSecond,
+        secondsLeft: secondsLeft)
+    }
+  }
+
   /// Counts since the agent started.
   public struct Counters: Codable, Sendable, Equatable {
     public var sent: Int
@@ -227,6 +265,9 @@ public struct AgentStatus: Codable, Sendable, Equatable {
   /// Each peer's current activity as it last arrived here, newest first;
   /// nil for none (or an agent from before it was reported).
   public var handedOver: [HandedOver]?
+  /// The peers' transfers to this agent that are running (a catch-up, a
+  /// session's pulls), by peer name; nil for none.
+  public var transfers: [Transfer]?
   public var counters: Counters
   /// Most recent last; a handful at most.
   public var lastFailures: [Failure]

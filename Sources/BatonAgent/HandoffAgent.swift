@@ -121,6 +121,8 @@ public final class HandoffAgent: AgentCore {
     }
     status.handedOver = handedOver.isEmpty ? nil : handedOver
     status.heldDeletions = handoff.heldDeletions.isEmpty ? nil : handoff.heldDeletions.count
+    status.transfers =
+      handoff.transfers.isEmpty ? nil : handoff.transfers.map(AgentStatus.Transfer.init)
     status.peers = radio?.peersInRange() ?? []
     status.scanning = radio?.scanning
     return status

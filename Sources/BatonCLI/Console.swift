@@ -8,6 +8,9 @@ enum Console {
   static func out(_ text: String) { write(1, text) }
   static func err(_ text: String) { write(2, text) }
 
+  /// Whether stdout is a terminal (then `status --watch` redraws in place).
+  static var outIsTerminal: Bool { isatty(1) == 1 }
+
   /// `baton: MESSAGE` on stderr, one line per line of `message`.
   static func error(_ message: String) {
     err(message.split(separator: "\n").map { "baton: \($0)\n" }.joined())

@@ -1,4 +1,5 @@
 import BatonAgent
+import BatonHandoff
 import BatonSystem
 import FoundationEssentials
 
@@ -17,10 +18,18 @@ enum ControlCommand {
     var exit = ExitStatus.success
     guard
       let parsed = BatonCommand.parse(
-        arguments, [OptionSpec(long: "json"), socketSpec, helpSpec], command: "status",
-        usage: Usage.status, help: Usage.statusHelp, exitStatus: &exit)
+        arguments, [OptionSpec(long: "json"), OptionSpec(long: "watch"), socketSpec, helpSpec],
+        command: "status", usage: Usage.status, help: Usage.statusHelp, exitStatus: &exit)
     else { return exit }
     let path = AgentCommand.socketPath(parsed, BatonPaths())
+    if parsed.has("--watch") {
+      guard !parsed.has("--json") else {
+        return BatonCommand.usageError(
+          "status: --watch shows the transfers as text; leave out --json (or --watch)",
+          Usage.status)
+      }
+      return watch(path)
+    }
     guard let response = request(.status, path, exitStatus: &exit) else { return exit }
     guard let status = response.status else {
       Console.error("the agent sent no status")
@@ -32,6 +41,35 @@ enum ControlCommand {
       Console.out(StatusFormatter(now: Date()).format(status))
     }
     return ExitStatus.success
+  }
+
+  /// How often `baton status --watch` asks the agent.
+  static let watchInterval = 1
+
+  /// `baton status --watch`: the transfers running, again every
+  /// `watchInterval` seconds until none is (or SIGINT). On a terminal the
+  /// lines are redrawn in place; otherwise each update is printed as plain
+  /// lines, one per peer.
+  static func watch(_ path: String) -> Int32 {
+    var exit = ExitStatus.success
+    let terminal = Console.outIsTerminal
+    var drawn = 0
+    while true {
+      guard let response = request(.status, path, exitStatus: &exit) else { return exit }
+      let transfers = response.status?.transfers ?? []
+      var text = ""
+      if terminal && drawn > 0 { text += "\u{1B}[\(drawn)A\u{1B}[J" }
+      guard !transfers.isEmpty else {
+        Console.out(text + "no transfer running\n")
+        return ExitStatus.success
+      }
+      let lines = transfers.map(StatusFormatter.transferLine)
+      drawn = lines.count
+      Console.out(text + lines.map { $0 + "\n" }.joined())
+      var pause = timespec(tv_sec: watchInterval, tv_nsec: 0)
+      var left = timespec()
+      while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
+    }
   }
 
   static func send(_ arguments: [String]) -> Int32 {
@@ -302,6 +340,7 @@ public struct StatusFormatter: Sendable {
   public func format(_ status: AgentStatus) -> String {
     var lines: [String] = []
     let handedOver = status.handedOver ?? []
+    let transfers = status.transfers ?? []
     lines.append("agent: \(status.name)" + (status.address.map { " (address \($0))" } ?? ""))
     if let scanning = status.scanning { lines.append("scanning: \(scanning)") }
     lines.append("folders:")
@@ -320,8 +359,16 @@ public struct StatusFormatter: Sendable {
       if let note = handedOver.first(where: { $0.peer == peer.name }) {
         lines.append("    on \(describe(note))")
       }
+      if let transfer = transfers.first(where: { $0.peer == peer.name }) {
+        lines.append("    receiving: \(transfer.snapshot.summary)")
+      }
     }
     if status.peers.isEmpty { lines.append("  (none)") }
+    // A transfer from a peer the radio does not list by that name.
+    let listed = Set(status.peers.map(\.name))
+    for transfer in transfers where !listed.contains(transfer.peer) {
+      lines.append("  " + Self.transferLine(transfer))
+    }
     // Peers out of range whose activity arrived earlier: still continuable.
     let inRange = Set(status.peers.map(\.name))
     var away: Set<String> = []
@@ -355,6 +402,12 @@ public struct StatusFormatter: Sendable {
       }
     }
     return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// `from PEER: 1200 of 10000 notes, 1.2 of 9.8 MB, 85 kB/s, 1m40s left`,
+  /// as the agent logs it.
+  static func transferLine(_ transfer: AgentStatus.Transfer) -> String {
+    "from \(transfer.peer.escapedForDisplay): \(transfer.snapshot.summary)"
   }
 
   /// A peer's current activity: `"Title" (/abs/path.md), 5 s ago`.

@@ -8,7 +8,7 @@ enum Usage {
   static let agent = "usage: baton agent \(agentOptions)\n"
   static let check = "usage: baton check \(agentOptions)\n"
   static let keygen = "usage: baton keygen\n"
-  static let status = "usage: baton status [--json] [--socket PATH]\n"
+  static let status = "usage: baton status [--json | --watch] [--socket PATH]\n"
   static let send = "usage: baton send [--socket PATH] FILE\n"
   static let deletions = "usage: baton deletions [--json] [--socket PATH] [apply | reject]\n"
   static let trash = "usage: baton trash [--json] [--socket PATH]\n"
@@ -91,9 +91,13 @@ enum Usage {
     \(status)
     Asks the running agent for its name, address, folders, peers in range
     (each with its current activity as it last arrived here: title and
-    path), current activity, counts and last failures.
+    path, and the transfer from it while one runs: notes and bytes done of
+    those wanted, rate, time left), current activity, counts and last
+    failures.
 
           --json           print the agent's raw JSON answer
+          --watch          show the transfers running, every second, until
+                           none is (redrawn on a terminal, else a line each)
           --socket PATH    control socket (default $XDG_RUNTIME_DIR/baton/control)
       -h, --help           show this help
 

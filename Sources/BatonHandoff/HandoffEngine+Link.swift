@@ -131,6 +131,7 @@ extension HandoffEngine {
       break
     }
     links[id] = nil
+    endTransfer(from: link.peerDevice)
     await link.close(reason)
     let why = link.endReason ?? reason
     logger.info("link with \(link.peerLabel) down: \(why)")
@@ -231,6 +232,7 @@ extension HandoffEngine {
     for message in link.takeReceived() {
       switch message {
       case .note(let payload):
+        transferArrived(payload, from: link.peerDevice)
         let key = Self.key(payload.activityType, payload.path)
         if keys.contains(key) || notes.count >= Self.linkApplyBatch { flush() }
         keys.insert(key)
@@ -350,6 +352,7 @@ extension HandoffEngine {
     else { return }
     var moved = false
     batched { moved = applyMove(from, to: to, from: link.peerLabel) }
+    if moved { transferDropped(to.activityType, to.path, from: link.peerDevice) }
     if !moved, needs([to], from: link.peerLabel, summary: &summary).isEmpty == false {
       link.scheduleResync(after: .zero)
     }
@@ -510,12 +513,17 @@ extension HandoffEngine {
         guard await wakes.next(isolation: self) != nil else { throw CancellationError() }
         answers = link.takeNodes()
       }
+      let found: [HandoffIndexEntry]
       do {
-        peerEntries += try walk.absorb(request, answers!, mine: snapshot).peerEntries
+        found = try walk.absorb(request, answers!, mine: snapshot).peerEntries
       } catch {
         throw HandoffError.protocolViolation(peer: link.peerLabel, reason: error.reason)
       }
+      // What the peer will push: its progress, for `baton status`.
+      expectPushes(found, before: snapshot, link)
+      peerEntries += found
     }
+    transferTotalsKnown(from: link.peerDevice)
     link.setPeerHoldings(snapshot: snapshot, differing: walk.differingKeys, peerEntries: peerEntries)
   }
 

@@ -72,6 +72,9 @@ public actor HandoffEngine {
   var handedOver: [DeviceID: HandedOverActivity] = [:]
   /// Told of each note that arrives (`onArrival`).
   var arrivals: (@Sendable (Arrival) -> Void)?
+  /// Each peer's transfer to this agent while it runs, for `baton status`
+  /// (HandoffEngine+Progress.swift).
+  var transfers: [DeviceID: TransferProgress] = [:]
   private var scanned = false
   /// Counts changes to the offered index that no session made (local saves,
   /// files found changed or missing), so that a session can tell whether the
@@ -606,7 +609,7 @@ public actor HandoffEngine {
       failures: (try? store.failures()) ?? [], currentActivity: currentEntry,
       peers: (try? store.peers()) ?? [], noteCount: index.summary.count - index.tombstoneCount,
       storeRecovery: store.recovery, heldDeletions: deletionHold.list,
-      handedOver: handedOverNewestFirst)
+      handedOver: handedOverNewestFirst, transfers: transferSnapshots())
   }
 
   /// Runs a store update; a database error is logged, never fatal (the folder

@@ -112,6 +112,8 @@ public struct HandoffStatus: Sendable {
   public var heldDeletions: [HeldDeletion] = []
   /// Each peer's current activity as it last arrived here, newest first.
   public var handedOver: [HandedOverActivity] = []
+  /// The peers' transfers to this agent that are running, by peer name.
+  public var transfers: [TransferProgress.Snapshot] = []
 }
 
 /// What one session did.

@@ -34,6 +34,7 @@ extension HandoffEngine {
     let peer = secure.peer
     logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
     var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
+    defer { endTransfer(from: peer.device) }
     do {
       if initiator {
         try await runInitiator(&secure, &summary)
@@ -139,6 +140,7 @@ extension HandoffEngine {
     }
     // Catch-up: find what differs, pulling the peer's side as it is found.
     let offer = try await reconcile(&ch, &summary, skipping: activity)
+    transferTotalsKnown(from: ch.peer.device)
     // Settle on the index the peer saw, not on one changed since by a save.
     let turnDigest = indexDigest
     try await ch.send(.turn(indexDigest: turnDigest, offer))
@@ -196,6 +198,8 @@ extension HandoffEngine {
         try await serve(type, path, &ch, &summary)
       case .turn(let peerDigest, let peerEntries):
         let wanted = needs(peerEntries, from: ch.peerLabel, summary: &summary)
+        expectTransfer(wanted, from: ch.peer.device, name: ch.peer.name)
+        transferTotalsKnown(from: ch.peer.device)
         try await pull(wanted, &ch, &summary)
         let unchanged = localRevision == revision
         let mine = unchanged ? indexDigest : shownDigest
@@ -392,6 +396,7 @@ extension HandoffEngine {
     var answered = 0
     var batch: [ActivityPayload] = []
     var batchBytes = 0
+    expectTransfer(wanted, from: ch.peer.device, name: ch.peer.name)
     do {
       while answered < wanted.count {
         while sent < wanted.count, sent - answered < Self.pullWindow {
@@ -409,8 +414,10 @@ extension HandoffEngine {
           }
           batch.append(payload)
           batchBytes += payload.content.count
-        case .noteUnavailable(_, let path, let reason):
+          transferArrived(payload, from: ch.peer.device)
+        case .noteUnavailable(let type, let path, let reason):
           logger.debug("\(ch.peerLabel) cannot send \(path): \(reason)")
+          transferDropped(type, path, from: ch.peer.device)
         case .error(_, let text):
           throw HandoffError.peerError(peer: ch.peerLabel, text: text)
         default:

@@ -46,6 +46,11 @@ import Testing
     (
       ["status", "--socket"], "baton: option '--socket' requires an argument", "usage: baton status"
     ),
+    (
+      ["status", "--watch", "--json"],
+      "baton: status: --watch shows the transfers as text; leave out --json (or --watch)",
+      "usage: baton status"
+    ),
     (["send"], "baton: send: missing operand", "usage: baton send"),
     (["send", "a", "b"], "baton: send: unexpected argument 'b'", "usage: baton send"),
     (["dance"], "baton: unknown command 'dance'", "usage: baton agent [options]"),

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Issue 28 end to end: while B catches up on 2,000 notes A holds, B's
+/// `baton status` shows the transfer from A part done, `baton status
+/// --watch` (stdout not a terminal) prints a line per update and ends once
+/// the transfer has, and at the end no transfer is shown.
+@Suite(.serialized) struct ProgressEndToEndTests {
+  static let count = 2000
+
+  static func note(_ i: Int) -> (String, [UInt8]) {
+    ("d\(i % 30)/n\(i).md", Array("# Note \(i)\nsome words of note \(i) to fill a line\n".utf8))
+  }
+
+  /// The transfers in a `status --json` answer, as (peer, notes done,
+  /// notes total, bytes done, bytes total).
+  static func transfers(_ status: [String: Any]) -> [(String, Int, Int, Int, Int)] {
+    ((status["transfers"] as? [[String: Any]]) ?? []).map {
+      (
+        $0["peer"] as? String ?? "", $0["notesDone"] as? Int ?? -1,
+        $0["notesTotal"] as? Int ?? -1, $0["bytesDone"] as? Int ?? -1,
+        $0["bytesTotal"] as? Int ?? -1
+      )
+    }
+  }
+
+  @Test func catchUpShowsItsProgressUntilDone() async throws {
+    let group = try AgentGroup(count: 2)
+    let (a, b) = (group.agents[0], group.agents[1])
+    let notes = (0..<Self.count).map(Self.note)
+    for (path, bytes) in notes { try a.save(path, bytes) }
+    let bytes = notes.reduce(0) { $0 + $1.1.count }
+    try a.start()
+    #expect(try await eventually(30, "A's agent answering") { (try? a.status()) != nil })
+    let start = Date()
+    try b.start()
+
+    // A snapshot part way: some of A's notes arrived, not all.
+    // Asked at most every 200 ms: each `baton status` is a process, and a
+    // busy loop of them would slow the catch-up it watches on 2 cores.
+    var partial: (String, Int, Int, Int, Int)?
+    var asked = ContinuousClock.now - .seconds(1)
+    let seen = await eventually(60, "B shows a transfer from agentA part done") {
+      guard ContinuousClock.now - asked >= .milliseconds(200) else { return false }
+      asked = ContinuousClock.now
+      guard let status = try? b.status() else { return false }
+      partial = Self.transfers(status).first {
+        $0.0 == "agentA" && $0.1 > 0 && $0.1 < $0.2
+      }
+      return partial != nil
+    }
+    #expect(seen, "\(group.logs.suffix(20_000))")
+    if let (_, done, total, bytesDone, bytesTotal) = partial {
+      #expect(total <= Self.count && bytesTotal <= bytes, "\(partial!)")
+      #expect(bytesDone > 0 && bytesDone < bytesTotal, "\(partial!)")
+      _ = done
+    }
+
+    // `--watch` with its output in a file: a plain line per update, then the end.
+    let out = group.base.appendingPathComponent("watch.out").path
+    let watch = try ChildProcess(
+      TestEnvironment.batonBinary, ["status", "--watch"], captureStdout: false,
+      stdoutPath: out, stderrPath: out, environment: b.environment)
+
+    var pending = notes[...]
+    let arrived = await eventually(60, "\(Self.count) notes in B") {
+      while let (path, content) = pending.first, b.read(path) == content { pending.removeFirst() }
+      return pending.isEmpty
+    }
+    let elapsed = Date().timeIntervalSince(start)
+    print("B caught up on \(Self.count) notes (\(bytes) bytes) in \(elapsed) s")
+    #expect(arrived, "\(pending.count) missing\n\(group.logs.suffix(20_000))")
+
+    // Done: no transfer shown any more.
+    #expect(
+      await eventually(20, "B shows no transfer") {
+        guard let status = try? b.status() else { return false }
+        return status["transfers"] == nil
+      }, "\(String(describing: try? b.status()))")
+    #expect(await eventually(20, "--watch ends") { watch.hasExited })
+    #expect(watch.wait() == 0)
+    let printed = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+    let lines = printed.split(separator: "\n").map(String.init)
+    #expect(lines.last == "no transfer running", "\(printed)")
+    #expect(!printed.contains("\u{1B}["), "no terminal redraws in a file: \(printed)")
+    let updates = lines.filter { $0.hasPrefix("from agentA: ") && $0.contains(" notes, ") }
+    #expect(!updates.isEmpty, "started while a transfer ran: \(printed)")
+    print("--watch printed \(updates.count) updates; the first: \(updates.first ?? "none")")
+    // A transfer watched for 7 updates (6 s or more) logged its progress.
+    if updates.count >= 7 {
+      #expect(b.log.contains("from agentA: "), "\(b.log.suffix(5_000))")
+    }
+  }
+}
