@@ -44,8 +44,15 @@ final class AdvertisementMonitor: Sendable {
   }
 
   /// Where bluetoothd's calls go, shared with the object's method closure.
+  /// The closure sits in a struct: a bare (optional) closure as a Mutex's
+  /// value is reabstracted by `withLock`'s generic `inout` at every call,
+  /// one thunk more each time (a stack and heap that grew with every
+  /// advertisement heard).
   private final class Handler: Sendable {
-    let value = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    struct Action: Sendable {
+      let call: @Sendable (Event) -> Void
+    }
+    let value = Mutex<Action?>(nil)
   }
 
   let object: DBusObject
@@ -77,14 +84,14 @@ final class AdvertisementMonitor: Sendable {
           case "DeviceFound": arguments.first?.string.map(Event.found)
           default: nil
           }
-        if let event, let handle = handler.value.withLock({ $0 }) { handle(event) }
+        if let event, let handle = handler.value.withLock({ $0 }) { handle.call(event) }
         return .success([])
       })
   }
 
   /// Where bluetoothd's calls go (on the bus thread).
   func onEvent(_ handle: @escaping @Sendable (Event) -> Void) {
-    handler.value.withLock { $0 = handle }
+    handler.value.withLock { $0 = Handler.Action(call: handle) }
   }
 
   /// Exports the monitor and its ObjectManager root on `bus`.
