@@ -20,7 +20,7 @@ enum Usage {
     usage: baton agent [options]     run the agent in the foreground
            baton check [options]     check the configuration and key file
            baton keygen              print a new group key
-           baton status [--json]     show what the running agent is doing
+           baton status [--json | --watch]  show what the running agent is doing
            baton send FILE           make FILE the current activity now
            baton deletions [apply | reject]  list, make or undo held deletions
            baton trash               list the versions kept in the trash
