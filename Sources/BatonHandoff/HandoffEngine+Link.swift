@@ -151,12 +151,17 @@ extension HandoffEngine {
   private nonisolated func linkReader(_ link: HandoffLink) async throws {
     var rx = link.secure
     rx.timeout = .zero  // the watchdog tells a quiet peer from a dead one
+    let meter = MessageMeter()
+    rx.meter = meter
+    await watch(meter, from: link.peerDevice)
     do {
       try await linkRead(link, &rx)
     } catch {
+      await unwatch(meter, from: link.peerDevice)
       await linkApplyReceived(link)
       throw error
     }
+    await unwatch(meter, from: link.peerDevice)
   }
 
   private nonisolated func linkRead(_ link: HandoffLink, _ rx: inout SecureChannel) async throws {

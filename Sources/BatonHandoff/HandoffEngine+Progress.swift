@@ -16,6 +16,10 @@ extension HandoffEngine {
   /// The transfers running, by peer name.
   func transferSnapshots() -> [TransferProgress.Snapshot] {
     let now = ContinuousClock.now
+    // A large note on its way shows the bytes that came so far.
+    for (device, meter) in meters where transfers[device] != nil {
+      transfers[device]?.receiving(bytes: meter.value, at: now)
+    }
     for (device, progress) in transfers
     where progress.isStale(at: now, idle: Self.transferIdleLimit) {
       logger.debug(
@@ -23,6 +27,15 @@ extension HandoffEngine {
       transfers[device] = nil
     }
     return transfers.values.map { $0.snapshot(at: now) }.sorted { $0.peerName < $1.peerName }
+  }
+
+  /// Reads `meter` for `device`'s transfer from now on (a link's reader).
+  func watch(_ meter: MessageMeter, from device: DeviceID) {
+    meters[device] = meter
+  }
+
+  func unwatch(_ meter: MessageMeter, from device: DeviceID) {
+    if meters[device] === meter { meters[device] = nil }
   }
 
   /// Adds notes a pull is about to ask `device` for.

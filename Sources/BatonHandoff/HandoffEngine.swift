@@ -75,6 +75,8 @@ public actor HandoffEngine {
   /// Each peer's transfer to this agent while it runs, for `baton status`
   /// (HandoffEngine+Progress.swift).
   var transfers: [DeviceID: TransferProgress] = [:]
+  /// The channels receiving from each peer, as far as a message has come.
+  var meters: [DeviceID: MessageMeter] = [:]
   private var scanned = false
   /// Counts changes to the offered index that no session made (local saves,
   /// files found changed or missing), so that a session can tell whether the

@@ -397,6 +397,13 @@ extension HandoffEngine {
     var batch: [ActivityPayload] = []
     var batchBytes = 0
     expectTransfer(wanted, from: ch.peer.device, name: ch.peer.name)
+    let meter = MessageMeter()
+    ch.meter = meter
+    meters[ch.peer.device] = meter
+    defer {
+      ch.meter = nil
+      if meters[ch.peer.device] === meter { meters[ch.peer.device] = nil }
+    }
     do {
       while answered < wanted.count {
         while sent < wanted.count, sent - answered < Self.pullWindow {

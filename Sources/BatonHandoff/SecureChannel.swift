@@ -46,6 +46,8 @@ package struct SecureChannel: Sendable {
   let maxNoteSize: Int
   /// The note being transferred, so that a failure mid-transfer names it.
   var transferring: (activityType: String, path: String)?
+  /// Told how much of a message has come while its frames arrive.
+  var meter: MessageMeter?
 
   // MARK: Handshake
 
@@ -415,7 +417,9 @@ package struct SecureChannel: Sendable {
           peer: peerLabel, reason: "message exceeds \(limit) bytes")
       }
       if plain[1] == 0 { break }
+      if plain[0] == HandoffMessage.Kind.note.rawValue { meter?.set(body.count) }
     }
+    meter?.set(0)
     do {
       return try HandoffMessage.decode(kind: kind!, body: body, maxNoteSize: maxNoteSize)
     } catch {

@@ -106,6 +106,9 @@ public struct TransferProgress: Sendable {
   public private(set) var notesTotal = 0
   public private(set) var bytesDone = 0
   public private(set) var bytesTotal = 0
+  /// Bytes of the note on its way (its message not whole yet, `receiving`):
+  /// shown as done, so that one large note moves too.
+  public private(set) var inFlight = 0
   /// The index walk is over: nothing more will be wanted.
   public private(set) var totalsFinal = false
   /// When something last happened (wanted or arrived).
@@ -128,6 +131,8 @@ public struct TransferProgress: Sendable {
   public var isFinished: Bool { totalsFinal && expected.isEmpty }
   public var notesLeft: Int { max(0, notesTotal - notesDone) }
   public var bytesLeft: Int { max(0, bytesTotal - bytesDone) }
+  /// What is shown as done: the notes' bytes and the one on its way.
+  var bytesShown: Int { min(Self.sum(bytesDone, inFlight), max(bytesTotal, bytesDone)) }
 
   /// Adds a note to what is wanted, `bytes` as the peer's index gives its
   /// size. A note already wanted is not counted twice.
@@ -157,6 +162,7 @@ public struct TransferProgress: Sendable {
   public mutating func arrived(_ key: String, bytes: Int, at now: ContinuousClock.Instant) -> Bool {
     guard let claimed = expected.removeValue(forKey: key) else { return false }
     let size = max(bytes, 0)
+    inFlight = 0
     notesDone = Self.sum(notesDone, 1)
     bytesDone = Self.sum(bytesDone, size)
     // The total now counts the bytes that came, not the size the index claimed.
@@ -165,9 +171,19 @@ public struct TransferProgress: Sendable {
     return true
   }
 
+  /// `bytes` of the next note have come so far (a large note's message
+  /// arrives in many frames); at most what is left.
+  public mutating func receiving(bytes: Int, at now: ContinuousClock.Instant) {
+    let coming = expected.isEmpty ? 0 : min(max(bytes, 0), bytesLeft)
+    guard coming != inFlight else { return }
+    inFlight = coming
+    sample(now)
+  }
+
   /// A note wanted that will not come (the peer has it no more): it leaves the totals.
   public mutating func drop(_ key: String, at now: ContinuousClock.Instant) {
     guard let claimed = expected.removeValue(forKey: key) else { return }
+    inFlight = 0
     notesTotal = max(notesTotal - 1, notesDone)
     bytesTotal = max(bytesTotal - claimed, bytesDone)
     lastEvent = now
@@ -202,18 +218,19 @@ public struct TransferProgress: Sendable {
     let base = samples.last { now - $0.time >= Self.window } ?? samples[0]
     let span = Self.seconds(now - base.time)
     if span >= 0.5 {
-      let bytesRate = Double(max(bytesDone - base.bytes, 0)) / span
+      let bytesRate = Double(max(bytesShown - base.bytes, 0)) / span
       let notesRate = Double(max(notesDone - base.notes, 0)) / span
       rate = Self.clamped(bytesRate)
-      if bytesRate > 0, bytesLeft > 0 || notesLeft == 0 {
-        left = Self.clamped((Double(bytesLeft) / bytesRate).rounded(.up))
+      let bytesToGo = max(0, bytesTotal - bytesShown)
+      if bytesRate > 0, bytesToGo > 0 || notesLeft == 0 {
+        left = Self.clamped((Double(bytesToGo) / bytesRate).rounded(.up))
       } else if notesRate > 0 {
         // Empty notes (or sizes that were lies): time by notes.
         left = Self.clamped((Double(notesLeft) / notesRate).rounded(.up))
       }
     }
     return Snapshot(
-      peerName: peerName, notesDone: notesDone, notesTotal: notesTotal, bytesDone: bytesDone,
+      peerName: peerName, notesDone: notesDone, notesTotal: notesTotal, bytesDone: bytesShown,
       bytesTotal: bytesTotal, totalsFinal: totalsFinal, bytesPerSecond: rate, secondsLeft: left)
   }
 
@@ -225,7 +242,7 @@ public struct TransferProgress: Sendable {
   private mutating func sample(_ now: ContinuousClock.Instant) {
     lastEvent = now
     if let last = samples.last, now - last.time < Self.sampleSpacing { return }
-    samples.append((now, bytesDone, notesDone))
+    samples.append((now, bytesShown, notesDone))
     // Keep the newest sample at least `window` old as the base.
     while samples.count >= 2, now - samples[1].time >= Self.window { samples.removeFirst() }
   }

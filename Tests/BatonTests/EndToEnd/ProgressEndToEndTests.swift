@@ -1,12 +1,12 @@
 import Foundation
 import Testing
 
-/// Issue 28 end to end: while B catches up on 2,000 notes A holds, B's
+/// Issue 28 end to end: while B catches up on 10,000 notes A holds, B's
 /// `baton status` shows the transfer from A part done, `baton status
 /// --watch` (stdout not a terminal) prints a line per update and ends once
 /// the transfer has, and at the end no transfer is shown.
 @Suite(.serialized) struct ProgressEndToEndTests {
-  static let count = 2000
+  static let count = 10_000
 
   static func note(_ i: Int) -> (String, [UInt8]) {
     ("d\(i % 30)/n\(i).md", Array("# Note \(i)\nsome words of note \(i) to fill a line\n".utf8))
@@ -22,6 +22,41 @@ import Testing
         $0["bytesTotal"] as? Int ?? -1
       )
     }
+  }
+
+  /// A single 1 MB note: its bytes show as they come, before the note has.
+  @Test func aLargeNoteShowsItsBytesAsTheyCome() async throws {
+    // The instant radio moves a megabyte in about a second: A's outgoing
+    // data is held 5 ms at one packet in fifty, so that it takes a few.
+    let group = try AgentGroup(
+      count: 2, faults: "delay type=acl to=controller controller=0 p=0.02 ms=5")
+    let (a, b) = (group.agents[0], group.agents[1])
+    var large = Array("# Large\n".utf8)
+    large += (0..<(1_000_000 - large.count)).map { UInt8(97 + $0 % 26) }
+    try a.save("large.md", large)
+    try a.start()
+    #expect(try await eventually(30, "A's agent answering") { (try? a.status()) != nil })
+    try b.start()
+    var partial: (String, Int, Int, Int, Int)?
+    var asked = ContinuousClock.now - .seconds(1)
+    // Asked every 50 ms: the note takes a few seconds.
+    let seen = await eventually(120, "B shows part of the note's bytes") {
+      guard ContinuousClock.now - asked >= .milliseconds(50) else { return false }
+      asked = ContinuousClock.now
+      guard let status = try? b.status() else { return false }
+      partial = Self.transfers(status).first {
+        $0.0 == "agentA" && $0.1 == 0 && $0.3 > 0 && $0.3 < $0.4
+      }
+      return partial != nil || b.read("large.md") == large
+    }
+    #expect(seen && partial != nil, "\(group.logs.suffix(20_000))")
+    if let partial { print("1 MB note, part way: \(partial)") }
+    #expect(await eventually(120, "large.md on B") { b.read("large.md") == large })
+    #expect(
+      await eventually(20, "B shows no transfer") {
+        guard let status = try? b.status() else { return false }
+        return status["transfers"] == nil
+      }, "\(String(describing: try? b.status()))")
   }
 
   @Test func catchUpShowsItsProgressUntilDone() async throws {
@@ -40,7 +75,7 @@ import Testing
     // busy loop of them would slow the catch-up it watches on 2 cores.
     var partial: (String, Int, Int, Int, Int)?
     var asked = ContinuousClock.now - .seconds(1)
-    let seen = await eventually(60, "B shows a transfer from agentA part done") {
+    let seen = await eventually(120, "B shows a transfer from agentA part done") {
       guard ContinuousClock.now - asked >= .milliseconds(200) else { return false }
       asked = ContinuousClock.now
       guard let status = try? b.status() else { return false }
@@ -63,7 +98,7 @@ import Testing
       stdoutPath: out, stderrPath: out, environment: b.environment)
 
     var pending = notes[...]
-    let arrived = await eventually(60, "\(Self.count) notes in B") {
+    let arrived = await eventually(240, "\(Self.count) notes in B") {
       while let (path, content) = pending.first, b.read(path) == content { pending.removeFirst() }
       return pending.isEmpty
     }

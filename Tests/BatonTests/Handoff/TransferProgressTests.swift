@@ -35,6 +35,27 @@ import Testing
     #expect(p.isFinished && p.notesLeft == 0 && p.bytesLeft == 0)
   }
 
+  /// One large note moves as its frames come: the bytes on their way are
+  /// shown done (never past the total), with a rate and time left, and the
+  /// note's arrival replaces them.
+  @Test func aLargeNoteOnItsWayShowsItsBytes() {
+    var p = wanting(1, size: 1_000_000)
+    p.receiving(bytes: 250_000, at: at(1))
+    p.receiving(bytes: 500_000, at: at(2))
+    let half = p.snapshot(at: at(2))
+    #expect(half.notesDone == 0 && half.bytesDone == 500_000, "\(half)")
+    #expect((half.bytesPerSecond ?? 0) >= 200_000, "\(half)")
+    #expect(half.secondsLeft.map { (1...3).contains($0) } ?? false, "\(half)")
+    p.receiving(bytes: 5_000_000, at: at(3))  // framing beyond the content
+    #expect(p.snapshot(at: at(3)).bytesDone == 1_000_000)
+    _ = p.arrived("n0", bytes: 1_000_000, at: at(4))
+    let done = p.snapshot(at: at(4))
+    #expect(done.notesDone == 1 && done.bytesDone == 1_000_000 && p.isFinished, "\(done)")
+    // Nothing wanted: bytes on the way count for nothing.
+    p.receiving(bytes: 10, at: at(5))
+    #expect(p.snapshot(at: at(5)).bytesDone == 1_000_000)
+  }
+
   @Test func aNoteNotWantedOrArrivedTwiceCountsNothing() {
     var p = wanting(2, size: 10)
     let took1 = p.arrived("other", bytes: 10, at: at(1))
