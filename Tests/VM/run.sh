@@ -32,7 +32,7 @@ elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; 
 
 # --- what the host needs ------------------------------------------------------
 packages=(qemu-system-x86 cpio kmod busybox-static bluez-test-tools bluez gcc libc6-dev
-  dbus-daemon dbus-bin dbus-system-bus-common)
+  dbus-daemon dbus-bin dbus-system-bus-common systemd libcap2-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
@@ -99,7 +99,7 @@ if [ "${VM_FORCE_BLUEZ:-0}" = 1 ] ||
 else
   has_bluez=0
 fi
-bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-pair,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy,agent-bluez-reach
+bluez_kernel_cases=agent-bluez-btvirt,agent-bluez-pair,agent-bluez-user,agent-bluez-errors,agent-bluez-scan,agent-bluez-monitor,agent-bluez-autoconnect,agent-bluez-privacy,agent-bluez-reach,agent-unit-hardened
 not_run() { # not_run CASE...: reported, never as passed
   local why="skipped: VM_BLUEZ_AGENTS=0"
   "$baton" agent --help 2>&1 | grep -i bluez >/dev/null ||
@@ -188,7 +188,20 @@ if [ -x "$baton" ]; then
   cp "$work/baton.key" "$root/etc/baton.key"
   mkdir -p "$root/cases/data"
   cp "$here"/cases/data/* "$root/cases/data/" 2>/dev/null || true
+  # The shipped user unit, for the agent-unit cases.
+  cp "$top/Config/baton.service" "$root/cases/data/"
 fi
+# A systemd user manager (Debian's systemd 252) for the agent-unit cases:
+# the manager, systemctl, systemd-run, systemd-analyze, setcap (libcap2-bin, for
+# agent-unit-setcap) and their libraries, and the user
+# units the manager starts with (the targets and slices; not the .wants
+# folders, which would pull in a session bus).
+mkdir -p "$root/lib/systemd" "$root/usr/sbin"
+for b in /lib/systemd/systemd /usr/bin/systemctl /usr/bin/systemd-run /usr/bin/systemd-analyze /usr/sbin/setcap; do
+  install_binary "$b" "$b"
+done
+mkdir -p "$root/usr/lib/systemd/user"
+cp /usr/lib/systemd/user/*.target /usr/lib/systemd/user/*.slice "$root/usr/lib/systemd/user/"
 # The loader's search path for the copied libraries (init exports it as
 # LD_LIBRARY_PATH: `ldconfig -r` would need root).
 (cd "$root" && find . -name '*.so*' -printf '/%h\n' | sed 's|^/\./|/|' | sort -u) >"$root/etc/ld.so.conf"
@@ -422,6 +435,9 @@ for b in "${boots[@]}"; do
         if [ "$has_bluez" = 1 ]; then cases="$cases,$bluez_kernel_cases"
         else not_run ${bluez_kernel_cases//,/ } scan-duty monitor-passive privacy-seals >>"$results"; fi
       fi
+      # The user unit under systemd --user: last, since its set-up (cgroup2,
+      # /dev/pts, /run as a mount point) stays for the rest of the boot.
+      [ "$has_agent" = 1 ] && [ -z "${VM_CASES:-}" ] && cases="$cases,agent-unit-setcap"
       # agent-bluez-scan idles for VM_SCAN_STEADY seconds after its set-up
       # and link (6 s on an idle machine; 180 s allowed for load): its own
       # timeout, and a longer boot (120 s more for agent-bluez-monitor).

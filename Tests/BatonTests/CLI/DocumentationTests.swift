@@ -101,7 +101,11 @@ import Testing
     for line in [
       "Type=notify", "ExecStart=/usr/local/bin/baton agent", "ExecReload=/bin/kill -HUP $MAINPID",
       "Restart=on-failure", "#AmbientCapabilities=CAP_NET_ADMIN", "WantedBy=default.target",
-      "LimitCORE=0",
+      "LimitCORE=0", "UMask=0077",
+      // The sandbox that Tests/VM's agent-unit-hardened runs the agent under.
+      "NoNewPrivileges=yes", "PrivateUsers=yes", "CapabilityBoundingSet=",
+      "RestrictAddressFamilies=AF_UNIX AF_BLUETOOTH", "SystemCallFilter=@system-service",
+      "SystemCallArchitectures=native", "MemoryDenyWriteExecute=yes", "RestrictNamespaces=yes",
     ] {
       #expect(unit.contains("\n" + line + "\n"), "baton.service lacks \(line)")
     }

@@ -305,3 +305,130 @@ stop_agent() {
   [ "$rc" -eq 0 ] || { echo "FAILED: agent $2 exited $rc on SIGTERM"; cat "/tmp/$2.log"; return 1; }
   echo "$(now) agent $2 stopped"
 }
+
+# --- a systemd user manager for user baton (the agent-unit cases) -----------
+
+UNIT_HOME=/home/baton
+
+# as_baton COMMAND: a shell command as user baton, in its user manager's
+# environment (systemctl --user finds the manager through XDG_RUNTIME_DIR).
+as_baton() {
+  su -s /bin/sh baton -c "export HOME=$UNIT_HOME XDG_RUNTIME_DIR=$UNIT_RUN SYSTEMD_PAGER=cat SYSTEMD_COLORS=0 LD_LIBRARY_PATH=$LD_LIBRARY_PATH; $1"
+}
+
+# start_user_manager: `systemd --user` for user baton (Debian's systemd 252),
+# in what a booted system gives it. Waits until it is running; sets MGR (its
+# pid) and UNIT_RUN (its XDG_RUNTIME_DIR). It logs to the kernel's log
+# (dmesg): there is no journald, and on the console it would reopen
+# /dev/console, which is root's.
+start_user_manager() {
+  [ -x /lib/systemd/systemd ] || { echo "FAILED: no /lib/systemd/systemd in the image"; return 1; }
+  uid=$(id -u baton)
+  UNIT_RUN=/run/user/$uid
+  # cgroup2, and a subtree of it for the manager, owned by baton (as
+  # systemd-logind and user@.service set it up), with the files that
+  # delegation hands over.
+  mkdir -p /sys/fs/cgroup
+  grep -q " /sys/fs/cgroup cgroup2 " /proc/mounts || mount -t cgroup2 cgroup2 /sys/fs/cgroup
+  cg=/sys/fs/cgroup/user.slice/user-$uid.slice/user@$uid.service
+  mkdir -p "$cg"
+  chown -R baton:baton "$cg"
+  for f in cgroup.procs cgroup.subtree_control cgroup.threads; do chown baton:baton "$cg/$f"; done
+  # What PID 1 leaves in /run/systemd: system/ (sd_booted(3): a user manager
+  # refuses to start without it) and unit-root/ (where a unit's mount
+  # namespace is put together; a user manager cannot create it).
+  mkdir -p "$UNIT_RUN" /run/systemd/system /run/systemd/unit-root
+  chmod 400 /run/systemd/unit-root
+  chown baton:baton "$UNIT_RUN"
+  chmod 700 "$UNIT_RUN"
+  # /dev/pts and /dev/shm as on a real system (PrivateDevices= binds them
+  # into the unit's /dev).
+  mkdir -p /dev/pts /dev/shm
+  grep -q " /dev/pts devpts " /proc/mounts || mount -t devpts devpts /dev/pts
+  grep -q " /dev/shm tmpfs " /proc/mounts || mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+  # /run a mount point of its own, as on a real system: else the unit's
+  # mount namespace (MountAPIVFS=, which PrivateDevices= and the like imply)
+  # puts an empty tmpfs there, hiding the bus socket and XDG_RUNTIME_DIR. A
+  # bind mount of itself keeps what it holds for the cases after this one.
+  grep -q " /run " /proc/mounts || mount -o bind /run /run
+  # /tmp and /var/tmp as on a real system (PrivateTmp= makes the unit's there).
+  chmod 1777 /tmp /var/tmp
+  chmod o+w /dev/kmsg
+  echo on >/proc/sys/kernel/printk_devkmsg  # not rate-limited
+  # Moved into its cgroup first (as root: the move needs write access to the
+  # common parent).
+  sh -c "echo \$\$ >$cg/cgroup.procs; exec su -s /bin/sh baton -c 'export HOME=$UNIT_HOME XDG_RUNTIME_DIR=$UNIT_RUN LD_LIBRARY_PATH=$LD_LIBRARY_PATH; exec /lib/systemd/systemd --user --log-target=kmsg'" \
+    >/tmp/systemd-user.log 2>&1 &
+  MGR=$!
+  i=0 state=
+  while [ $i -lt 300 ]; do
+    { [ -S "$UNIT_RUN/systemd/private" ] && as_baton "systemctl --user is-system-running" >/tmp/state.log 2>&1; } || true
+    state=$(cat /tmp/state.log 2>/dev/null || true)
+    case $state in running|degraded) break ;; esac
+    kill -0 $MGR 2>/dev/null || { echo "FAILED: systemd --user exited"; cat /tmp/systemd-user.log; return 1; }
+    i=$((i + 1)); sleep 0.1
+  done
+  case $state in running|degraded) ;; *) echo "FAILED: the user manager never came up ($state)"; dmesg | tail -30; return 1 ;; esac
+  echo "$(now) systemd --user (pid $MGR) is $state"
+}
+
+# install_unit CONTROLLER [DROP-IN]: the unit from the tree
+# (/cases/data/baton.service), its ExecStart rewritten to the guest's baton
+# ($UNIT_BIN, default /usr/bin/baton) as `make install` does, plus a drop-in
+# for what the harness needs (the agent's log in ~/agent.log: there is no
+# journal) and the file DROP-IN if given; baton.conf with CONTROLLER and the
+# folder ~/notes (and the lines $UNIT_FOLDER_KEYS in its section), the key.
+# Fresh each time.
+install_unit() {
+  d=$UNIT_HOME/.config/systemd/user
+  rm -rf "$UNIT_HOME/.config" "$UNIT_HOME/notes" "$UNIT_HOME/.local" "$UNIT_HOME/agent.log"
+  mkdir -p "$d/baton.service.d" "$UNIT_HOME/.config/baton" "$UNIT_HOME/notes"
+  sed "s|^ExecStart=/usr/local/bin/baton |ExecStart=${UNIT_BIN:-/usr/bin/baton} |" /cases/data/baton.service \
+    >"$d/baton.service"
+  grep -qx "ExecStart=${UNIT_BIN:-/usr/bin/baton} agent" "$d/baton.service" \
+    || { echo "FAILED: ExecStart not rewritten"; grep ExecStart "$d/baton.service"; return 1; }
+  printf '[Service]\nStandardOutput=append:%s/agent.log\nStandardError=inherit\n' "$UNIT_HOME" \
+    >"$d/baton.service.d/harness.conf"
+  [ -z "${2:-}" ] || cp "$2" "$d/baton.service.d/route.conf"
+  printf '[agent]\ncontroller = %s\nname = unit\n\n[folder notes]\npath = ~/notes\n%s' "$1" \
+    "${UNIT_FOLDER_KEYS:-}" >"$UNIT_HOME/.config/baton/baton.conf"
+  cp /etc/baton.key "$UNIT_HOME/.config/baton/key"
+  chown -R baton:baton "$UNIT_HOME"
+  chmod 600 "$UNIT_HOME/.config/baton/key"
+  as_baton "systemctl --user daemon-reload"
+}
+
+# unit_explain: after a failure, the unit's status, the agent's log and the
+# user manager's last lines.
+unit_explain() {
+  as_baton "systemctl --user status baton" || true
+  as_baton "systemctl --user show -p Result -p ExecMainCode -p ExecMainStatus baton" || true
+  echo "----- agent (unit) -----"; cat "$UNIT_HOME/agent.log" 2>/dev/null || true
+  echo "----- systemd --user (last lines) -----"
+  dmesg >/tmp/dmesg.log || true
+  grep "systemd\[$MGR\]" /tmp/dmesg.log | tail -n 40 || true
+}
+
+# unit_status_field FIELD: FIELD's value in the unit's agent's /proc/PID/status.
+unit_status_field() {
+  pid=$(as_baton "systemctl --user show -p MainPID --value baton")
+  awk -v f="$1:" '$1 == f {print $2}' "/proc/$pid/status"
+}
+
+# stop_unit: `systemctl --user stop baton`; the agent must have exited 0
+# (Result=success, status 0) and the manager logged the stop.
+stop_unit() {
+  pid=$(as_baton "systemctl --user show -p MainPID --value baton")
+  as_baton "systemctl --user stop baton"
+  state=$(as_baton "systemctl --user is-active baton" || true)
+  show=$(as_baton "systemctl --user show -p Result -p ExecMainCode -p ExecMainStatus baton" | tr '\n' ' ')
+  echo "$(now) after stop: $state; $show"
+  [ "$state" = inactive ] || { echo "FAILED: the unit is $state after stop"; unit_explain; return 1; }
+  for want in Result=success ExecMainCode=1 ExecMainStatus=0; do
+    case " $show" in *" $want "*) ;; *) echo "FAILED: the agent did not exit cleanly (no $want)"; unit_explain; return 1 ;; esac
+  done
+  ! kill -0 "$pid" 2>/dev/null || { echo "FAILED: the agent still runs after stop"; return 1; }
+  dmesg | grep "systemd\[$MGR\]: Stopped baton.service" >/tmp/stopped.log \
+    || { echo "FAILED: the user manager did not log the unit's stop"; unit_explain; return 1; }
+  tail -1 /tmp/stopped.log
+}
