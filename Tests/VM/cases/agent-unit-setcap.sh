@@ -4,7 +4,8 @@
 # no bluetoothd). The unit as shipped cannot open the adapter (its sandbox
 # keeps the file capability from working: the agent says CAP_NET_ADMIN and
 # the start fails); with the drop-in exactly as the unit's comments give it,
-# the agent runs with CAP_NET_ADMIN and NoNewPrivs 0, hands a note each way
+# the agent runs with CAP_NET_ADMIN permitted (effective only while it binds
+# the adapter) and NoNewPrivs 0, hands a note each way
 # with a root agent on hci1, byte-identical, and stops cleanly.
 . /cases/lib.sh
 have_agent
@@ -38,9 +39,11 @@ as_baton "systemctl --user enable --now baton" || {
   echo "FAILED: systemctl --user enable --now baton (with the capability drop-in)"; unit_explain; exit 1; }
 PID=$(as_baton "systemctl --user show -p MainPID --value baton")
 echo "$(now) baton.service active, main pid $PID"
-grep -E "^(Uid|NoNewPrivs|Seccomp|CapEff|CapBnd):" "/proc/$PID/status"
+grep -E "^(Uid|NoNewPrivs|Seccomp|CapPrm|CapEff|CapBnd):" "/proc/$PID/status"
 [ "$(unit_status_field NoNewPrivs)" = 0 ] || { echo "FAILED: NoNewPrivs is not 0"; exit 1; }
-[ $((0x$(unit_status_field CapEff) & 0x1000)) != 0 ] || { echo "FAILED: no CAP_NET_ADMIN in CapEff"; exit 1; }
+# Permitted, to open the adapter (again); effective only while it binds it.
+[ $((0x$(unit_status_field CapPrm) & 0x1000)) != 0 ] || { echo "FAILED: no CAP_NET_ADMIN in CapPrm"; exit 1; }
+[ $((0x$(unit_status_field CapEff) & 0x1000)) = 0 ] || { echo "FAILED: CAP_NET_ADMIN effective in the main thread"; exit 1; }
 LOG=$UNIT_HOME/agent.log wait_agent_up unit
 wait_agent_up b
 SAVED_AT=$(now); su -s /bin/sh baton -c "cp /cases/data/a-to-b.md $UNIT_HOME/notes/a-to-b.md"
