@@ -171,13 +171,33 @@ final class DesktopNotifier: Sendable {
       "BATON_FOLDER": notice.folder.name, "BATON_ACTIVITY_TYPE": notice.activityType,
       "BATON_FILE": notice.file, "BATON_PEER": notice.peer,
     ]
-    if let error = ChildCommand.launch(command, environment: environment) {
+    let outside = Self.outsideTheUnit(
+      command, environment: environment, agent: ProcessInfo.processInfo.environment)
+    var error = ChildCommand.launch(outside, environment: environment)
+    if error == .noEntry, outside != command {
+      error = ChildCommand.launch(command, environment: environment)  // no systemd-run here
+    }
+    if let error {
       log.warning(
         "could not open \(notice.file) with \(command[0]) (open-command of [folder \(notice.folder.name)]): \(error)"
       )
     } else {
       log.info("opened \(notice.file) with \(command[0])")
     }
+  }
+
+  /// The Open action's command line. Under systemd (`INVOCATION_ID` is
+  /// set for every unit), the program is started by the user's service
+  /// manager as a transient unit of its own (`systemd-run --user`): an
+  /// editor or browser must not inherit the agent's sandbox (the shipped
+  /// unit's MemoryDenyWriteExecute breaks JIT compilers, and its address
+  /// families keep it off the network). Its environment comes with it.
+  static func outsideTheUnit(
+    _ command: [String], environment: [String: String], agent: [String: String]
+  ) -> [String] {
+    guard let invocation = agent["INVOCATION_ID"], !invocation.isEmpty else { return command }
+    let settings = environment.sorted { $0.key < $1.key }.map { "--setenv=\($0.key)=\($0.value)" }
+    return ["systemd-run", "--user", "--collect", "--quiet"] + settings + ["--"] + command
   }
 
   /// `NotificationClosed(u id, u reason)`. On the bus thread.

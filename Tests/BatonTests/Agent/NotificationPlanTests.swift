@@ -77,6 +77,20 @@ import Testing
     #expect(notice.summary.utf8.count <= NotificationPlan.maximumSummaryBytes)
   }
 
+  /// Under systemd the opener leaves the agent's sandbox as a transient
+  /// unit, with its environment; elsewhere it runs as configured.
+  @Test func theOpenerRunsOutsideTheAgentsUnit() {
+    let command = ["xdg-open", "/home/u/notes/a b.md"]
+    let environment = ["BATON_PEER": "laptop", "BATON_FILE": "/home/u/notes/a b.md"]
+    #expect(DesktopNotifier.outsideTheUnit(command, environment: environment, agent: [:]) == command)
+    #expect(
+      DesktopNotifier.outsideTheUnit(
+        command, environment: environment, agent: ["INVOCATION_ID": "0f3c"]) == [
+          "systemd-run", "--user", "--collect", "--quiet", "--setenv=BATON_FILE=/home/u/notes/a b.md",
+          "--setenv=BATON_PEER=laptop", "--", "xdg-open", "/home/u/notes/a b.md",
+        ])
+  }
+
   @Test func aSessionBusIsLookedForBeforeLibsystemdIsLoaded() throws {
     #expect(DesktopNotifier.sessionBusMayExist(["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"]))
     #expect(!DesktopNotifier.sessionBusMayExist([:]))
