@@ -57,13 +57,20 @@ import Testing
     defer { try? FileManager.default.removeItem(at: dir) }
     let release = dir.appendingPathComponent("release").path
     let pidFile = dir.appendingPathComponent("pid").path
+    // Whatever fails below, the program ends (it holds the test's output open).
+    defer { _ = FileManager.default.createFile(atPath: release, contents: nil) }
     let error = ChildCommand.launch(
       ["sh", "-c", "echo $$ > '\(pidFile)'; while [ ! -e '\(release)' ]; do sleep 0.05; done", "x"],
       environment: ["BATON_FILE": "/x"])
     #expect(error == nil)
-    #expect(await eventually(10, "it started") { FileManager.default.fileExists(atPath: pidFile) })
-    let text = try String(contentsOfFile: pidFile, encoding: .utf8)
-    let pid = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+    // The shell creates the file before it writes its pid into it.
+    func written() -> Int32? {
+      (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap {
+        Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+      }
+    }
+    #expect(await eventually(10, "it started") { written() != nil })
+    let pid = try #require(written())
     #expect(kill(pid, 0) == 0, "still running while nobody waits for it")
     _ = FileManager.default.createFile(atPath: release, contents: nil)
     #expect(
