@@ -16,9 +16,24 @@ extension HandoffEngine {
   /// The transfers running, by peer name.
   func transferSnapshots() -> [TransferProgress.Snapshot] {
     let now = ContinuousClock.now
-    // A large note on its way shows the bytes that came so far.
-    for (device, meter) in meters where transfers[device] != nil {
-      transfers[device]?.receiving(bytes: meter.value, at: now)
+    // A large note on its way shows the bytes that came so far; one that
+    // nothing announced (a save pushed on a link) shows as a transfer of
+    // its own while it comes.
+    for (device, meter) in meters {
+      let coming = meter.value
+      if var progress = transfers[device] {
+        if progress.unannounced {
+          progress.receivingUnannounced(bytes: coming, at: now)
+        } else {
+          progress.receiving(bytes: coming, at: now)
+        }
+        transfers[device] = progress
+      } else if coming > 0, let name = links.values.first(where: { $0.peerDevice == device })?.peerName
+      {
+        var progress = TransferProgress(peerName: name, start: now)
+        progress.receivingUnannounced(bytes: coming, at: now)
+        transfers[device] = progress
+      }
     }
     for (device, progress) in transfers
     where progress.isStale(at: now, idle: Self.transferIdleLimit) {
@@ -74,6 +89,7 @@ extension HandoffEngine {
     guard
       progress.arrived(
         Self.key(payload.activityType, payload.path), bytes: payload.content.count, at: now)
+        || progress.arrivedUnannounced(bytes: payload.content.count, at: now)
     else { return }
     if progress.logDue(at: now) { logger.info(progress.logLine(at: now)) }
     transfers[device] = progress

@@ -109,6 +109,9 @@ public struct TransferProgress: Sendable {
   /// Bytes of the note on its way (its message not whole yet, `receiving`):
   /// shown as done, so that one large note moves too.
   public private(set) var inFlight = 0
+  /// A note on its way that nobody announced (a link's push of a save):
+  /// counted as one note of unknown size until it arrives.
+  public private(set) var unannounced = false
   /// The index walk is over: nothing more will be wanted.
   public private(set) var totalsFinal = false
   /// When something last happened (wanted or arrived).
@@ -128,7 +131,7 @@ public struct TransferProgress: Sendable {
   }
 
   /// Whether every note wanted has arrived (or was dropped) and the walk is over.
-  public var isFinished: Bool { totalsFinal && expected.isEmpty }
+  public var isFinished: Bool { totalsFinal && expected.isEmpty && !unannounced }
   public var notesLeft: Int { max(0, notesTotal - notesDone) }
   public var bytesLeft: Int { max(0, bytesTotal - bytesDone) }
   /// What is shown as done: the notes' bytes and the one on its way.
@@ -178,6 +181,38 @@ public struct TransferProgress: Sendable {
     guard coming != inFlight else { return }
     inFlight = coming
     sample(now)
+  }
+
+  /// A note is on its way that no walk or pull announced (a peer's save,
+  /// pushed on a link): `bytes` of it so far, its size unknown (the
+  /// totals end in `+`) until it arrives (`arrivedUnannounced`).
+  public mutating func receivingUnannounced(bytes: Int, at now: ContinuousClock.Instant) {
+    let coming = max(bytes, 0)
+    if !unannounced {
+      guard coming > 0, expected.isEmpty else { return }
+      unannounced = true
+      notesTotal = Self.sum(notesTotal, 1)
+    }
+    guard coming != inFlight else { return }
+    inFlight = coming
+    bytesTotal = max(bytesTotal, Self.sum(bytesDone, coming))
+    sample(now)
+  }
+
+  /// The unannounced note arrived, `bytes` of content: it is done, and so
+  /// is the transfer, unless a walk wants more.
+  public mutating func arrivedUnannounced(bytes: Int, at now: ContinuousClock.Instant) -> Bool {
+    guard unannounced else { return false }
+    unannounced = false
+    inFlight = 0
+    let size = max(bytes, 0)
+    notesDone = Self.sum(notesDone, 1)
+    bytesDone = Self.sum(bytesDone, size)
+    bytesTotal = max(bytesTotal, bytesDone)
+    if expected.isEmpty { bytesTotal = bytesDone }
+    totalsFinal = expected.isEmpty ? true : totalsFinal
+    sample(now)
+    return true
   }
 
   /// A note wanted that will not come (the peer has it no more): it leaves the totals.

@@ -57,6 +57,29 @@ import Testing
         guard let status = try? b.status() else { return false }
         return status["transfers"] == nil
       }, "\(String(describing: try? b.status()))")
+
+    // Linked now: a new large save is pushed, announced by nothing, and
+    // shows while it comes too.
+    #expect(await linked(b, to: ["agentA"]), "\(group.logs)")
+    var second = Array("# Second\n".utf8)
+    second += (0..<(1_000_000 - second.count)).map { UInt8(65 + $0 % 26) }
+    try a.save("second.md", second)
+    partial = nil
+    let pushed = await eventually(120, "B shows the pushed note's bytes") {
+      guard ContinuousClock.now - asked >= .milliseconds(50) else { return false }
+      asked = ContinuousClock.now
+      guard let status = try? b.status() else { return false }
+      partial = Self.transfers(status).first { $0.0 == "agentA" && $0.1 == 0 && $0.3 > 0 }
+      return partial != nil || b.read("second.md") == second
+    }
+    #expect(pushed && partial != nil, "\(group.logs.suffix(20_000))")
+    if let partial { print("1 MB push over the link, part way: \(partial)") }
+    #expect(await eventually(120, "second.md on B") { b.read("second.md") == second })
+    #expect(
+      await eventually(20, "B shows no transfer after the push") {
+        guard let status = try? b.status() else { return false }
+        return status["transfers"] == nil
+      }, "\(String(describing: try? b.status()))")
   }
 
   @Test func catchUpShowsItsProgressUntilDone() async throws {

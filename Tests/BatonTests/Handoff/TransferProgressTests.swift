@@ -56,6 +56,26 @@ import Testing
     #expect(p.snapshot(at: at(5)).bytesDone == 1_000_000)
   }
 
+  /// A save pushed on a link, announced by nothing: one note of unknown
+  /// size while it comes, done when it arrives.
+  @Test func anUnannouncedNoteCountsAsOneUntilItArrives() {
+    var p = TransferProgress(peerName: "laptop", start: start)
+    p.receivingUnannounced(bytes: 0, at: at(0.5))
+    #expect(!p.unannounced, "no bytes yet: nothing to show")
+    p.receivingUnannounced(bytes: 300_000, at: at(1))
+    p.receivingUnannounced(bytes: 600_000, at: at(2))
+    let part = p.snapshot(at: at(2))
+    #expect(part.notesDone == 0 && part.notesTotal == 1 && part.bytesDone == 600_000, "\(part)")
+    #expect(!part.totalsFinal && !p.isFinished, "its size is not known: \(part)")
+    let came = p.arrivedUnannounced(bytes: 1_000_000, at: at(3))
+    #expect(came)
+    let done = p.snapshot(at: at(3))
+    #expect(done.notesDone == 1 && done.bytesDone == 1_000_000 && done.bytesTotal == 1_000_000)
+    #expect(p.isFinished)
+    let again = p.arrivedUnannounced(bytes: 5, at: at(4))
+    #expect(!again, "only once")
+  }
+
   @Test func aNoteNotWantedOrArrivedTwiceCountsNothing() {
     var p = wanting(2, size: 10)
     let took1 = p.arrived("other", bytes: 10, at: at(1))
