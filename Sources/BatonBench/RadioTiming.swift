@@ -122,6 +122,27 @@ struct RadioTiming: Sendable {
     (payload + Self.pduOverhead) * (phy == "2m" ? 4 : 8)
   }
 
+  /// How many PDUs of the full data length one direction can put in an
+  /// event: the per-event limit, or fewer when they do not fit in the
+  /// interval.
+  var fullPDUsPerEvent: Int {
+    var count = 1
+    var used = airtime(dataLength)
+    while count < pdusPerEvent,
+      used + Self.interframeSpace + airtime(dataLength) <= intervalMicroseconds
+    {
+      used += Self.interframeSpace + airtime(dataLength)
+      count += 1
+    }
+    return count
+  }
+
+  /// The airtime-limited throughput of one direction, in L2CAP bytes per
+  /// second: full PDUs in every event.
+  var airtimeLimitedBytesPerSecond: Double {
+    Double(fullPDUsPerEvent * dataLength) * 1_000_000 / Double(intervalMicroseconds)
+  }
+
   /// From the anchor of the first event they may use to the end of the last
   /// PDU, in microseconds: L2CAP packets of `lengths` bytes, all ready at
   /// that anchor, going one way over an otherwise idle link (at most

@@ -16,10 +16,30 @@ import Foundation
 ///   everything), against a folder of 10 notes;
 /// - the memory (VmRSS, VmHWM) of one agent holding M notes in its index;
 /// - issue 12: the HCI bytes of a 1 MB note's fresh transfer, and of its
-///   rename afterwards (`mv`, which travels as a rename: no bytes again).
+///   rename afterwards (`mv`, which travels as a rename: no bytes again);
+/// - one note of 100 KB (--note-bytes N) saved in A over a link: the time
+///   until it is identical in B.
 ///
-/// Options: --small N (10000), --large N (1000), --saves N (5),
-/// --memory-notes N (100000), --only small|large|save|memory|rename, --keep.
+/// With --radio timed (and the timed radio's options, as `baton-bench
+/// handoff` takes them: RadioTiming), the radio runs its clock, and the
+/// default cases are the small notes and the 100 KB note (--only runs any
+/// other on it). The small notes are then a link's catch-up: they are in
+/// A's folder before it starts, B starts empty once A advertises, and the
+/// time runs from B's log showing the link up to every note identical in
+/// B. Each of the two prints the model's floor, measured/floor, and the
+/// throughput (note bytes per second) as a share of the airtime-limited
+/// one (full PDUs in every event, one direction). The floor is the model's
+/// time to carry the L2CAP packets B's HCI log shows it received in the
+/// measured window (`RadioTiming.carryTime`) plus what the protocol cannot
+/// avoid: for the catch-up, two intervals (A's walk must hear that B holds
+/// nothing: GET_NODES goes in the next event and NODES, which its host
+/// makes after that event's PDUs, in the one after), for a save, half an
+/// interval (the wait for the next connection event, at the median).
+///
+/// Options: --small N (10000; 2000 on the timed radio), --large N (1000),
+/// --saves N (5), --memory-notes N (100000), --note-bytes N (100000),
+/// --only small|large|save|memory|rename|note, --keep, --radio
+/// instant|timed and the timed radio's options.
 enum ScaleBenchmark {
   /// One line on stdout, written at once (each figure as soon as it is measured).
   static func print(_ line: String) {
@@ -31,45 +51,192 @@ enum ScaleBenchmark {
     var large = 1_000
     var saves = 5
     var memoryNotes = 100_000
+    var noteBytes = 100_000
     var only: String?
     var keep = false
+    var timing = RadioTiming()
   }
 
   static func run(_ arguments: [String]) async throws {
     var o = Options()
+    var smallCount: Int?
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       let value = { Int(rest.popFirst() ?? "") }
       switch argument {
-      case "--small": o.small = value() ?? o.small
+      case "--small": smallCount = value() ?? smallCount
+      case "--note-bytes": o.noteBytes = max(1, value() ?? o.noteBytes)
       case "--large": o.large = value() ?? o.large
       case "--saves": o.saves = value() ?? o.saves
       case "--memory-notes": o.memoryNotes = value() ?? o.memoryNotes
       case "--only": o.only = rest.popFirst()
       case "--keep": o.keep = true
-      default: throw BenchError.usage("unknown option \(argument)")
+      default:
+        guard try o.timing.parse(argument, &rest) else {
+          throw BenchError.usage("unknown option \(argument)")
+        }
       }
     }
+    try o.timing.validate()
+    o.small = smallCount ?? (o.timing.timed ? defaultTimedSmall : o.small)
     let baton = Bench.repository + "/.build/release/baton"
     guard FileManager.default.isExecutableFile(atPath: baton) else {
       throw BenchError.usage("build first: swift build -c release (no \(baton))")
     }
     print("scale benchmark: release build, agents on the simulated radio (bumble)")
-    let small = o.only == nil || o.only == "small" || o.only == "save"
-    if small { try await bulk(count: o.small, size: 100, limit: 30, o, then: o.saves) }
-    if o.only == nil || o.only == "large" {
-      try await bulk(count: o.large, size: 10_000, limit: 60, o, then: 0)
+    if o.timing.timed {
+      print(o.timing.summary)
+      print(
+        String(
+          format:
+            "airtime-limited throughput: %.1f KB/s of L2CAP bytes one way (%d PDUs of %d B per %g ms event)",
+          o.timing.airtimeLimitedBytesPerSecond / 1000, o.timing.fullPDUsPerEvent,
+          o.timing.dataLength, Double(o.timing.intervalMicroseconds) / 1000))
     }
-    if small { try await bulk(count: 10, size: 100, limit: 30, o, then: o.saves) }
-    if o.only == nil || o.only == "memory" { try await memory(notes: o.memoryNotes, o) }
-    if o.only == nil || o.only == "rename" { try await renameCost(o) }
+    // The timed radio's default: the small notes and the 100 KB note (the
+    // others take minutes of simulated air; --only runs them).
+    let all = o.only == nil && !o.timing.timed
+    let small = o.only == nil || o.only == "small" || o.only == "save"
+    let transfer =
+      o.timing.timed
+      ? catchUp(count:size:limit:_:then:) : Self.bulk(count:size:limit:_:then:)
+    if small { try await transfer(o.small, 100, 30, o, o.saves) }
+    if all || o.only == "large" { try await transfer(o.large, 10_000, 60, o, 0) }
+    if small { try await transfer(10, 100, 30, o, o.saves) }
+    if o.only == nil || o.only == "note" { try await linkNote(o) }
+    if all || o.only == "memory" { try await memory(notes: o.memoryNotes, o) }
+    if all || o.only == "rename" { try await renameCost(o) }
+  }
+
+  /// --small's default on the timed radio, where a catch-up of 10,000
+  /// notes takes minutes of simulated air.
+  static let defaultTimedSmall = 2_000
+
+  /// One note of `o.noteBytes` saved in A once the link is up: the time
+  /// until it is identical in B, and on the timed radio its floor (half an
+  /// interval, then the carry time of what B received) and throughput.
+  static func linkNote(_ o: Options) async throws {
+    let pair = try Pair("note", controllers: 2, timing: o.timing, keep: o.keep)
+    defer { pair.stop(keep: o.keep) }
+    try pair.start(["A", "B"], ports: try readyPorts(pair.base))
+    let (a, b) = (pair.agents[0], pair.agents[1])
+    guard waitForLog(b.notes + "/../agent.log", ") up (", timeout: 60) else {
+      throw BenchError.failed("no link between A and B within 60 s (see \(pair.base))")
+    }
+    // Let the (empty) catch-up finish.
+    try await Task.sleep(for: .seconds(3))
+    let bytes = note(3, size: o.noteBytes)
+    let temporary = a.notes + "/.tmp-large.md"
+    _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+    let wall = Date()
+    let start = ContinuousClock.now
+    rename(temporary, a.notes + "/large.md")
+    guard
+      let took = waitIdentical(
+        [("large.md", bytes)], in: b.notes, since: start,
+        timeout: timeout(60, bytes: o.noteBytes, o.timing), every: 1_000)
+    else {
+      throw BenchError.failed("the \(o.noteBytes) B note did not reach B (see \(pair.base))")
+    }
+    let end = Date()
+    print(
+      String(
+        format: "one note of %d B saved in A over a link: identical in B after %.1f ms",
+        o.noteBytes, took.secondsValue * 1000))
+    if o.timing.timed {
+      // B's log is complete for the window once its host got the last packet.
+      let lengths = Bench.receivedL2CAPLengths(b.hciLog, from: wall, to: end)
+      printFloor(
+        o.timing, measured: took.secondsValue, lengths: lengths, intervals: 0.5,
+        unavoidable: "half an interval (the next event)", noteBytes: o.noteBytes,
+        target: "80 %")
+    }
+  }
+
+  /// On the timed radio: `count` notes of `size` bytes as a link's catch-up
+  /// (see the type's comment), then `saves` single saves of 2 KB.
+  static func catchUp(count: Int, size: Int, limit: Double, _ o: Options, then saves: Int)
+    async throws
+  {
+    let pair = try Pair(
+      "catch-up-\(count)x\(size)", controllers: 2, timing: o.timing, keep: o.keep)
+    defer { pair.stop(keep: o.keep) }
+    let notes = (0..<count).map { (path($0), note($0, size: size)) }
+    try write(notes, into: pair.base + "/A/notes")
+    let ports = try readyPorts(pair.base)
+    try pair.start(["A"], ports: ports)
+    guard waitForLog(pair.base + "/A/agent.log", "advertising as", timeout: 120) else {
+      throw BenchError.failed("agent A did not come up (see \(pair.base)/A/agent.log)")
+    }
+    try pair.start(["B"], ports: Array(ports.dropFirst()))
+    let (a, b) = (pair.agents[0], pair.agents[1])
+    guard waitForLog(pair.base + "/B/agent.log", ") up (", timeout: 60, every: 2_000) else {
+      throw BenchError.failed("no link between A and B within 60 s (see \(pair.base))")
+    }
+    let wall = Date()
+    let start = ContinuousClock.now
+    let cpuA = cpuSeconds(a.process.processIdentifier)
+    let cpuB = cpuSeconds(b.process.processIdentifier)
+    let wait = timeout(limit * 4, bytes: count * size, o.timing)
+    guard let took = waitIdentical(notes, in: b.notes, since: start, timeout: wait) else {
+      throw BenchError.failed(
+        "\(count) notes of \(size) B did not all reach B (see \(pair.base))")
+    }
+    let end = Date()
+    let seconds = took.secondsValue
+    let usedA = (cpuSeconds(a.process.processIdentifier) - cpuA) / seconds
+    let usedB = (cpuSeconds(b.process.processIdentifier) - cpuB) / seconds
+    print(
+      String(
+        format:
+          "%6d notes of %5d B, a link's catch-up (in A before B started): all byte-identical in B %.2f s after the link was up (B's log, polled every 2 ms); average CPU A %.2f cores, B %.2f cores",
+        count, size, seconds, usedA, usedB))
+    let lengths = Bench.receivedL2CAPLengths(b.hciLog, from: wall, to: end)
+    printFloor(
+      o.timing, measured: seconds, lengths: lengths, intervals: 2, unavoidable: "two intervals (GET_NODES, NODES)", noteBytes: count * size,
+      target: "70 % for 10,000 x 100 B")
+    if saves > 0 { try await singleSaves(pair, count: count, saves: saves) }
+  }
+
+  /// How long to wait for `bytes` of notes: `seconds` on the instant radio;
+  /// on the timed one also 60 s plus ten times their air time (each note
+  /// costs more than its bytes: frames, entries, the walk).
+  static func timeout(_ seconds: Double, bytes: Int, _ timing: RadioTiming) -> Double {
+    guard timing.timed else { return seconds }
+    return max(seconds, 60 + 10 * Double(bytes) / timing.airtimeLimitedBytesPerSecond)
+  }
+
+  /// The timed radio's floor for one figure and the throughput's share of
+  /// the airtime-limited one.
+  static func printFloor(
+    _ timing: RadioTiming, measured: Double, lengths: [Int], intervals: Double,
+    unavoidable: String, noteBytes: Int, target: String
+  ) {
+    let carry = Double(timing.carryTime(lengths)) / 1_000_000
+    let floor = carry + intervals * Double(timing.intervalMicroseconds) / 1_000_000
+    let l2cap = lengths.reduce(0, +)
+    let limit = timing.airtimeLimitedBytesPerSecond
+    print(
+      String(format: "  floor (model): %.3f s = ", floor) + unavoidable
+        + String(
+          format: " + carry %.3f s (%d L2CAP packets, %d B A->B); measured/floor %.2f", carry,
+          lengths.count, l2cap, measured / floor))
+    print(
+      String(
+        format: "  throughput: %.1f KB/s of note bytes, %.0f %% of the airtime-limited %.1f KB/s",
+        Double(noteBytes) / measured / 1000, 100 * Double(noteBytes) / measured / limit,
+        limit / 1000) + " (target \(target)); "
+        + String(
+          format: "L2CAP bytes A->B %.1f KB/s (%.0f %%), %.2f L2CAP bytes per note byte",
+          Double(l2cap) / measured / 1000, 100 * Double(l2cap) / measured / limit,
+          Double(l2cap) / Double(max(1, noteBytes))))
   }
 
   /// A 1 MB note saved in A, then renamed there (rename(2), as `mv` does):
   /// the HCI bytes A's btsnoop log shows for each, from the change to 1.5 s
   /// after B's folder shows it.
   static func renameCost(_ o: Options) async throws {
-    let pair = try Pair("rename", controllers: 2, keep: o.keep)
+    let pair = try Pair("rename", controllers: 2, timing: o.timing, keep: o.keep)
     defer { pair.stop(keep: o.keep) }
     try pair.start(["A", "B"], ports: try readyPorts(pair.base))
     for agent in pair.agents {
@@ -112,9 +279,13 @@ enum ScaleBenchmark {
     let radio: Process
     var agents: [(name: String, notes: String, hciLog: String, process: Process)] = []
 
-    init(_ label: String, controllers: Int, keep: Bool) throws {
+    init(_ label: String, controllers: Int, timing: RadioTiming = RadioTiming(), keep: Bool)
+      throws
+    {
       base = try Bench.temporaryDirectory("baton-bench-scale-\(label)")
-      radio = try Bench.startRadio(controllers: controllers, in: base).process
+      radio = try Bench.startRadio(
+        controllers: controllers, options: timing.radioArguments, in: base
+      ).process
     }
 
     func start(_ names: [String], ports: [UInt16]) throws {
@@ -170,7 +341,7 @@ enum ScaleBenchmark {
   /// it took, or nil after `timeout` seconds.
   static func waitIdentical(
     _ notes: [(String, [UInt8])], in folder: String, since start: ContinuousClock.Instant,
-    timeout: Double
+    timeout: Double, every pause: UInt32 = 20_000
   ) -> Duration? {
     var pending = notes[...]
     while ContinuousClock.now - start < .seconds(timeout) {
@@ -180,7 +351,7 @@ enum ScaleBenchmark {
         pending.removeFirst()
       }
       if pending.isEmpty { return ContinuousClock.now - start }
-      usleep(20_000)
+      usleep(pause)
     }
     return nil
   }
@@ -213,13 +384,15 @@ enum ScaleBenchmark {
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
   }
 
-  static func waitForLog(_ path: String, _ text: String, timeout: Double) -> Bool {
+  static func waitForLog(
+    _ path: String, _ text: String, timeout: Double, every pause: UInt32 = 50_000
+  ) -> Bool {
     let start = ContinuousClock.now
     while ContinuousClock.now - start < .seconds(timeout) {
       if let log = try? String(contentsOfFile: path, encoding: .utf8), log.contains(text) {
         return true
       }
-      usleep(50_000)
+      usleep(pause)
     }
     return false
   }
