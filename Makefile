@@ -57,6 +57,7 @@ test: setup
 	$(SWIFT) build --build-tests $(CHECK_FLAGS)
 	$(SWIFT) test --no-parallel
 	.venv/bin/python3 -m unittest Tests/Radio/test_timing.py
+	.venv/bin/python3 -m unittest Tests/Scripts/test_round_trips.py
 	Tests/Scripts/test-demo-stop.sh
 	$(MAKE) fuzz-smoke
 	$(MAKE) test-vm
