@@ -491,17 +491,27 @@ public final class BlueZHost: RadioHost {
     // connection then reports the peer at once.
     await pauseDiscovery(unlessLinkedTo: peer)
     defer { resumeDiscoveryLater() }
-    let socket = try await withCheckedThrowingContinuation {
-      (continuation: CheckedContinuation<FileDescriptor, any Error>) in
-      // connect(2) blocks (poll with the timeout): on a thread of its own.
-      OwnedThread.start(name: "baton-connect") {
-        continuation.resume(
-          with: Result { () throws(BlueZError) -> FileDescriptor in
-            try L2CAPSocket.connect(
-              from: local, localType: localType, to: peer, type: addressType, psm: psm,
-              timeout: timeout)
-          })
+    // connect(2) blocks (poll with the timeout): on a thread of its own. A
+    // cancelled caller (the agent stopping) cuts it short.
+    let attempt = L2CAPSocket.Attempt()
+    let socket = try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<FileDescriptor, any Error>) in
+        OwnedThread.start(name: "baton-connect") {
+          continuation.resume(
+            with: Result { () throws(BlueZError) -> FileDescriptor in
+              try L2CAPSocket.connect(
+                from: local, localType: localType, to: peer, type: addressType, psm: psm,
+                timeout: timeout, attempt: attempt)
+            })
+        }
       }
+    } onCancel: {
+      attempt.cancel()
+    }
+    if attempt.isCancelled {
+      socket.closeIgnoringErrors()
+      throw CancellationError()
     }
     let channel = try L2CAPSocket.channel(socket, peer: peer)
     track(channel)

@@ -6,6 +6,7 @@ import BatonSystem
 import CBatonShims
 import CBluetooth
 import FoundationEssentials
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -19,6 +20,41 @@ import FoundationEssentials
 enum L2CAPSocket {
   /// The MTU we announce: the largest SDU we accept.
   static let receiveMTU = 65535
+
+  /// A `connect` under way, which another thread may cut short: `cancel`
+  /// shuts its socket down, so the connect's `poll` wakes at once (a
+  /// stopping agent must not wait for a peer that went away).
+  final class Attempt: Sendable {
+    private struct State {
+      var socket: FileDescriptor?
+      var cancelled = false
+    }
+    private let state = Mutex(State())
+
+    /// Registers the attempt's socket; false when it was cancelled already.
+    fileprivate func started(_ socket: FileDescriptor) -> Bool {
+      state.withLock { s in
+        if s.cancelled { return false }
+        s.socket = socket
+        return true
+      }
+    }
+
+    /// The socket is no longer the attempt's (returned, or about to be
+    /// closed): `cancel` must not touch it.
+    fileprivate func finished() {
+      state.withLock { $0.socket = nil }
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func cancel() {
+      state.withLock { s in
+        s.cancelled = true
+        if let socket = s.socket { Socket.shutdownBoth(socket) }
+      }
+    }
+  }
 
   /// A new socket with security level low (no pairing), close-on-exec.
   static func make() throws(BlueZError) -> FileDescriptor {
@@ -108,13 +144,18 @@ enum L2CAPSocket {
     )
   }
 
-  /// Connects from the adapter `local` to `psm` on `peer`, at most `timeout`;
-  /// blocks the calling thread (run it on one we own).
+  /// Connects from the adapter `local` to `psm` on `peer`, at most `timeout`
+  /// or until `attempt` is cancelled; blocks the calling thread (run it on
+  /// one we own).
   static func connect(
     from local: BluetoothAddress, localType: AddressType, to peer: BluetoothAddress,
-    type: AddressType, psm: UInt16, timeout: Duration
+    type: AddressType, psm: UInt16, timeout: Duration, attempt: Attempt? = nil
   ) throws(BlueZError) -> FileDescriptor {
     let socket = try make()
+    guard attempt?.started(socket) ?? true else {
+      socket.closeIgnoringErrors()
+      throw BlueZError.connect(peer: peer, errno: Errno(rawValue: ECANCELED))
+    }
     do throws(BlueZError) {
       try bind(socket, to: address(local, type: localType, psm: 0))
       setReceiveMTU(socket)
@@ -138,6 +179,9 @@ enum L2CAPSocket {
         } catch {
           throw BlueZError.connect(peer: peer, errno: error as? Errno ?? Errno(rawValue: EIO))
         }
+        if attempt?.isCancelled ?? false {
+          throw BlueZError.connect(peer: peer, errno: Errno(rawValue: ECANCELED))
+        }
         if ready.isEmpty { throw BlueZError.connect(peer: peer, errno: Errno(rawValue: ETIMEDOUT)) }
         var status: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
@@ -146,9 +190,11 @@ enum L2CAPSocket {
       }
       _ = fcntl(socket.rawValue, F_SETFL, flags)
     } catch {
+      attempt?.finished()
       socket.closeIgnoringErrors()
       throw error
     }
+    attempt?.finished()
     return socket
   }
 
