@@ -361,7 +361,7 @@ public final class HandoffAgent: AgentCore {
   }
 
   /// The folders of a generation, scanned, with their event streams.
-  struct OpenedFolders: @unchecked Sendable {
+  struct OpenedFolders: Sendable {
     var folders: [(configuration: FolderConfiguration, folder: NotesFolder)] = []
     var streams: [(String, AsyncStream<NotesEvent>)] = []
     /// The activity types whose folder is another one than at the last run
