@@ -30,13 +30,19 @@ final class FrameChannel: MessageChannel {
   }
   private let state: Mutex<State>
 
-  init(_ inner: any MessageChannel, sendKey: [UInt8], receiveKey: [UInt8], peerLabel: String) {
+  /// `handshakeAnswer`: the initiator's M2 and M3, so that a repeated M2
+  /// (the responder did not get M3) is answered with M3 again.
+  init(
+    _ inner: any MessageChannel, sendKey: [UInt8], receiveKey: [UInt8], peerLabel: String,
+    handshakeAnswer: (question: [UInt8], answer: [UInt8])? = nil
+  ) {
     self.inner = inner
     self.peerLabel = peerLabel
     state = Mutex(
       State(
         machine: FrameRecovery(
-          sendKey: sendKey, receiveKey: receiveKey, messageSize: inner.preferredMessageSize)))
+          sendKey: sendKey, receiveKey: receiveKey, messageSize: inner.preferredMessageSize,
+          handshakeAnswer: handshakeAnswer)))
     inner.tolerateLoss()
   }
 

@@ -36,6 +36,8 @@ struct FrameRecovery: Sendable {
   static let headerBytes = 26
   /// Header and AEAD tag.
   static let overhead = headerBytes + HandoffCrypto.aeadTagBytes
+  /// First bytes of M1, M2 and M3 (section 4), which no frame starts with.
+  static let handshakeTypes: ClosedRange<UInt8> = 0x01...0x03
   /// Control frame flag: send every data frame from `ack` again.
   static let resendFlag: UInt8 = 0x01
 
@@ -175,9 +177,20 @@ struct FrameRecovery: Sendable {
   private var badFrames = 0
   private(set) var counts = Counts()
 
-  init(sendKey: [UInt8], receiveKey: [UInt8], messageSize: Int) {
+  // The handshake's tail (PROTOCOL.md section 4, "Repeats").
+  /// The initiator's M2 and M3: M2 again is answered with M3 again.
+  private let handshakeAnswer: (question: [UInt8], answer: [UInt8])?
+  private var handshakeAnswersLeft = HandshakeRepeater.limit
+  /// Handshake messages received after the handshake, all dropped.
+  private var handshakeStrays = 0
+
+  init(
+    sendKey: [UInt8], receiveKey: [UInt8], messageSize: Int,
+    handshakeAnswer: (question: [UInt8], answer: [UInt8])? = nil
+  ) {
     self.sendKey = sendKey
     self.receiveKey = receiveKey
+    self.handshakeAnswer = handshakeAnswer
     largestPayload = max(Self.smallestPayload, messageSize - Self.overhead)
     payloadSize = largestPayload
   }
@@ -217,6 +230,20 @@ struct FrameRecovery: Sendable {
   /// One frame from the peer.
   mutating func receive(_ frame: [UInt8], report: FlowReport, now: Instant) -> Actions {
     var actions = Actions()
+    if let first = frame.first, Self.handshakeTypes.contains(first) {
+      // The peer repeats a handshake message: ours to it was lost. Not a
+      // frame, so neither damage nor a gap.
+      handshakeStrays += 1
+      if handshakeStrays > Self.maxBadFrames {
+        actions.failure = "\(handshakeStrays) handshake messages after the handshake"
+        return actions
+      }
+      if let (question, answer) = handshakeAnswer, frame == question, handshakeAnswersLeft > 0 {
+        handshakeAnswersLeft -= 1
+        actions.transmit.append(answer)
+      }
+      return actions
+    }
     guard let (header, plain) = Self.open(frame, key: receiveKey) else {
       // Damaged below us (or not from the peer): whatever it was, ask for
       // what we need next.

@@ -69,6 +69,8 @@ package struct SecureChannel: Sendable {
   /// Byte sizes: M1; the headers (everything before the sealed identity) of M2 and M3;
   /// where each ephemeral public key sits in its message.
   static let helloBytes = 34
+  /// The version notice: `0x02, version`.
+  static let versionNoticeBytes = 2
   static let challengeResponseHeaderBytes = 90
   static let responseHeaderBytes = 57
   static let responderEphemeralRange = 34..<66
@@ -88,12 +90,25 @@ package struct SecureChannel: Sendable {
       await channel.close()
       return .authenticationFailed(peer: peerLabel, reason: reason, keyMayDiffer: keyMayDiffer)
     }
+    // One deadline for the whole handshake, however many repeats it takes.
+    let deadline = ContinuousClock.now + timeout
     func next() async throws -> [UInt8] {
-      guard let m = try await receiveWithTimeout(channel, timeout, peer: peerLabel) else {
-        throw HandoffError.channelClosed(peer: peerLabel)
+      // A timeout names the handshake's whole time, not what was left of it.
+      let silence = HandoffError.timeout(peer: peerLabel, seconds: timeout.secondsValue)
+      let left = ContinuousClock.now.duration(to: deadline)
+      guard left > .zero else { throw silence }
+      let m: [UInt8]?
+      do {
+        m = try await receiveWithTimeout(channel, left, peer: peerLabel)
+      } catch HandoffError.timeout {
+        throw silence
       }
+      guard let m else { throw HandoffError.channelClosed(peer: peerLabel) }
       return m
     }
+    // A fault below drops the message it hit instead of failing the channel:
+    // a lost or damaged handshake message is sent again (section 4, "Repeats").
+    channel.tolerateLoss()
     // This session's ephemeral X25519 key, wiped once the shared secret is made.
     var ephemeralSecret = HandoffCrypto.random(HandoffCrypto.x25519Bytes)
     defer { HandoffCrypto.wipe(&ephemeralSecret) }
@@ -106,26 +121,66 @@ package struct SecureChannel: Sendable {
     if initiator {
       m1 = makeHello(challenge: HandoffCrypto.random(32))
       try await channel.send(m1)
-      do {
-        m2 = try await next()
-      } catch HandoffError.channelClosed {
-        // A protocol 1 responder closes on a hello of another version, saying
-        // nothing. A channel that failed here (data lost or damaged, a stall,
-        // a connection timeout) is a radio fault instead: retried as any.
-        guard channel.closedByPeer else { throw HandoffError.channelClosed(peer: peerLabel) }
-        throw HandoffError.peerRefusedHello(peer: peerLabel)
+      let repeater = HandshakeRepeater(m1, over: channel)
+      var opened: (m2: [UInt8], id: PeerIdentity)?
+      // The version an M2 of another version claimed: believed once it comes
+      // twice, or the peer ends the channel (an M2 damaged in its version
+      // byte comes right the second time).
+      var otherVersion: UInt8?
+      while opened == nil {
+        let answer: [UInt8]
+        do {
+          answer = try await next()
+        } catch HandoffError.channelClosed {
+          await repeater.stop()
+          if let otherVersion {
+            throw HandoffError.peerProtocolVersion(peer: peerLabel, version: otherVersion)
+          }
+          // A protocol 1 responder closes on a hello of another version, saying
+          // nothing. A channel that failed here (data lost or damaged, a stall,
+          // a connection timeout) is a radio fault instead: retried as any.
+          guard channel.closedByPeer else { throw HandoffError.channelClosed(peer: peerLabel) }
+          throw HandoffError.peerRefusedHello(peer: peerLabel)
+        } catch {
+          await repeater.stop()
+          throw error
+        }
+        if answer.count == versionNoticeBytes, answer[0] == challengeResponse {
+          await repeater.stop()
+          // A version notice with our own version: the responder read another
+          // in our hello, which was damaged on the way; it has closed.
+          guard answer[1] != handshakeVersion else { throw HandoffError.channelClosed(peer: peerLabel) }
+          await channel.close()
+          throw HandoffError.peerProtocolVersion(peer: peerLabel, version: answer[1])
+        }
+        if answer.count > versionNoticeBytes, answer[0] == challengeResponse,
+          answer[1] != handshakeVersion
+        {
+          if otherVersion != answer[1], await repeater.now() {
+            otherVersion = answer[1]
+            continue
+          }
+          await repeater.stop()
+          await channel.close()
+          throw HandoffError.peerProtocolVersion(peer: peerLabel, version: answer[1])
+        }
+        switch openChallengeResponse(answer, hello: m1, keys: keys) {
+        case .identity(let id): opened = (answer, id)
+        case .sealBroken:
+          // Damaged on the way, or sealed under another key: ask again while
+          // repeats are left (the responder answers a repeated hello with the
+          // same M2), then count it as not opening.
+          if await repeater.now() { continue }
+          await repeater.stop()
+          throw await fail("its challenge response does not verify")
+        case .signatureBroken:
+          await repeater.stop()
+          throw await fail(Self.signatureFailure, keyMayDiffer: false)
+        }
       }
-      if m2.count >= 2, m2[0] == challengeResponse, m2[1] != handshakeVersion {
-        await channel.close()
-        throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m2[1])
-      }
-      let id: PeerIdentity
-      switch openChallengeResponse(m2, hello: m1, keys: keys) {
-      case .identity(let opened): id = opened
-      case .sealBroken: throw await fail("its challenge response does not verify")
-      case .signatureBroken:
-        throw await fail(Self.signatureFailure, keyMayDiffer: false)
-      }
+      await repeater.stop()
+      guard let (answer, id) = opened else { throw HandoffError.channelClosed(peer: peerLabel) }
+      m2 = answer
       // Refused before M3 goes out (PROTOCOL.md section 4): M3 would prove
       // our identity to whoever reflected our own.
       guard id.device != me.device else {
@@ -147,31 +202,92 @@ package struct SecureChannel: Sendable {
         nonce: HandoffCrypto.random(24), me: me, keys: keys)
       try await channel.send(m3)
     } else {
-      m1 = try await next()
-      guard m1.count >= 2, m1[0] == hello else {
-        throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
+      // The hello; a damaged one is dropped, since the initiator repeats it.
+      var hello: [UInt8]?
+      var malformed = 0
+      while hello == nil {
+        let m = try await next()
+        if m.count >= 2, m[0] == Self.hello, m[1] != handshakeVersion {
+          // Tell the peer our version (a protocol 1 initiator reports it), then close.
+          try? await channel.send([challengeResponse, handshakeVersion])
+          await channel.close()
+          throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m[1])
+        }
+        if m.count == helloBytes, m[0] == Self.hello {
+          hello = m
+        } else {
+          malformed += 1
+          guard malformed <= HandshakeRepeater.limit else {
+            throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
+          }
+        }
       }
-      guard m1[1] == handshakeVersion else {
-        // Tell the peer our version (a protocol 1 initiator reports it), then close.
-        try? await channel.send([challengeResponse, handshakeVersion])
-        await channel.close()
-        throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m1[1])
+      guard var hello else { throw HandoffError.channelClosed(peer: peerLabel) }
+      func answer(_ hello: [UInt8]) -> [UInt8] {
+        makeChallengeResponse(
+          hello: hello, challenge: HandoffCrypto.random(32), ephemeral: ephemeralPublic,
+          nonce: HandoffCrypto.random(24), me: me, keys: keys)
       }
-      guard m1.count == helloBytes else {
-        throw await fail("malformed hello (not a baton agent?)", keyMayDiffer: false)
+      var challengeResponse = answer(hello)
+      try await channel.send(challengeResponse)
+      var repeater = HandshakeRepeater(challengeResponse, over: channel)
+      var opened: (m3: [UInt8], id: PeerIdentity)?
+      // What else may come before M3: repeated hellos (answered with M2
+      // again), another hello (the first reached us damaged: the initiator
+      // could not open our M2 and repeated its own; answered afresh), and
+      // frames of an initiator that finished (its M3 was lost; dropped, and
+      // sent again by the frame layer once we are done).
+      var strays = 0
+      var restarts = 0
+      while opened == nil {
+        let m: [UInt8]
+        do {
+          m = try await next()
+        } catch {
+          await repeater.stop()
+          throw error
+        }
+        if m == hello {
+          await repeater.now()
+          continue
+        }
+        if m.count == helloBytes, m[0] == Self.hello, m[1] == handshakeVersion,
+          restarts < HandshakeRepeater.limit
+        {
+          restarts += 1
+          await repeater.stop()
+          hello = m
+          challengeResponse = answer(hello)
+          try await channel.send(challengeResponse)
+          repeater = HandshakeRepeater(challengeResponse, over: channel)
+          continue
+        }
+        if m.first != Self.response {
+          strays += 1
+          guard strays <= FrameRecovery.maxBadFrames else {
+            await repeater.stop()
+            throw await fail("its response does not verify")
+          }
+          continue
+        }
+        switch openResponse(m, hello: hello, challengeResponse: challengeResponse, keys: keys) {
+        case .identity(let id): opened = (m, id)
+        case .sealBroken:
+          // Damaged on the way (an initiator that opened M2 holds the key):
+          // M2 again asks for M3 again.
+          if await repeater.now() { continue }
+          await repeater.stop()
+          throw await fail("its response does not verify")
+        case .signatureBroken:
+          await repeater.stop()
+          throw await fail(Self.signatureFailure, keyMayDiffer: false)
+        }
       }
-      m2 = makeChallengeResponse(
-        hello: m1, challenge: HandoffCrypto.random(32), ephemeral: ephemeralPublic,
-        nonce: HandoffCrypto.random(24), me: me, keys: keys)
-      try await channel.send(m2)
-      m3 = try await next()
-      let id: PeerIdentity
-      switch openResponse(m3, hello: m1, challengeResponse: m2, keys: keys) {
-      case .identity(let opened): id = opened
-      case .sealBroken: throw await fail("its response does not verify")
-      case .signatureBroken:
-        throw await fail(Self.signatureFailure, keyMayDiffer: false)
-      }
+      await repeater.stop()
+      guard let (answer, id) = opened else { throw HandoffError.channelClosed(peer: peerLabel) }
+      m1 = hello
+      m2 = challengeResponse
+      m3 = answer
       guard
         let dh = HandoffCrypto.x25519(
           secret: ephemeralSecret, peerPublic: Array(m3[initiatorEphemeralRange]))
@@ -192,9 +308,11 @@ package struct SecureChannel: Sendable {
       hello: m1, challengeResponse: m2, response: m3, initiator: initiatorID,
       responder: responderID, shared: shared, keys: keys)
     let label = "\(peer.name) (\(peerLabel))"
+    // The initiator answers a repeated M2 (its M3 was lost) with M3 again.
     let frames = FrameChannel(
       channel, sendKey: initiator ? toResponder : toInitiator,
-      receiveKey: initiator ? toInitiator : toResponder, peerLabel: label)
+      receiveKey: initiator ? toInitiator : toResponder, peerLabel: label,
+      handshakeAnswer: initiator ? (m2, m3) : nil)
     return SecureChannel(
       channel: frames, frames: frames, peer: peer, peerLabel: label, timeout: timeout,
       maxNoteSize: maxNoteSize)
