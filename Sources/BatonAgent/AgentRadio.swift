@@ -8,20 +8,16 @@ import Synchronization
 
 /// The agent's side of the radio: opens the controller (and reopens it with
 /// back-off when it is lost), advertises the engine's beacon, scans for
-/// peers' beacons, and keeps one link (PROTOCOL.md 6.2) with every keyed peer
-/// in range, up to `maxLinks`: of the two, the one whose device id is lower
-/// (the lower address while either is unknown) connects, the other accepts,
-/// and connects itself only if no link has come `linkFallback` after it
-/// first heard the peer. Peers beyond the limit, or that refuse links, get
-/// the per-change sessions of PROTOCOL.md 6 when their beacon differs.
+/// peers' beacons on the `ScanSchedule`, and makes the links and sessions
+/// the `PeerScheduler` decides on (one link, PROTOCOL.md 6.2, with every
+/// keyed peer in range up to a limit; per-change sessions, PROTOCOL.md 6,
+/// with the others): the driver of those two state machines.
 ///
 /// Everything that happens on one open controller is handled by one loop over
 /// one stream of events, so the decisions (connect or not, re-seal the
 /// beacon, rotate the address) never race each other; sessions run as child
 /// tasks of that loop and end with it.
 final class AgentRadio: Sendable {
-  /// How long a peer counts as in range after its last beacon.
-  static let inRangeWindow: TimeInterval = 60
   /// The longest a session waits for the peer to take or give a message.
   static let sessionDeadline: Duration = .seconds(20)
   /// How long the agent with the higher address gives the other to connect
@@ -29,25 +25,8 @@ final class AgentRadio: Sendable {
   static let yieldDelay: Duration = .milliseconds(1500)
   /// The longest we wait for a connection to a peer to complete.
   static let connectTimeout: Duration = .seconds(5)
-  /// How many links are kept at once (baton(1)); most controllers hold 4 to
-  /// 8 connections, and one must stay free for per-change sessions.
-  static let maxLinks = 4
-  /// How long the side that only accepts waits for the peer's link before
-  /// connecting itself (the peer may be at its limit, not know us yet, or
-  /// not be scanning: a linked agent scans only in windows, so for a
-  /// newcomer this wait is part of every new link). A peer that is
-  /// scanning hears our beacon well within it (every 200 ms, or 1.28 s
-  /// from bluetoothd) and connects first.
-  static let linkFallback: Duration = .milliseconds(2500)
   /// How long a peer that connected to us has to open its channel.
   static let channelWait: Duration = .seconds(10)
-  /// Link attempts that fail in a row before the peer gets per-change
-  /// sessions instead, for `linkRetryPause`.
-  static let linkAttempts = 3
-  static let linkRetryPause: Duration = .seconds(60)
-  /// Connection attempts the controller refuses because it still holds an
-  /// abandoned one (it did not carry out the cancel) before it is reopened.
-  static let stuckAttemptsBeforeReopen = 3
   /// Back-off between attempts to reopen a lost controller.
   static let reopenDelays: [Duration] = [
     .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
@@ -99,56 +78,14 @@ final class AgentRadio: Sendable {
     case closed(reason: String)
   }
 
-  /// A link, from the moment we decide to make it (or a peer opens one).
-  private struct LinkEntry {
-    var device: DeviceID?
-    var name: String?
-    /// nil while connecting and during the handshake.
-    var link: HandoffLink?
-    /// When the link came up (its handshake done): the scan schedule's turns.
-    var since: ContinuousClock.Instant?
-    /// The last other address of this peer we probed the link for.
-    var probed: String?
-  }
-
-  private struct Peer {
-    var lastSeen: Date
-    var rssi: Int
-    var beacon: [UInt8]
-  }
-
   private struct State {
     var host: (any RadioHost)?
     var events: AsyncStream<Event>.Continuation?
-    /// Keyed peers heard, by address.
-    var heard: [String: Peer] = [:]
-    /// Peer names learnt in sessions, or by resolving a peer's new address
-    /// (PROTOCOL.md, "Addresses"), by address.
-    var names: [String: String] = [:]
-    /// Addresses heard that resolve to no peer we know (cleared when a session
-    /// teaches us a new peer).
-    var unresolved: Set<String> = []
-    /// Addresses with a session or link under way (either direction).
-    var busy: Set<String> = []
+    /// Who we connect to, and how: peers heard, links, connections.
+    var peers: PeerScheduler<HandoffLink>
     /// A `.beaconChanged` is queued and not yet handled: a burst of saves
     /// makes one re-seal, not one per save (issue 14's livelock).
     var beaconPending = false
-    /// Links, by the address of their connection.
-    var links: [String: LinkEntry] = [:]
-    /// Device ids of heard addresses, resolved (PROTOCOL.md 3.1).
-    var devices: [String: DeviceID] = [:]
-    /// Peers heard with no link, when we accept rather than connect: since when.
-    var waiting: [String: ContinuousClock.Instant] = [:]
-    /// Failed link attempts in a row, and until when the peer gets sessions.
-    var linkFailures: [String: (count: Int, pausedUntil: ContinuousClock.Instant?)] = [:]
-    /// Incoming connections still without a channel: their token.
-    var awaitingChannel: [String: UInt64] = [:]
-    var nextToken: UInt64 = 0
-    /// Connection attempts refused in a row for an abandoned one.
-    var stuckAttempts = 0
-    /// Links this controller holds: `maxLinks`, or fewer once it refused a
-    /// connection for lack of room.
-    var linkLimit = AgentRadio.maxLinks
     /// When to scan (baton(1), Scanning), and what the host was last told
     /// (it scans unless `.off`).
     var schedule = ScanSchedule(mode: .windows, seed: 0)
@@ -164,32 +101,6 @@ final class AgentRadio: Sendable {
     /// The host changed how it scans: tell it the schedule's step, even if
     /// the step did not change.
     var scanToldStale = false
-    /// The beacon goes out closed (not connectable) unless a window is open:
-    /// the host's address is not private (PROTOCOL.md 3.3).
-    var closedByDefault = false
-    /// A window a peer asked for: connectable until then.
-    var windowUntil: ContinuousClock.Instant?
-    /// Windows opened since the controller was opened, for the log.
-    var windows = 0
-    /// We heard a closed keyed peer without a link: our beacon asks it to
-    /// open, until then.
-    var askingUntil: ContinuousClock.Instant?
-  }
-
-  /// How long a window stays open: the asker connects within the link
-  /// fallback (4 s) once it hears it, and bluetoothd sends our beacon every
-  /// 1.28 s.
-  static let windowLength: Duration = .seconds(15)
-  /// How long we ask after we last heard a closed peer we want a link with.
-  static let askLength: Duration = .seconds(20)
-
-  /// Whether our beacon is closed now, and whether it asks.
-  private static func beaconFlags(_ s: State, now: ContinuousClock.Instant) -> (
-    closed: Bool, asking: Bool
-  ) {
-    let window = s.windowUntil.map { now < $0 } ?? false
-    let asking = s.askingUntil.map { now < $0 } ?? false
-    return (s.closedByDefault && !window, asking)
   }
 
   /// Our beacon sealed now, and whether to advertise it connectable; while
@@ -199,7 +110,7 @@ final class AgentRadio: Sendable {
     if let session = pairing(), session.isOpen() {
       return (PairingAdvertisement.make(slot: session.offer.code.slot), true)
     }
-    let (closed, asking) = state.withLock { Self.beaconFlags($0, now: .now) }
+    let (closed, asking) = state.withLock { $0.peers.beaconFlags(now: .now) }
     return (await engine.currentBeacon(closed: closed, asking: asking), !closed)
   }
 
@@ -213,7 +124,7 @@ final class AgentRadio: Sendable {
 
   let configuration: AgentConfiguration
   let engine: HandoffEngine
-  private let state = Mutex(State())
+  private let state: Mutex<State>
   private let log = Logger(label: "radio")
 
   /// The machine resumed from suspend (`SleepWatcher`): anyone may be
@@ -234,6 +145,7 @@ final class AgentRadio: Sendable {
     self.configuration = configuration
     self.engine = engine
     self.pairing = pairing
+    state = Mutex(State(peers: PeerScheduler(device: engine.deviceID)))
   }
 
   /// Our current address, once the controller is open.
@@ -274,45 +186,9 @@ final class AgentRadio: Sendable {
   /// Keyed peers heard within the last minute, and linked peers, most
   /// recent first, each with its link state.
   func peersInRange() -> [AgentStatus.Peer] {
-    let cutoff = Date().addingTimeInterval(-Self.inRangeWindow)
-    return state.withLock { s in
-      func linkState(_ address: String) -> (String, LinkEntry)? {
-        let device = s.devices[address]
-        let entry =
-          s.links[address].map { (address, $0) }
-          ?? s.links.first { device != nil && $0.value.device == device }.map { ($0.key, $0.value) }
-        return entry.map { ($0.1.link == nil ? "connecting" : "up", $0.1) }
-      }
-      var shown: Set<String> = []
-      var peers: [AgentStatus.Peer] = s.heard.filter { $0.value.lastSeen >= cutoff }
-        .map {
-          let link = linkState($0.key)
-          shown.insert($0.key)
-          return AgentStatus.Peer(
-            name: s.names[$0.key] ?? link?.1.name ?? "?", address: $0.key,
-            lastSeen: $0.value.lastSeen, rssi: $0.value.rssi, link: link?.0)
-        }
-      // A linked peer whose beacon is not heard (or heard under another
-      // address only) is still in range: show its link's address.
-      for (address, entry) in s.links where entry.link != nil && !shown.contains(address) {
-        let heardElsewhere = peers.contains {
-          $0.link == "up" && s.devices[$0.address] != nil && s.devices[$0.address] == entry.device
-        }
-        if heardElsewhere { continue }
-        peers.append(
-          AgentStatus.Peer(
-            name: entry.name ?? s.names[address] ?? "?", address: address,
-            lastSeen: s.heard[address]?.lastSeen ?? Date(), rssi: s.heard[address]?.rssi,
-            link: "up"))
-      }
-      // A closed beacon comes from a fresh address at every seal
-      // (PROTOCOL.md 3.3): one row per device, its latest address.
-      var seen: Set<DeviceID> = []
-      return peers.sorted { $0.lastSeen > $1.lastSeen }.filter { peer in
-        guard let device = s.devices[peer.address] else { return true }
-        return seen.insert(device).inserted
-      }
-    }
+    let now = Date()
+    let cutoff = now.addingTimeInterval(-PeerScheduler<HandoffLink>.inRangeWindow)
+    return state.withLock { $0.peers.peers(heardSince: cutoff, now: now) }
   }
 
   // MARK: The controller's life
@@ -366,13 +242,7 @@ final class AgentRadio: Sendable {
     state.withLock {
       $0.host = host
       $0.events = continuation
-      $0.busy = []
       $0.beaconPending = false
-      $0.links = [:]
-      $0.waiting = [:]
-      $0.awaitingChannel = [:]
-      $0.stuckAttempts = 0
-      $0.linkLimit = Self.maxLinks
       // A controller (re)opened: anyone may be around.
       $0.schedule = ScanSchedule(
         mode: configuration.scanning, seed: UInt64.random(in: 0...UInt64.max))
@@ -393,12 +263,7 @@ final class AgentRadio: Sendable {
     let reports: AsyncStream<AdvertisingReport>
     let channels = host.listenForChannels(psm: HandoffAgent.psm)
     do {
-      state.withLock {
-        $0.closedByDefault = !host.addressIsPrivate
-        $0.windowUntil = nil
-        $0.askingUntil = nil
-        $0.windows = 0
-      }
+      state.withLock { $0.peers.controllerOpened(addressIsPrivate: host.addressIsPrivate) }
       let beacon = await sealedBeacon()
       try await host.startAdvertising(
         data: beacon.data, intervalMilliseconds: interval, connectable: beacon.connectable)
@@ -523,7 +388,7 @@ final class AgentRadio: Sendable {
           let address = report.address.description
           let action = await decide(report, on: host)
           // Only a keyed peer's beacon can change the schedule.
-          if state.withLock({ $0.heard[address] != nil }) { await applySchedule() }
+          if state.withLock({ $0.peers.heard[address] != nil }) { await applySchedule() }
           switch action {
           case .none:
             break
@@ -540,10 +405,7 @@ final class AgentRadio: Sendable {
           }
         case .channel(let channel):
           let address = channel.peerAddress.description
-          state.withLock {
-            _ = $0.busy.insert(address)
-            $0.awaitingChannel[address] = nil
-          }
+          state.withLock { $0.peers.channelOpened(address) }
           group.addTask {
             await self.respond(on: channel, with: address, host: host)
             continuation.yield(.sessionEnded(address: address))
@@ -553,24 +415,14 @@ final class AgentRadio: Sendable {
           // back. If it never does (its Connection Complete was lost, or it
           // died), the connection is dropped after `channelWait`.
           let address = peer.description
-          let token = state.withLock { s -> UInt64 in
-            s.busy.insert(address)
-            s.nextToken &+= 1
-            s.awaitingChannel[address] = s.nextToken
-            return s.nextToken
-          }
+          let token = state.withLock { $0.peers.peerConnected(address) }
           group.addTask {
             try? await Timers.shared.sleep(for: Self.channelWait)
             continuation.yield(.noChannel(peer, token: token))
           }
         case .noChannel(let peer, let token):
           let address = peer.description
-          let expired = state.withLock { s -> Bool in
-            guard s.awaitingChannel[address] == token else { return false }
-            s.awaitingChannel[address] = nil
-            s.busy.remove(address)
-            return true
-          }
+          let expired = state.withLock { $0.peers.channelWaitEnded(address, token: token) }
           if expired {
             log.warning(
               "\(address) connected but opened no channel within \(Self.channelWait);"
@@ -578,7 +430,7 @@ final class AgentRadio: Sendable {
             group.addTask { await host.disconnect(peer: peer) }
           }
         case .sessionEnded(let address):
-          state.withLock { _ = $0.busy.remove(address) }
+          state.withLock { $0.peers.sessionEnded(address) }
           await applySchedule()
           await refreshBeacon(host)
         case .reopen(let why):
@@ -629,19 +481,10 @@ final class AgentRadio: Sendable {
   /// What the scan schedule depends on, from the radio's state.
   private static func situation(_ s: State) -> ScanSchedule.Situation {
     let cutoff = Date().addingTimeInterval(-unlinkedPeerWindow)
-    let linkedDevices = Set(s.links.values.compactMap(\.device))
-    let unlinked = s.heard.contains { address, peer in
-      guard peer.lastSeen >= cutoff, s.links[address] == nil else { return false }
-      guard let device = s.devices[address] else { return true }
-      return !linkedDevices.contains(device)
-    }
-    // The oldest link up: both its ends take turns scanning by it.
-    let oldest = s.links.values.filter { $0.link != nil && $0.since != nil }
-      .min { $0.since! < $1.since! }
-    let anchor = oldest.map { ScanSchedule.Anchor(since: $0.since!, initiator: $0.link!.initiator) }
     return ScanSchedule.Situation(
-      linksUp: s.links.values.filter { $0.link != nil }.count, unlinkedPeer: unlinked,
-      audio: s.audio, passive: s.passive != nil, closed: s.closedByDefault, anchor: anchor)
+      linksUp: s.peers.linksUp, unlinkedPeer: s.peers.unlinkedPeer(heardSince: cutoff),
+      audio: s.audio, passive: s.passive != nil, closed: s.peers.closedByDefault,
+      anchor: s.peers.anchor)
   }
 
   private enum Action {
@@ -652,28 +495,9 @@ final class AgentRadio: Sendable {
     case session
   }
 
-  /// A keyed peer without a link was heard: if its beacon is closed, ask
-  /// (our beacon's asking flag, for `askLength`); if it asks and we are
-  /// closed, open a window for `windowLength`. Either changes our beacon.
-  private func answerFlags(of content: BeaconContent, now: ContinuousClock.Instant) {
-    enum Change { case none, ask(ContinuousClock.Instant), window(ContinuousClock.Instant, Int) }
-    let change = state.withLock { s -> Change in
-      if content.asking, s.closedByDefault, !(s.windowUntil.map { now < $0 } ?? false) {
-        let until = now + Self.windowLength
-        s.windowUntil = until
-        s.windows += 1
-        return .window(until, s.windows)
-      }
-      if content.closed {
-        let wasAsking = s.askingUntil.map { now < $0 } ?? false
-        // Extended while the peer is heard; the beacon changes only when
-        // the asking starts (and when it ends).
-        let until = now + Self.askLength
-        s.askingUntil = until
-        return wasAsking ? .none : .ask(until)
-      }
-      return .none
-    }
+  /// Our beacon's flags changed for a beacon heard (PROTOCOL.md 3.3): re-seal
+  /// it now and when the change ends.
+  private func flagsChanged(_ change: PeerScheduler<HandoffLink>.FlagChange) {
     switch change {
     case .none:
       return
@@ -684,107 +508,48 @@ final class AgentRadio: Sendable {
     case .window(let until, let count):
       log.info(
         "a peer asks for a link: advertising connectably for "
-          + "\(Self.windowLength.components.seconds) s (window \(count))")
+          + "\(PeerScheduler<HandoffLink>.windowLength.components.seconds) s (window \(count))")
       beaconChanged()
       beaconChanged(at: until)
     }
   }
 
-  /// Records a keyed peer's beacon and decides what to do about it.
+  /// Records a keyed peer's beacon and decides what to do about it: the
+  /// scheduler decides, the engine's bounds on connections (PROTOCOL.md 3,
+  /// "Replays") have the last word, and the scheduler claims the address.
   private func decide(_ report: AdvertisingReport, on host: any RadioHost) async -> Action {
     guard let content = engine.openBeacon(report.data) else { return .none }
     let address = report.address.description
-    let unknown = state.withLock { s -> Bool in
-      s.heard[address] = Peer(lastSeen: Date(), rssi: report.rssi, beacon: report.data)
-      // Closed beacons come from a fresh address at every seal: forget the
-      // addresses not heard for a while.
-      if s.heard.count > 256 {
-        let cutoff = Date().addingTimeInterval(-Self.inRangeWindow)
-        s.heard = s.heard.filter { $0.value.lastSeen >= cutoff }
-      }
-      return s.names[address] == nil && !s.unresolved.contains(address)
+    let unknown = state.withLock {
+      $0.peers.hear(address, rssi: report.rssi, beacon: report.data, at: Date())
     }
     if unknown {
       // A peer we know under a new address (it rotated, or sent a closed
       // beacon from a fresh one): its name carries over.
       var peer = await engine.peer(resolving: report.address.bytes)
       if peer == nil { peer = await engine.peer(resolvingBeacon: report.data) }
-      state.withLock {
-        if let peer {
-          $0.names[address] = peer.name
-          $0.devices[address] = peer.device
-        } else {
-          _ = $0.unresolved.insert(address)
-        }
-        if $0.unresolved.count > 1024 { $0.unresolved.removeAll() }
-        if $0.devices.count > 1024 { $0.devices.removeAll() }
-        if $0.waiting.count > 1024 { $0.waiting.removeAll() }
-      }
+      state.withLock { $0.peers.resolved(address, as: peer) }
     }
-    let now = ContinuousClock.now
-    enum Seen {
-      case linked(probe: HandoffLink?)
-      case busy
-      case free(device: DeviceID?, links: Int, since: ContinuousClock.Instant?, paused: Bool)
+    let (decision, flags) = state.withLock {
+      $0.peers.consider(
+        address, content: content, ourAddress: host.address.description,
+        connectsFromAnotherAddress: host.connectsFromAnotherAddress, now: .now)
     }
-    let seen = state.withLock { s -> Seen in
-      let device = s.devices[address]
-      if let (linkAddress, entry) = s.links.first(where: {
-        $0.key == address || (device != nil && $0.value.device == device)
-      }) {
-        // The peer under another address: it rotated, or it restarted and
-        // this link is half-open. A PING tells which.
-        guard linkAddress != address, entry.probed != address, let link = entry.link else {
-          return .linked(probe: nil)
-        }
-        s.links[linkAddress]?.probed = address
-        return .linked(probe: link)
-      }
-      if s.busy.contains(address) { return .busy }
-      var paused = false
-      if let until = s.linkFailures[address]?.pausedUntil {
-        if now < until { paused = true } else { s.linkFailures[address] = nil }
-      }
-      // At the limit, the peer gets per-change sessions (as if links were full).
-      let links = s.links.count + Self.maxLinks - s.linkLimit
-      return .free(device: device, links: links, since: s.waiting[address], paused: paused)
-    }
-    switch seen {
-    case .linked(let probe):
-      probe?.probe()
+    flagsChanged(flags)
+    switch decision {
+    case .ignore, .wait:
       return .none
-    case .busy:
+    case .probe(let link):
+      link.probe()
       return .none
-    case .free(let device, let links, let since, let paused):
-      // PROTOCOL.md 3.3: a closed peer cannot be connected to; ask it to
-      // open. A peer that asks gets a window, if we are closed.
-      if links < Self.maxLinks && !paused { answerFlags(of: content, now: now) }
-      if content.closed { return .none }
-      if links < Self.maxLinks && !paused && !host.connectsFromAnotherAddress {
-        let ours =
-          device.map { engine.deviceID.rawValue < $0.rawValue }
-          ?? (host.address.description < address)
-        let fallback = since.map { now - $0 >= Self.linkFallback } ?? false
-        guard ours || fallback else {
-          if since == nil { state.withLock { $0.waiting[address] = now } }
-          return .none
-        }
-        // A beacon replayed from fresh addresses gets no more connections
-        // for links than for sessions (PROTOCOL.md 3, "Replays").
-        guard await engine.shouldLink(beacon: report.data, from: address) else { return .none }
-        let claimed = state.withLock { s -> Bool in
-          guard s.busy.insert(address).inserted else { return false }
-          s.waiting[address] = nil
-          s.links[address] = LinkEntry(device: device)
-          return true
-        }
-        return claimed ? .link : .none
-      }
-      // Per-change sessions: beyond the link limit, for a peer that refuses
-      // links, and on a backend whose connections peers cannot recognise.
+    case .link(let device):
+      // A beacon replayed from fresh addresses gets no more connections
+      // for links than for sessions (PROTOCOL.md 3, "Replays").
+      guard await engine.shouldLink(beacon: report.data, from: address) else { return .none }
+      return state.withLock { $0.peers.claimLink(address, device: device) } ? .link : .none
+    case .session:
       guard await engine.shouldConnect(beacon: report.data, from: address) else { return .none }
-      let claimed = state.withLock { $0.busy.insert(address).inserted }
-      return claimed ? .session : .none
+      return state.withLock { $0.peers.claimSession(address) } ? .session : .none
     }
   }
 
@@ -792,7 +557,7 @@ final class AgentRadio: Sendable {
   private func link(to peer: BluetoothAddress, type: AddressType, on host: any RadioHost) async {
     let address = peer.description
     // The placeholder made by `decide`, unless a link took its place.
-    defer { state.withLock { s in if s.links[address]?.link == nil { s.links[address] = nil } } }
+    defer { state.withLock { $0.peers.linkAttemptEnded(address) } }
     // Connected already (it connected to us meanwhile): its link will do.
     // Connecting again to a peer we are linked with can wedge a controller.
     if host.isConnected(to: peer) { return }
@@ -800,10 +565,10 @@ final class AgentRadio: Sendable {
     do {
       channel = try await host.openChannel(
         to: peer, addressType: type, psm: HandoffAgent.psm, timeout: Self.connectTimeout)
-      state.withLock { $0.stuckAttempts = 0 }
+      state.withLock { $0.peers.connected() }
     } catch {
       log.info("cannot link with \(address): \(error)")
-      linkFailed(address)
+      state.withLock { $0.peers.linkFailed(address, now: .now) }
       noteConnectFailure(error, host: host)
       noteNoRoom(error, host: host)
       return
@@ -813,11 +578,11 @@ final class AgentRadio: Sendable {
       let link = try await engine.openLink(
         over: guarded, peerAddress: address,
         authenticated: { name, device in self.learnt(name, device, at: address) })
-      state.withLock { _ = $0.linkFailures.removeValue(forKey: address) }
+      state.withLock { $0.peers.linkOpened(address) }
       await run(link, at: address)
     } catch {
       log.info("cannot link with \(address): \(error)")
-      linkFailed(address)
+      state.withLock { $0.peers.linkFailed(address, now: .now) }
     }
     await channel.close()
   }
@@ -850,7 +615,7 @@ final class AgentRadio: Sendable {
         await run(link, at: address)
         // A dead peer's controller may hold the connection: drop it.
         // (Not if another link took its place on the same connection address.)
-        let replacedHere = state.withLock { $0.links[address]?.link != nil }
+        let replacedHere = state.withLock { $0.peers.hasLink(at: address) }
         if link.isDead && !replacedHere { await host.disconnect(peer: channel.peerAddress) }
       }
     } catch {
@@ -917,117 +682,62 @@ final class AgentRadio: Sendable {
     beaconChanged()
   }
 
-  /// Runs a link, unless one with the same peer is up already: then the
-  /// one the rule would have made is kept (initiated by the lower device
-  /// id); of two made the same way, the newer (the peer restarted).
+  /// Runs a link, unless one with the same peer is up already and the
+  /// scheduler keeps that one (`PeerScheduler.linkUp`).
   private func run(_ link: HandoffLink, at address: String) async {
-    let ruleSaysWeConnect = engine.deviceID.rawValue < link.peerDevice.rawValue
-    let (keep, losers) = state.withLock { s -> (Bool, [HandoffLink]) in
-      var losers: [HandoffLink] = []
-      for (other, entry) in s.links where other == address || entry.device == link.peerDevice {
-        guard let old = entry.link, old !== link else { continue }
-        if old.initiator == link.initiator || link.initiator == ruleSaysWeConnect {
-          losers.append(old)
-        } else {
-          // The new link is turned away, but it says the peer is there
-          // anew: if the old one is half-open (the peer restarted and its
-          // controller kept the connection), a PING finds out within the
-          // silence limit, and the peer's next attempt is kept.
-          return (false, [old])
-        }
+    let engine = self.engine
+    let outcome = state.withLock { s -> PeerScheduler<HandoffLink>.LinkUp in
+      let outcome = s.peers.linkUp(
+        link, at: address, peer: link.peerDevice, name: link.peerName,
+        initiator: link.initiator, now: .now,
+        isFrom: { engine.beacon($0, isFrom: link.peerDevice) })
+      if case .kept(_, let windowClosed) = outcome {
+        if windowClosed { s.events?.yield(.beaconChanged) }
+        s.events?.yield(.linkUp)
       }
-      var entry = s.links[address] ?? LinkEntry()
-      entry.link = link
-      entry.since = ContinuousClock.now
-      entry.device = link.peerDevice
-      entry.name = link.peerName
-      s.links[address] = entry
-      s.waiting[address] = nil
-      // The closed beacons this peer sent before we knew it, each from a
-      // fresh address (PROTOCOL.md 3.3), are its: they no longer count as
-      // a peer without a link, and nobody needs our window any more.
-      for (heardAddress, peer) in s.heard where s.devices[heardAddress] == nil {
-        if engine.beacon(peer.beacon, isFrom: link.peerDevice) {
-          s.devices[heardAddress] = link.peerDevice
-          s.names[heardAddress] = link.peerName
-          s.unresolved.remove(heardAddress)
-        }
-      }
-      let windowOpen = s.windowUntil != nil
-      s.windowUntil = nil
-      if windowOpen { s.events?.yield(.beaconChanged) }
-      s.events?.yield(.linkUp)
-      return (true, losers)
+      return outcome
     }
-    guard keep else {
-      // (`losers` here: the link kept, to be checked.)
-      for old in losers { old.probe() }
+    switch outcome {
+    case .turnedAway(let kept):
+      for old in kept { old.probe() }
       await link.close("a link with \(link.peerName) is up already")
       return
-    }
-    for old in losers {
-      await old.close("a newer link with \(link.peerName) replaced it", peerGone: true)
+    case .kept(let losers, _):
+      for old in losers {
+        await old.close("a newer link with \(link.peerName) replaced it", peerGone: true)
+      }
     }
     await engine.runLink(link)
     state.withLock { s in
-      if s.links[address]?.link === link { s.links[address] = nil }
+      s.peers.linkEnded(link, at: address)
       s.events?.yield(.burst)
     }
   }
 
   /// The handshake proved who is at `address`.
   private func learnt(_ name: String, _ device: DeviceID, at address: String) {
-    state.withLock {
-      $0.names[address] = name
-      $0.devices[address] = device
-      if $0.links[address] != nil {
-        $0.links[address]?.name = name
-        $0.links[address]?.device = device
-      }
-      $0.unresolved.removeAll()
-    }
+    state.withLock { $0.peers.learnt(name, device: device, at: address) }
   }
 
-  /// A link attempt failed: after `linkAttempts` in a row, the peer gets
-  /// per-change sessions for `linkRetryPause`.
-  private func linkFailed(_ address: String) {
-    state.withLock { s in
-      let count = (s.linkFailures[address]?.count ?? 0) + 1
-      s.linkFailures[address] = (
-        count, count >= Self.linkAttempts ? ContinuousClock.now + Self.linkRetryPause : nil
-      )
-      if s.linkFailures.count > 1024 { s.linkFailures.removeAll() }
-    }
-  }
-
-  /// A controller that refuses a connection for lack of room (Memory
-  /// Capacity Exceeded, Connection Limit Exceeded) holds no more links than
-  /// it has now (at least one); further peers get per-change sessions.
+  /// A controller that refuses a connection for lack of room holds no more
+  /// links than it has now (`PeerScheduler.noRoom`).
   private func noteNoRoom(_ error: any Error, host: any RadioHost) {
     guard host.failure(of: error) == .noRoom else { return }
-    state.withLock { s in
-      let up = s.links.values.filter { $0.link != nil }.count
-      s.linkLimit = max(1, min(s.linkLimit, up))
-      log.notice("the controller has no room for another connection: links kept at \(s.linkLimit)")
-    }
+    let limit = state.withLock { $0.peers.noRoom() }
+    log.notice("the controller has no room for another connection: links kept at \(limit)")
   }
 
   /// A controller that keeps refusing connections because it still holds an
   /// abandoned attempt (it did not carry out the cancel) is reopened.
   private func noteConnectFailure(_ error: any Error, host: any RadioHost) {
     guard host.failure(of: error) == .attemptStuck else { return }
-    let reopen = state.withLock { s -> Bool in
-      s.stuckAttempts += 1
-      return s.stuckAttempts >= Self.stuckAttemptsBeforeReopen
-    }
-    if reopen {
-      state.withLock { s in
-        s.stuckAttempts = 0
-        s.events?.yield(
-          .reopen(
-            reason: "it refused \(Self.stuckAttemptsBeforeReopen) connection attempts in a row"
-              + " for an abandoned one it did not cancel"))
-      }
+    state.withLock { s in
+      guard s.peers.attemptStuck() else { return }
+      s.events?.yield(
+        .reopen(
+          reason:
+            "it refused \(PeerScheduler<HandoffLink>.stuckAttemptsBeforeReopen) connection"
+            + " attempts in a row for an abandoned one it did not cancel"))
     }
   }
 
@@ -1045,7 +755,7 @@ final class AgentRadio: Sendable {
     if host.connectsFromAnotherAddress || host.address.description > address {
       try? await Timers.shared.sleep(
         for: host.connectsFromAnotherAddress ? Self.yieldDelay * 2 : Self.yieldDelay)
-      let beacon = state.withLock { $0.heard[address]?.beacon }
+      let beacon = state.withLock { $0.peers.beacon(heardFrom: address) }
       guard let beacon, await engine.indexDiffers(beacon: beacon) else { return }
     }
     // Connected already (it connected to us meanwhile): its session will do.
@@ -1054,7 +764,7 @@ final class AgentRadio: Sendable {
     do {
       let channel = try await host.openChannel(
         to: peer, addressType: type, psm: HandoffAgent.psm, timeout: Self.connectTimeout)
-      state.withLock { $0.stuckAttempts = 0 }
+      state.withLock { $0.peers.connected() }
       await runSession(on: channel, with: address, initiator: true)
       await channel.close()
     } catch {
@@ -1074,10 +784,7 @@ final class AgentRadio: Sendable {
         over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: initiator,
         peerAddress: address,
         authenticated: { name, _ in
-          self.state.withLock {
-            $0.names[address] = name
-            $0.unresolved.removeAll()
-          }
+          self.state.withLock { $0.peers.learnt(name, device: nil, at: address) }
         })
     } catch {
       log.info("session with \(address) ended early: \(error)")
