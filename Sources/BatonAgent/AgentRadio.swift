@@ -6,12 +6,12 @@ import BatonSystem
 import FoundationEssentials
 import Synchronization
 
-/// The agent's side of the radio: opens the controller (and reopens it with
-/// back-off when it is lost), advertises the engine's beacon, scans for
-/// peers' beacons on the `ScanSchedule`, and makes the links and sessions
-/// the `PeerScheduler` decides on (one link, PROTOCOL.md 6.2, with every
-/// keyed peer in range up to a limit; per-change sessions, PROTOCOL.md 6,
-/// with the others): the driver of those two state machines.
+/// The agent's side of the radio: on the controller `ControllerSupervisor`
+/// keeps open, advertises the engine's beacon, scans for peers' beacons on
+/// the `ScanSchedule`, and makes the links and sessions the `PeerScheduler`
+/// decides on (one link, PROTOCOL.md 6.2, with every keyed peer in range up
+/// to a limit; per-change sessions, PROTOCOL.md 6, with the others): the
+/// driver of those two state machines.
 ///
 /// Everything that happens on one open controller is handled by one loop over
 /// one stream of events, so the decisions (connect or not, re-seal the
@@ -27,10 +27,6 @@ final class AgentRadio: Sendable {
   static let connectTimeout: Duration = .seconds(5)
   /// How long a peer that connected to us has to open its channel.
   static let channelWait: Duration = .seconds(10)
-  /// Back-off between attempts to reopen a lost controller.
-  static let reopenDelays: [Duration] = [
-    .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
-  ]
   /// Each address rotation comes after `address-rotation` × (1 ± this), so
   /// an observer cannot tie two addresses together by a fixed period.
   static let rotationJitter = 0.2
@@ -138,13 +134,23 @@ final class AgentRadio: Sendable {
   /// The code `baton pair` shows on this member, if any.
   let pairing: @Sendable () -> MemberPairing?
 
+  /// Opens the controller: the one `configuration` names, or a test's host.
+  private let openHost: @Sendable () async throws -> any RadioHost
+
   init(
     configuration: AgentConfiguration, engine: HandoffEngine,
-    pairing: @escaping @Sendable () -> MemberPairing? = { nil }
+    pairing: @escaping @Sendable () -> MemberPairing? = { nil },
+    openHost: (@Sendable () async throws -> any RadioHost)? = nil
   ) {
     self.configuration = configuration
     self.engine = engine
     self.pairing = pairing
+    self.openHost =
+      openHost ?? {
+        try await RadioHostOpener.open(
+          configuration.controller, hciLog: configuration.hciLog,
+          address: BluetoothAddress(littleEndian: engine.newAddress()))
+      }
     state = Mutex(State(peers: PeerScheduler(device: engine.deviceID)))
   }
 
@@ -193,46 +199,13 @@ final class AgentRadio: Sendable {
 
   // MARK: The controller's life
 
-  /// Runs until cancelled. The first open failing is fatal (the message says
-  /// what to do) unless the controller was reached and only its bring-up
-  /// failed (`RadioHostOpener.mayRetry`); that, and a controller lost later,
-  /// is retried with back-off.
+  /// Runs until cancelled, on the controller `ControllerSupervisor` opens
+  /// and reopens; throws when the first open fails for good.
   func run() async throws {
-    let spec = configuration.controller.description
-    var failures = 0
-    var everOpened = false
-    while !Task.isCancelled {
-      let host: any RadioHost
-      do {
-        host = try await RadioHostOpener.open(
-          configuration.controller, hciLog: configuration.hciLog,
-          address: BluetoothAddress(littleEndian: engine.newAddress()))
-      } catch {
-        if Task.isCancelled { return }
-        if !everOpened && !RadioHostOpener.mayRetry(error) {
-          throw AgentError.controller(spec: spec, reason: "\(error)")
-        }
-        // (failures counts both failed opens and controllers lost soon after.)
-        let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
-        failures += 1
-        log.warning(
-          "cannot \(everOpened ? "reopen" : "bring up") the controller \(spec): \(error); trying again in \(delay)"
-        )
-        try? await Timers.shared.sleep(for: delay)
-        continue
-      }
-      everOpened = true
-      let started = ContinuousClock.now
-      let reason = await serve(host)
-      if Task.isCancelled { return }
-      // A controller that fails again right after opening must not make us
-      // spin: back off unless it ran for a while.
-      if ContinuousClock.now - started > .seconds(60) { failures = 0 }
-      let delay = Self.reopenDelays[min(failures, Self.reopenDelays.count - 1)]
-      failures += 1
-      log.error("lost the controller \(spec): \(reason); reopening it in \(delay)")
-      try? await Timers.shared.sleep(for: delay)
-    }
+    let supervisor = ControllerSupervisor(
+      spec: configuration.controller.description, open: openHost,
+      mayRetry: RadioHostOpener.mayRetry)
+    try await supervisor.run { await self.serve($0) }
   }
 
   /// Advertises, scans and runs sessions on one open controller until it is
