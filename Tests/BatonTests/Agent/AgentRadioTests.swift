@@ -1,0 +1,119 @@
+import BatonHCI
+import BatonHandoff
+import Testing
+
+@testable import BatonAgent
+
+/// The radio's driver over a `FakeRadioHost` and real engines: which beacons
+/// heard make it connect. Connections fail at once (the fake has no peer),
+/// so what is observed is the attempts.
+///
+/// To show an attempt was not made, each test ends with a beacon that is
+/// connected to, waits for that attempt, and stops the radio: reports are
+/// decided in order, and stopping waits for every attempt under way.
+@Suite struct AgentRadioTests {
+  static let key = GroupKey(bytes: Array(repeating: 9, count: 32))!
+  static let configuration = AgentConfiguration(
+    name: "bob", controller: .tcp(host: "127.0.0.1", port: 9), keyFile: "/k",
+    stateDirectory: "/s", folders: [FolderConfiguration(name: "notes", path: "/n")])
+
+  /// The radio of an agent with `engine`, on hosts `hosts` opens.
+  final class Running: Sendable {
+    /// Every host opened, the current one last.
+    let hosts = LockedBox<[FakeRadioHost]>([])
+    let task: Task<Void, any Error>
+
+    init(engine: HandoffEngine) {
+      let hosts = self.hosts
+      let radio = AgentRadio(
+        configuration: AgentRadioTests.configuration, engine: engine,
+        openHost: {
+          let host = FakeRadioHost()
+          hosts.mutex.withLock { $0.append(host) }
+          return host
+        })
+      task = Task { try await radio.run() }
+    }
+
+    var host: FakeRadioHost? { hosts.mutex.withLock { $0.last } }
+
+    /// The current host, once it scans (reports before are not heard).
+    func scanningHost() async -> FakeRadioHost? {
+      guard
+        await eventually(20, "the radio scans", { self.host?.isScanning ?? false })
+      else { return nil }
+      return host
+    }
+
+    func stop() async {
+      task.cancel()
+      _ = try? await task.value
+    }
+  }
+
+  /// A keyed peer's beacon heard from `address`.
+  func report(_ beacon: [UInt8], from address: String) -> AdvertisingReport {
+    AdvertisingReport(
+      address: BluetoothAddress(address)!, addressType: .random, data: beacon, rssi: -50,
+      eventType: 0, extended: false)
+  }
+
+  /// A peer of the group with a note saved: its beacon.
+  func peerBeacon(_ name: String) async throws -> [UInt8] {
+    let peer = try HandoffTestAgent(name, key: Self.key)
+    await peer.save("\(name).md", name)
+    return await peer.engine.currentBeacon()
+  }
+
+  @Test func aBeaconReplayedFromAFreshAddressGetsNoSecondLinkAttempt() async throws {
+    let bob = try HandoffTestAgent("bob", key: Self.key)
+    let alice = try await peerBeacon("alice")
+    let carol = try await peerBeacon("carol")
+    let radio = Running(engine: bob.engine)
+    let host = try #require(await radio.scanningHost())
+    // Our address (50:…) is the lower, and the peers are unknown: we connect.
+    host.hear(report(alice, from: "60:00:00:00:00:01"))
+    host.hear(report(alice, from: "60:00:00:00:00:02"))
+    host.hear(report(carol, from: "60:00:00:00:00:03"))
+    #expect(
+      await eventually(20, "carol's beacon is connected to") {
+        host.attempts.map(\.description).contains("60:00:00:00:00:03")
+      })
+    await radio.stop()
+    #expect(
+      Set(host.attempts.map(\.description)) == ["60:00:00:00:00:01", "60:00:00:00:00:03"])
+  }
+
+  @Test func theSideWithTheHigherAddressWaitsForThePeer() async throws {
+    let bob = try HandoffTestAgent("bob", key: Self.key)
+    let alice = try await peerBeacon("alice")
+    let carol = try await peerBeacon("carol")
+    let radio = Running(engine: bob.engine)
+    let host = try #require(await radio.scanningHost())
+    host.hear(report(alice, from: "40:00:00:00:00:01"))
+    host.hear(report(carol, from: "60:00:00:00:00:03"))
+    #expect(
+      await eventually(20, "carol's beacon is connected to") {
+        host.attempts.map(\.description).contains("60:00:00:00:00:03")
+      })
+    await radio.stop()
+    #expect(host.attempts.map(\.description) == ["60:00:00:00:00:03"])
+  }
+
+  @Test func aControllerThatKeepsAnAbandonedAttemptIsReopened() async throws {
+    let bob = try HandoffTestAgent("bob", key: Self.key)
+    let radio = Running(engine: bob.engine)
+    let host = try #require(await radio.scanningHost())
+    host.connectFailure = .attemptStuck
+    for n in 1...PeerScheduler<HandoffLink>.stuckAttemptsBeforeReopen {
+      host.hear(report(try await peerBeacon("peer\(n)"), from: "60:00:00:00:00:0\(n)"))
+    }
+    #expect(
+      await eventually(20, "the controller is reopened") {
+        radio.hosts.mutex.withLock { $0.count } == 2
+      })
+    #expect(host.isClosed)
+    #expect(host.attempts.count == PeerScheduler<HandoffLink>.stuckAttemptsBeforeReopen)
+    await radio.stop()
+  }
+}
