@@ -61,7 +61,10 @@ let package = Package(
     ),
     // One target per layer; a layer imports only the layers below it
     // (ARCHITECTURE.md draws the graph).
-    layer("BatonSystem", ["CBatonShims", "CSodium", "CSystemd"]),
+    layer("BatonSystem", ["CBatonShims", "CSodium"]),
+    // D-Bus over sd-bus: bluetoothd for the BlueZ backend, logind and the
+    // session bus's notifications for the agent.
+    layer("BatonDBus", ["BatonSystem", "CBatonShims", "CSystemd"]),
     layer("BatonNotes", ["BatonSystem"]),
     layer("BatonHCI", ["BatonSystem", "CBluetooth"]),
     layer("BatonL2CAP", ["BatonHCI", "BatonSystem"]),
@@ -72,8 +75,8 @@ let package = Package(
     layer(
       "BatonAgent",
       [
-        "BatonHost", "BatonL2CAP", "BatonHCI", "BatonStore", "BatonHandoff", "BatonNotes",
-        "BatonSystem", "CInih", "CBatonShims",
+        "BatonHost", "BatonL2CAP", "BatonHCI", "BatonDBus", "BatonStore", "BatonHandoff",
+        "BatonNotes", "BatonSystem", "CInih", "CBatonShims",
       ]),
     layer(
       "BatonCLI",
@@ -83,8 +86,8 @@ let package = Package(
     layer(
       "BatonFuzz",
       [
-        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonHandoff", "BatonNotes",
-        "BatonSystem",
+        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonDBus", "BatonHandoff",
+        "BatonNotes", "BatonSystem",
       ]),
     // The thin command-line front end.
     .executableTarget(
@@ -115,8 +118,8 @@ let package = Package(
     .testTarget(
       name: "BatonTests",
       dependencies: [
-        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonStore",
-        "BatonHandoff", "BatonNotes", "BatonSystem", "BatonFuzz", "CBluetooth",
+        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonDBus",
+        "BatonStore", "BatonHandoff", "BatonNotes", "BatonSystem", "BatonFuzz", "CBluetooth",
       ],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),

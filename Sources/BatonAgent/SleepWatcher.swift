@@ -1,3 +1,4 @@
+import BatonDBus
 import BatonSystem
 
 /// The machine's sleep and resume, from systemd-logind's `PrepareForSleep`

@@ -1,3 +1,4 @@
+import BatonDBus
 import BatonSystem
 
 /// D-Bus values from fuzz bytes and back, so that the code reading bluetoothd's

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import BatonAgent
+import BatonDBus
 import BatonHCI
 import BatonHandoff
 import BatonHost

@@ -1,3 +1,4 @@
+import BatonDBus
 import BatonHandoff
 import BatonSystem
 import Synchronization

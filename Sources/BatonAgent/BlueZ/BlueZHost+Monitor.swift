@@ -1,3 +1,4 @@
+import BatonDBus
 import BatonHCI
 import BatonHost
 import BatonSystem

@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 
 @testable import BatonAgent
+@testable import BatonDBus
 @testable import BatonSystem
 
 /// The advertisement monitor bluetoothd calls for every advertisement of a

@@ -1,5 +1,6 @@
 import Foundation
 
+@testable import BatonDBus
 @testable import BatonSystem
 
 /// A stand-in for the desktop's notification service

@@ -1,6 +1,7 @@
 import Foundation
 
 @testable import BatonAgent
+@testable import BatonDBus
 @testable import BatonHCI
 @testable import BatonHandoff
 @testable import BatonHost

@@ -1,3 +1,4 @@
+import BatonSystem
 import CBatonShims
 import CSystemd
 import FoundationEssentials

@@ -1,3 +1,4 @@
+import BatonSystem
 import CSystemd
 
 /// Appends `DBusValue`s to, and reads them from, sd-bus messages, through

@@ -1,3 +1,5 @@
+import BatonSystem
+
 /// Failures of the D-Bus layer: an error reply from the other side (with its
 /// D-Bus error name), a failed sd-bus call (an errno), or a closed connection.
 public enum DBusError: Error, Equatable, Sendable, CustomStringConvertible {

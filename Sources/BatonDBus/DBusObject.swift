@@ -1,3 +1,4 @@
+import BatonSystem
 import CSystemd
 
 #if canImport(Glibc)

@@ -1,3 +1,5 @@
+import BatonSystem
+
 /// One D-Bus value, typed as on the bus. `DBusMessageCoding` appends these to
 /// and reads them from sd-bus messages with sd-bus's own container calls, so
 /// no D-Bus wire format is written by hand.

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import BatonAgent
+@testable import BatonDBus
 @testable import BatonHCI
 @testable import BatonHandoff
 @testable import BatonHost
