@@ -66,17 +66,21 @@ let package = Package(
     // session bus's notifications for the agent.
     layer("BatonDBus", ["BatonSystem", "CBatonShims", "CSystemd"]),
     layer("BatonNotes", ["BatonSystem"]),
-    layer("BatonHCI", ["BatonSystem", "CBluetooth"]),
-    layer("BatonL2CAP", ["BatonHCI", "BatonSystem"]),
-    layer("BatonHost", ["BatonL2CAP", "BatonHCI", "BatonSystem"]),
+    // The radio's seam: addresses, advertising reports, the `RadioHost`
+    // protocol the agent talks to, its failures, and the controller spec.
+    // Our own host (Host over L2CAP over HCI) and BlueZ implement it.
+    layer("BatonRadio", ["BatonSystem"]),
+    layer("BatonHCI", ["BatonRadio", "BatonSystem", "CBluetooth"]),
+    layer("BatonL2CAP", ["BatonHCI", "BatonRadio", "BatonSystem"]),
+    layer("BatonHost", ["BatonL2CAP", "BatonHCI", "BatonRadio", "BatonSystem"]),
     layer(
       "BatonHandoff", ["BatonNotes", "BatonSystem", "CSodium"], exclude: ["PROTOCOL.md"]),
     layer("BatonStore", ["BatonHandoff", "BatonNotes", "BatonSystem", "CSQLite"]),
     layer(
       "BatonAgent",
       [
-        "BatonHost", "BatonL2CAP", "BatonHCI", "BatonDBus", "BatonStore", "BatonHandoff",
-        "BatonNotes", "BatonSystem", "CInih", "CBatonShims",
+        "BatonHost", "BatonL2CAP", "BatonHCI", "BatonRadio", "BatonDBus", "BatonStore",
+        "BatonHandoff", "BatonNotes", "BatonSystem", "CInih", "CBatonShims",
       ]),
     layer(
       "BatonCLI",
@@ -86,8 +90,8 @@ let package = Package(
     layer(
       "BatonFuzz",
       [
-        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonDBus", "BatonHandoff",
-        "BatonNotes", "BatonSystem",
+        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonRadio", "BatonDBus",
+        "BatonHandoff", "BatonNotes", "BatonSystem",
       ]),
     // The thin command-line front end.
     .executableTarget(
@@ -110,7 +114,8 @@ let package = Package(
     .executableTarget(
       name: "baton-bench",
       dependencies: [
-        "BatonAgent", "BatonHost", "BatonHCI", "BatonHandoff", "BatonNotes", "BatonSystem",
+        "BatonAgent", "BatonHost", "BatonHCI", "BatonRadio", "BatonHandoff", "BatonNotes",
+        "BatonSystem",
       ],
       path: "Sources/BatonBench",
       swiftSettings: [.swiftLanguageMode(.v6)]
@@ -118,8 +123,9 @@ let package = Package(
     .testTarget(
       name: "BatonTests",
       dependencies: [
-        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonDBus",
-        "BatonStore", "BatonHandoff", "BatonNotes", "BatonSystem", "BatonFuzz", "CBluetooth",
+        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonRadio",
+        "BatonDBus", "BatonStore", "BatonHandoff", "BatonNotes", "BatonSystem", "BatonFuzz",
+        "CBluetooth",
       ],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),

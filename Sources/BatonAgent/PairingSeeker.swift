@@ -1,5 +1,6 @@
 import BatonHCI
 import BatonHandoff
+import BatonRadio
 import BatonSystem
 import Synchronization
 

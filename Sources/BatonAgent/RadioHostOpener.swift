@@ -2,6 +2,7 @@ import BatonHCI
 import BatonHandoff
 import BatonHost
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 /// Opens the `RadioHost` a controller spec names: `BlueZHost` for `bluez`
 /// and `bluez:hciN`, our own `BLEHost` on an exclusive controller otherwise.
@@ -19,9 +20,9 @@ enum RadioHostOpener {
         Logger(label: "radio").notice(BluetoothdPrivacy.advice(privacy))
       }
       return try await BlueZHost.open(adapter: index.map { "hci\($0)" })
-    case .kernel, .tcp, .serial:
+    case .exclusive(let transport):
       return try await BLEHost.open(
-        controller: spec.description, hciLog: hciLog, address: address)
+        controller: transport.description, hciLog: hciLog, address: address)
     }
   }
 

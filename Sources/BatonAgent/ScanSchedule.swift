@@ -1,3 +1,4 @@
+import BatonRadio
 /// When the agent scans for beacons (baton(1), Scanning): a synchronous state
 /// machine that `AgentRadio` drives with what it knows (links up, keyed
 /// peers heard without a link, an audio stream on the adapter) and the time,

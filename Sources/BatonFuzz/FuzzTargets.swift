@@ -6,6 +6,7 @@ import BatonHandoff
 import BatonHost
 import BatonL2CAP
 import BatonNotes
+import BatonRadio
 import BatonSystem
 
 /// The decoders `DecoderFuzzer` runs, each with seeds from valid encodings.

@@ -1,3 +1,4 @@
+import BatonRadio
 import BatonSystem
 
 /// The HCI commands baton sends, as values that encode to (and decode from)

@@ -1,3 +1,4 @@
+import BatonRadio
 import BatonSystem
 
 /// Why a packet could not be decoded.

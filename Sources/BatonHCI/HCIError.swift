@@ -1,3 +1,4 @@
+import BatonRadio
 import BatonSystem
 
 /// Failures of the HCI layer and the LE host above it.

@@ -1,4 +1,5 @@
 import BatonHCI
+import BatonRadio
 
 /// Advertising and scanning.
 extension BLEHost {

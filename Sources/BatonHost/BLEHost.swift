@@ -1,5 +1,6 @@
 import BatonHCI
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 import Synchronization
 
@@ -68,7 +69,7 @@ public final class BLEHost: Sendable {
     controller spec: String, hciLog: String? = nil, address: BluetoothAddress? = nil,
     duplicateWindow: Duration = .seconds(1)
   ) async throws -> BLEHost {
-    let controller = try ControllerSpec(spec)
+    let controller = try HCITransportSpec(spec)
     let transport = try await ThreadExecutor.run(name: "hci-open") { try controller.open() }
     return try await open(
       transport: transport, spec: spec, hciLog: hciLog, address: address,

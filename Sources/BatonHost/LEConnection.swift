@@ -1,5 +1,6 @@
 import BatonHCI
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 import Synchronization
 

@@ -1,4 +1,5 @@
 import BatonHCI
+import BatonRadio
 
 /// One `startScanning` stream and the advertisements it wants: a host calls
 /// `offer` for every report on the thread that received it, so reports the

@@ -1,4 +1,5 @@
 import BatonHCI
+import BatonRadio
 import BatonSystem
 import Synchronization
 

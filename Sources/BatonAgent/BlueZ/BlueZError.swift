@@ -3,6 +3,7 @@ import BatonHCI
 import BatonHandoff
 import BatonHost
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 /// Failures of the BlueZ backend, each saying what went wrong and what to do.
 public enum BlueZError: Error, CustomStringConvertible {

@@ -3,6 +3,7 @@ import BatonHCI
 import BatonHandoff
 import BatonHost
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 import FoundationEssentials
 
@@ -238,7 +239,7 @@ extension BlueZHost {
   /// stays open either way. `everyReport` is not ours to choose here: our
   /// filter keeps DuplicateData on (`setDiscoveryFilter`), and the kernel's
   /// discovery has the controller's duplicate filter on anyway.
-  func setScanning(_ on: Bool, everyReport: Bool) async throws {
+  package func setScanning(_ on: Bool, everyReport: Bool) async throws {
     if state.withLock({ $0.monitor == .active || $0.monitor == .pending }) {
       state.withLock { $0.wantScanning = on }
       try await setMonitorPaused(!on)

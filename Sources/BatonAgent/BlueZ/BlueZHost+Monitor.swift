@@ -1,6 +1,7 @@
 import BatonDBus
 import BatonHCI
 import BatonHost
+import BatonRadio
 import BatonSystem
 
 /// Passive scanning through bluetoothd's advertisement monitor

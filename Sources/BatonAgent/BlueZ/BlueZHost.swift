@@ -3,6 +3,7 @@ import BatonHCI
 import BatonHandoff
 import BatonHost
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 import FoundationEssentials
 import Synchronization
@@ -282,11 +283,11 @@ public final class BlueZHost: RadioHost {
 
   public var address: BluetoothAddress { state.withLock { $0.address } }
   public var isClosed: Bool { state.withLock { $0.finished } }
-  var ownsAddress: Bool { false }
+  package var ownsAddress: Bool { false }
   /// bluetoothd's `Privacy` is device or network (the kernel advertises from
   /// resolvable private addresses), read from main.conf when the host was
   /// opened.
-  let addressIsPrivate: Bool
+  package let addressIsPrivate: Bool
   /// With privacy, the kernel gives each registration of our advertisement
   /// (a new advertising set) a fresh resolvable address and keeps it for
   /// the set's life, but only until its RPA timeout: a live set the kernel
@@ -296,7 +297,7 @@ public final class BlueZHost: RadioHost {
   /// may (root), else the kernel's default. Without privacy the closed
   /// beacon goes out from a non-resolvable address the kernel draws at
   /// every set-up whatever the set's age, which no lifetime bounds: nil.
-  var addressLifetime: Duration? {
+  package var addressLifetime: Duration? {
     guard addressIsPrivate else { return nil }
     let adapter = adapterPath.flatMap { $0.split(separator: "/").last.map(String.init) }
     return BluetoothdPrivacy.rpaTimeout(adapter: adapter ?? requestedAdapter ?? "hci0")
@@ -304,7 +305,7 @@ public final class BlueZHost: RadioHost {
   /// Without a public address the kernel connects from whatever random
   /// address the controller holds, after active discovery a non-resolvable
   /// one (measured in the VM).
-  var connectsFromAnotherAddress: Bool { state.withLock { $0.addressType != .public } }
+  package var connectsFromAnotherAddress: Bool { state.withLock { $0.addressType != .public } }
 
   /// The adapter's object path (`/org/bluez/hci0`) once known.
   public var adapterPath: String? { state.withLock { $0.adapterPath } }
@@ -373,7 +374,7 @@ public final class BlueZHost: RadioHost {
   /// bring-up after the adapter was lost; and whether our advertisement
   /// monitor runs (`.passiveScan`: now if it does, then at every change).
   /// One subscriber; a later call replaces it.
-  func changes() -> AsyncStream<RadioHostChange> {
+  package func changes() -> AsyncStream<RadioHostChange> {
     let (stream, continuation) = AsyncStream.makeStream(of: RadioHostChange.self)
     let (previous, now, passive, finished) = state.withLock { s in
       defer { s.changes = continuation }
@@ -409,7 +410,7 @@ public final class BlueZHost: RadioHost {
     return stream
   }
 
-  func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
+  package func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
     let (stream, continuation) = AsyncStream.makeStream(of: (any PeerChannel).self)
     let previous = state.withLock { s -> AsyncStream<any PeerChannel>.Continuation? in
       defer {
@@ -424,7 +425,7 @@ public final class BlueZHost: RadioHost {
     return stream
   }
 
-  func incomingPeers() -> AsyncStream<BluetoothAddress> {
+  package func incomingPeers() -> AsyncStream<BluetoothAddress> {
     // The kernel makes the link and the channel in one step (a peer's
     // channel arrives through `listenForChannels`), so there is no separate
     // "connected to us" moment to report; the stream ends with the host.
@@ -437,7 +438,7 @@ public final class BlueZHost: RadioHost {
     return stream
   }
 
-  func disconnect(peer: BluetoothAddress) async {
+  package func disconnect(peer: BluetoothAddress) async {
     // The kernel owns the LE connection: it ends when the last channel on it
     // closes (and the supervision timeout ends a dead one).
   }
@@ -447,7 +448,7 @@ public final class BlueZHost: RadioHost {
   /// connection and may keep the link up long after our channel closed
   /// (30 s when the peer's GATT server does not answer, or for good), and
   /// the kernel opens another channel over an existing link without trouble.
-  func isConnected(to peer: BluetoothAddress) -> Bool {
+  package func isConnected(to peer: BluetoothAddress) -> Bool {
     state.withLock { s in
       s.openChannels.removeAll { $0.channel?.isClosed ?? true }
       return s.openChannels.contains { $0.channel?.peerAddress == peer }
@@ -476,9 +477,9 @@ public final class BlueZHost: RadioHost {
     return errno == .noMemory || errno == .linkLimit ? .noRoom : nil
   }
 
-  func failure(of error: any Error) -> RadioFailure? { Self.failure(of: error) }
+  package func failure(of error: any Error) -> RadioFailure? { Self.failure(of: error) }
 
-  func openChannel(
+  package func openChannel(
     to peer: BluetoothAddress, addressType: AddressType, psm: UInt16, timeout: Duration
   ) async throws -> any PeerChannel {
     let (local, localType) = state.withLock { ($0.address, $0.addressType) }
@@ -520,8 +521,9 @@ public final class BlueZHost: RadioHost {
     return channel
   }
 
-  func rotateAddressIfOwned(to address: BluetoothAddress, advertisingData: [UInt8]) async throws
-    -> BluetoothAddress?
+  package func rotateAddressIfOwned(
+    to address: BluetoothAddress, advertisingData: [UInt8]
+  ) async throws -> BluetoothAddress?
   { nil }
 
   /// Stops discovery and advertising (briefly, best effort), stops listening

@@ -2,6 +2,7 @@ import BatonHCI
 import BatonHandoff
 import BatonHost
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 import FoundationEssentials
 import Synchronization

@@ -1,4 +1,5 @@
 import BatonHCI
+import BatonRadio
 
 /// Everything the agent needs to run, validated: built by
 /// `ConfigurationLoader` from the configuration file (baton.conf(5)) and the

@@ -1,4 +1,5 @@
 import BatonHCI
+import BatonRadio
 
 /// Parsers for the values of baton.conf(5) keys and command-line options.
 /// Each returns the value, or throws a message saying what is expected.
@@ -45,15 +46,12 @@ public enum ConfigurationValues {
 
   /// A controller spec (`bluez[:hciN]`, `hciN`, `tcp:HOST:PORT`, `serial:/dev/ttyX[:BAUD]`).
   public static func controller(_ text: String) throws(Invalid) -> ControllerSpec {
-    let spec: ControllerSpec
     do {
-      spec = try ControllerSpec(text)
+      return try ControllerSpec(text)
     } catch {
-      guard case .badSpec(_, let reason) = error else { throw Invalid("\(error)") }
       throw Invalid(
-        "'\(text)' is not a controller (\(reason)); expected \(ControllerSpec.expectedForms)")
+        "'\(text)' is not a controller (\(error.reason)); expected \(ControllerSpec.expectedForms)")
     }
-    return spec
   }
 
   /// A command line: a program and its arguments, split at blanks and tabs

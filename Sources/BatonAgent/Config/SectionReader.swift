@@ -1,4 +1,5 @@
 import BatonHCI
+import BatonRadio
 
 /// Turns the entries of an `IniFile` into the `[agent]` settings and the
 /// `[folder NAME]` sections, recording a problem (file, line, key, what is

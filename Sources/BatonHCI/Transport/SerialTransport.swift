@@ -1,3 +1,4 @@
+import BatonRadio
 import BatonSystem
 
 /// H4 over a UART (`serial:/dev/ttyX[:BAUD]`): nRF52 or Zephyr `hci_uart`
@@ -6,7 +7,7 @@ public final class SerialTransport: H4StreamTransport, @unchecked Sendable {
   // @unchecked: no state of its own beyond H4StreamTransport's.
 
   /// The baud rate used when the spec names none.
-  public static let defaultBaud = 1_000_000
+  public static let defaultBaud = HCITransportSpec.defaultBaud
 
   /// Opens `path` and configures the line.
   public init(

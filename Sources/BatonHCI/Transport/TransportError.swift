@@ -1,10 +1,7 @@
 import BatonSystem
 
-/// Failures of the transports (`TCPTransport`, `SerialTransport`) and of
-/// controller specs.
+/// Failures of the transports (`TCPTransport`, `SerialTransport`).
 public enum TransportError: Error, CustomStringConvertible, Equatable {
-  /// The spec string names no transport we know.
-  case badSpec(String, reason: String)
   /// A byte that is not an H4 packet type where one should start.
   case framing(type: UInt8)
   /// Opening failed (connect, open, termios).
@@ -18,8 +15,6 @@ public enum TransportError: Error, CustomStringConvertible, Equatable {
 
   public var description: String {
     switch self {
-    case .badSpec(let spec, let reason):
-      "bad controller spec \"\(spec)\": \(reason); use bluez, bluez:hciN, hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"
     case .framing(let type):
       "H4 framing lost: byte 0x\(hex(type)) is not a packet type (01, 02, 03, 04, 05); "
         + "the byte stream is out of step, reopen the controller"

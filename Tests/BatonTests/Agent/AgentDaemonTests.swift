@@ -92,7 +92,7 @@ struct DaemonHarness {
   static let key = GroupKey(bytes: Array(repeating: 7, count: 32))!
 
   static let configuration = AgentConfiguration(
-    name: "desk", controller: .tcp(host: "127.0.0.1", port: 9), keyFile: "/k",
+    name: "desk", controller: .exclusive(.tcp(host: "127.0.0.1", port: 9)), keyFile: "/k",
     stateDirectory: "/s", folders: [FolderConfiguration(name: "notes", path: "/n")])
 
   /// `stopTimeout`: the daemon's deadline for the core to stop. Long by

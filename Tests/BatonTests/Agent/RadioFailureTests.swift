@@ -3,6 +3,7 @@ import Testing
 @testable import BatonAgent
 @testable import BatonHCI
 @testable import BatonHost
+@testable import BatonRadio
 @testable import BatonSystem
 
 /// Each backend's errors in the kinds the agent acts on (`RadioFailure`):

@@ -7,6 +7,7 @@ import Testing
 @testable import BatonHandoff
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 @testable import BatonSystem
 
 /// BlueZHost's D-Bus side against a stand-in bluetoothd on a private bus:

@@ -7,6 +7,7 @@ import Synchronization
 @testable import BatonHandoff
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 @testable import BatonSystem
 
 /// A stand-in for bluetoothd on a private bus: owns org.bluez, serves an

@@ -6,6 +6,7 @@ import Testing
 @testable import BatonHandoff
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 @testable import BatonSystem
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import Testing
 
 @testable import BatonAgent
 @testable import BatonHCI
+@testable import BatonRadio
 
 @Suite struct ConfigurationLoaderTests {
   let paths = BatonPaths(environment: [
@@ -77,7 +78,7 @@ import Testing
       activity-type = org.example.todo
       """)
     #expect(configuration.name == "desk")
-    #expect(configuration.controller == .tcp(host: "127.0.0.1", port: 7001))
+    #expect(configuration.controller == .exclusive(.tcp(host: "127.0.0.1", port: 7001)))
     #expect(configuration.keyFile == "/etc/baton/key")
     #expect(configuration.stateDirectory == "/home/u/st")
     #expect(configuration.advertisingInterval == .milliseconds(100))
@@ -148,7 +149,8 @@ import Testing
         notes: "n", controller: "serial:/dev/ttyUSB0:1000000", keyFile: "k", name: "laptop",
         stateDirectory: "/s", hciLog: "log"))
     #expect(configuration.name == "laptop")
-    #expect(configuration.controller == .serial(path: "/dev/ttyUSB0", baud: 1_000_000))
+    #expect(
+      configuration.controller == .exclusive(.serial(path: "/dev/ttyUSB0", baud: 1_000_000)))
     #expect(configuration.keyFile == "/work/k")
     #expect(configuration.stateDirectory == "/s")
     #expect(configuration.hciLog == "/work/log")
@@ -335,11 +337,12 @@ import Testing
 
 @Suite struct ConfigurationValuesTests {
   @Test(arguments: [
-    ("hci0", ControllerSpec.kernel(index: 0)), ("hci12", .kernel(index: 12)),
+    ("hci0", ControllerSpec.exclusive(.kernel(index: 0))),
+    ("hci12", .exclusive(.kernel(index: 12))),
     ("bluez", .bluez(adapter: nil)), ("bluez:hci1", .bluez(adapter: 1)),
-    ("tcp:127.0.0.1:7001", .tcp(host: "127.0.0.1", port: 7001)),
-    ("tcp:[::1]:9", .tcp(host: "::1", port: 9)),
-    ("serial:/dev/ttyACM1:115200", .serial(path: "/dev/ttyACM1", baud: 115_200)),
+    ("tcp:127.0.0.1:7001", .exclusive(.tcp(host: "127.0.0.1", port: 7001))),
+    ("tcp:[::1]:9", .exclusive(.tcp(host: "::1", port: 9))),
+    ("serial:/dev/ttyACM1:115200", .exclusive(.serial(path: "/dev/ttyACM1", baud: 115_200))),
   ])
   func parsesControllerSpecs(_ text: String, _ spec: ControllerSpec) throws {
     #expect(try ConfigurationValues.controller(text) == spec)
@@ -348,7 +351,7 @@ import Testing
 
   @Test func serialSpecWithoutBaudNamesTheDevice() throws {
     let spec = try ConfigurationValues.controller("serial:/dev/ttyUSB0")
-    guard case .serial(let path, _) = spec else {
+    guard case .exclusive(.serial(let path, _)) = spec else {
       Issue.record("\(spec) is not a serial spec")
       return
     }

@@ -5,6 +5,7 @@ import Testing
 @testable import BatonHCI
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 
 /// Our host against bumble's simulated controllers: two of our hosts on one
 /// radio, a fresh simulator per test.
@@ -239,7 +240,7 @@ struct BLEHostTests {
   }
 
   @Test func badSpecsAndUnreachableControllersGiveClearErrors() async throws {
-    await #expect(throws: TransportError.self) {
+    await #expect(throws: ControllerSpecError.self) {
       _ = try await BLEHost.open(controller: "tcp:127.0.0.1")
     }
     do {

@@ -3,6 +3,7 @@ import Testing
 
 @testable import BatonHCI
 @testable import BatonHost
+@testable import BatonRadio
 @testable import BatonSystem
 
 /// Our host against an independent host: bumble's own stack

@@ -2,6 +2,7 @@ import Foundation
 
 @testable import BatonHCI
 @testable import BatonL2CAP
+@testable import BatonRadio
 
 /// A scripted controller for tests that need exact control of what the host
 /// receives: answers every command with success (and plausible return

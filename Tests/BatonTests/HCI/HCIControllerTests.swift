@@ -4,6 +4,7 @@ import Testing
 @testable import BatonHCI
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 
 /// Command and ACL flow control against a scripted controller.
 @Suite("HCI controller")

@@ -2,6 +2,7 @@ import Testing
 
 @testable import BatonHCI
 @testable import BatonL2CAP
+@testable import BatonRadio
 
 /// Encode/decode round trips and hostile input for every HCI decoder.
 @Suite("HCI packets")

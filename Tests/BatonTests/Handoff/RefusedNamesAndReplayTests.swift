@@ -5,6 +5,7 @@ import Testing
 @testable import BatonHandoff
 @testable import BatonNotes
 @testable import BatonHCI
+@testable import BatonRadio
 @testable import BatonStore
 @testable import BatonSystem
 

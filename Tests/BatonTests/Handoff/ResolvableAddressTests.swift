@@ -2,6 +2,7 @@ import Testing
 
 @testable import BatonHCI
 @testable import BatonHandoff
+@testable import BatonRadio
 
 /// PROTOCOL.md 3.1: resolvable addresses keyed with the group key and device id.
 @Suite struct ResolvableAddressTests {

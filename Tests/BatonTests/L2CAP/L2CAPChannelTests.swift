@@ -4,6 +4,7 @@ import Testing
 @testable import BatonHCI
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 
 /// L2CAP behaviour against a scripted controller: we play a hostile peer.
 @Suite("L2CAP channels")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatonHCI
+@testable import BatonRadio
 @testable import BatonSystem
 
 #if canImport(Glibc)
@@ -11,26 +12,28 @@ import Testing
 @Suite("Transports")
 struct TransportTests {
   @Test func controllerSpecsParse() throws {
-    #expect(try ControllerSpec("hci0") == .kernel(index: 0))
+    #expect(try ControllerSpec("hci0") == .exclusive(.kernel(index: 0)))
     #expect(try ControllerSpec("bluez") == .bluez(adapter: nil))
     #expect(try ControllerSpec("bluez:hci2") == .bluez(adapter: 2))
     #expect(try ControllerSpec("bluez:hci2").description == "bluez:hci2")
     #expect(ControllerSpec.defaultSpec == .bluez(adapter: nil))
-    #expect(try ControllerSpec("hci12") == .kernel(index: 12))
-    #expect(try ControllerSpec("tcp:127.0.0.1:1234") == .tcp(host: "127.0.0.1", port: 1234))
-    #expect(try ControllerSpec("tcp:[::1]:9") == .tcp(host: "::1", port: 9))
+    #expect(try ControllerSpec("hci12") == .exclusive(.kernel(index: 12)))
+    #expect(
+      try ControllerSpec("tcp:127.0.0.1:1234") == .exclusive(.tcp(host: "127.0.0.1", port: 1234)))
+    #expect(try ControllerSpec("tcp:[::1]:9") == .exclusive(.tcp(host: "::1", port: 9)))
     #expect(try ControllerSpec("tcp:localhost:9").description == "tcp:localhost:9")
     #expect(
-      try ControllerSpec("serial:/dev/ttyACM0") == .serial(path: "/dev/ttyACM0", baud: 1_000_000))
+      try ControllerSpec("serial:/dev/ttyACM0")
+        == .exclusive(.serial(path: "/dev/ttyACM0", baud: 1_000_000)))
     #expect(
       try ControllerSpec("serial:/dev/ttyUSB1:115200")
-        == .serial(path: "/dev/ttyUSB1", baud: 115200))
+        == .exclusive(.serial(path: "/dev/ttyUSB1", baud: 115200)))
     for bad in [
       "", "hci", "hcix", "hci-1", "tcp:", "tcp:host", "tcp::80", "tcp:h:0", "tcp:h:70000",
       "serial:", "serial:ttyS0", "serial:/dev/ttyS0:fast", "serial:/dev/ttyS0:12345", "usb:0",
       "bluez:", "bluez:0", "bluez:hci", "bluez:hcix", "bluez:hci-1", "bluezhci0",
     ] {
-      #expect(throws: TransportError.self, "\(bad)") { try ControllerSpec(bad) }
+      #expect(throws: ControllerSpecError.self, "\(bad)") { try ControllerSpec(bad) }
     }
     do {
       _ = try ControllerSpec("tcp:host")
@@ -39,7 +42,7 @@ struct TransportTests {
     }
     // This kernel has no Bluetooth: a kernel adapter cannot be opened
     // (HCIUserChannelTransportTests checks the message).
-    #expect(throws: (any Error).self) { _ = try ControllerSpec.kernel(index: 0).open() }
+    #expect(throws: (any Error).self) { _ = try HCITransportSpec.kernel(index: 0).open() }
   }
 
   @Test func framerCutsByteStreamsAnywhere() throws {
@@ -108,7 +111,7 @@ struct TransportTests {
   @Test func tcpTransportClosesCleanly() async throws {
     let radio = try SimulatedRadio(controllers: 1)
     defer { radio.stop() }
-    let transport = try ControllerSpec(radio.spec(0)).open()
+    let transport = try HCITransportSpec(radio.spec(0)).open()
     try transport.send(HCICommand.reset.encoded)
     let answer = try #require(try transport.receive())
     guard case .commandComplete(_, let opcode, let returned) = try HCIEvent.decode(answer) else {

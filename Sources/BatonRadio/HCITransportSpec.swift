@@ -1,30 +1,25 @@
 import BatonSystem
 
-/// Which controller to use, parsed from a spec string:
-/// - `bluez` or `bluez:hciN`: the system's Bluetooth stack (bluetoothd over
-///   D-Bus, kernel L2CAP sockets), shared with everything else; `bluez`
-///   alone takes bluetoothd's first adapter;
+/// Where an exclusive controller is reached, parsed from a spec string
+/// (`ControllerSpec.exclusive`):
 /// - `hciN`: a kernel adapter on the HCI user channel;
 /// - `tcp:HOST:PORT`: H4 over TCP (`HOST` may be `[v6addr]`);
 /// - `serial:/dev/ttyX[:BAUD]`: H4 over a UART, 1000000 baud by default.
-public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
-  case bluez(adapter: Int?)
+///
+/// Only a value here: BatonHCI opens it (`open()`), so that this layer needs
+/// no transport.
+public enum HCITransportSpec: Equatable, Sendable, CustomStringConvertible {
   case kernel(index: Int)
   case tcp(host: String, port: UInt16)
   case serial(path: String, baud: Int)
 
+  /// A serial line's speed when the spec gives none.
+  public static let defaultBaud = 1_000_000
+
   /// Parses `spec`; the error says what is wrong with it.
-  public init(_ spec: String) throws(TransportError) {
-    func bad(_ reason: String) -> TransportError { .badSpec(spec, reason: reason) }
-    if spec == "bluez" {
-      self = .bluez(adapter: nil)
-    } else if spec.hasPrefix("bluez:") {
-      let name = spec.dropFirst(6)
-      guard name.hasPrefix("hci"), let index = Int(name.dropFirst(3)), index >= 0, index < 65536,
-        name.dropFirst(3).allSatisfy(\.isASCII)
-      else { throw bad("expected bluez or bluez:hciN, such as bluez:hci0") }
-      self = .bluez(adapter: index)
-    } else if spec.hasPrefix("hci") {
+  public init(_ spec: String) throws(ControllerSpecError) {
+    func bad(_ reason: String) -> ControllerSpecError { ControllerSpecError(spec, reason: reason) }
+    if spec.hasPrefix("hci") {
       let digits = spec.dropFirst(3)
       guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let index = Int(digits), index >= 0,
         index < 65536
@@ -44,7 +39,7 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
     } else if spec.hasPrefix("serial:") {
       let rest = String(spec.dropFirst(7))
       var path = rest
-      var baud = SerialTransport.defaultBaud
+      var baud = Self.defaultBaud
       if let colon = rest.lastIndex(of: ":") {
         let tail = rest[rest.index(after: colon)...]
         guard let value = Int(tail) else {
@@ -63,19 +58,9 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
     }
   }
 
-  /// The default: the system's Bluetooth stack through bluetoothd (opening
-  /// it says what to configure instead when bluetoothd is not running).
-  public static let defaultSpec = ControllerSpec.bluez(adapter: nil)
-
-  /// What the user may write, for error messages.
-  public static let expectedForms = "bluez[:hciN], hciN, tcp:HOST:PORT or serial:/dev/ttyX[:BAUD]"
-
   /// A sentence for `baton check`.
   public var explanation: String {
     switch self {
-    case .bluez(let index):
-      "\(index.map { "adapter hci\($0)" } ?? "bluetoothd's first adapter"), shared through "
-        + "bluetoothd: BlueZ over the system D-Bus and kernel L2CAP sockets, no capability needed"
     case .kernel(let index):
       "kernel adapter hci\(index) through the HCI user channel (needs CAP_NET_ADMIN)"
     case .tcp(let host, let port): "HCI/H4 over TCP to \(host) port \(port)"
@@ -85,26 +70,10 @@ public enum ControllerSpec: Equatable, Sendable, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .bluez(let index): index.map { "bluez:hci\($0)" } ?? "bluez"
     case .kernel(let index): "hci\(index)"
     case .tcp(let host, let port):
       host.contains(":") ? "tcp:[\(host)]:\(port)" : "tcp:\(host):\(port)"
     case .serial(let path, let baud): "serial:\(path):\(baud)"
-    }
-  }
-
-  /// Opens the transport this spec names (the exclusive controllers only:
-  /// `bluez` has no HCI transport; `BlueZHost` opens it).
-  public func open() throws -> any HCITransport {
-    switch self {
-    case .bluez:
-      throw TransportError.openFailed(
-        spec: description, reason: "bluez is not an HCI transport (it goes through bluetoothd)")
-    case .kernel(let index):
-      // Binding the user channel is the one call that needs CAP_NET_ADMIN.
-      try Capabilities.withNetAdmin { try HCIUserChannelTransport(index: index) }
-    case .tcp(let host, let port): try TCPTransport(host: host, port: port)
-    case .serial(let path, let baud): try SerialTransport(path: path, baud: baud)
     }
   }
 }

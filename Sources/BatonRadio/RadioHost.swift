@@ -1,14 +1,11 @@
-import BatonHCI
-import BatonHandoff
-import BatonHost
-import BatonL2CAP
 import BatonSystem
+
 /// The seam between the agent and a Bluetooth backend: what `AgentRadio`
 /// needs to advertise, scan, and run handoff sessions over message channels
 /// with peers. `BLEHost` (our own host on an exclusive controller) and
 /// `BlueZHost` (the system's bluetoothd and kernel) implement it, so the agent
 /// does not know which one runs.
-protocol RadioHost: AnyObject, Sendable {
+package protocol RadioHost: AnyObject, Sendable {
   /// Our address as peers see it (for BlueZ with privacy: the adapter's
   /// identity address; peers see a resolvable private one).
   var address: BluetoothAddress { get }
@@ -92,7 +89,7 @@ protocol RadioHost: AnyObject, Sendable {
 
 /// A backend's failure in the kinds the agent acts on, whichever backend
 /// raised it: the agent never matches a backend's own error type.
-enum RadioFailure: Sendable, Equatable {
+package enum RadioFailure: Sendable, Equatable {
   /// The controller holds no more connections (HCI Memory Capacity
   /// Exceeded or Connection Limit Exceeded; through the kernel, ENOMEM or
   /// EMLINK): links are kept at the number up.
@@ -104,7 +101,7 @@ enum RadioFailure: Sendable, Equatable {
 }
 
 /// A change of the adapter that the scan schedule depends on.
-enum RadioHostChange: Sendable, Equatable {
+package enum RadioHostChange: Sendable, Equatable {
   /// The adapter carries an audio stream (true) or no longer does.
   case audio(Bool)
   /// The adapter is usable again (powered on, plugged in, bluetoothd back).
@@ -116,8 +113,6 @@ enum RadioHostChange: Sendable, Equatable {
 }
 
 /// A message channel to a known peer.
-protocol PeerChannel: MessageChannel {
+package protocol PeerChannel: MessageChannel {
   var peerAddress: BluetoothAddress { get }
 }
-
-extension L2CAPChannel: PeerChannel {}

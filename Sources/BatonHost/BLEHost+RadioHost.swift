@@ -1,32 +1,34 @@
 import BatonHCI
-import BatonHost
 import BatonL2CAP
+import BatonRadio
 import BatonSystem
 
 /// `BLEHost` as the agent's `RadioHost`: the existing calls, plus a channel
 /// that disconnects the link it made when it closes.
 extension BLEHost: RadioHost {
-  var ownsAddress: Bool { true }
-  var connectsFromAnotherAddress: Bool { false }
+  package var ownsAddress: Bool { true }
+  package var connectsFromAnotherAddress: Bool { false }
   /// Our own resolvable address, rotated by the agent (PROTOCOL.md 3.1).
-  var addressIsPrivate: Bool { true }
+  package var addressIsPrivate: Bool { true }
   /// We rotate the address ourselves, with a fresh seal (`rotateAddressIfOwned`).
-  var addressLifetime: Duration? { nil }
+  package var addressLifetime: Duration? { nil }
 
   /// Always connectable: the address is private (`addressIsPrivate`), so
   /// the agent never asks for a closed beacon here.
-  func startAdvertising(data: [UInt8], intervalMilliseconds: Int, connectable: Bool) async throws {
+  package func startAdvertising(
+    data: [UInt8], intervalMilliseconds: Int, connectable: Bool
+  ) async throws {
     try await startAdvertising(data: data, intervalMilliseconds: intervalMilliseconds)
   }
 
-  func updateAdvertisingData(_ data: [UInt8], connectable: Bool) async throws {
+  package func updateAdvertisingData(_ data: [UInt8], connectable: Bool) async throws {
     try await updateAdvertisingData(data)
   }
 
-  func failure(of error: any Error) -> RadioFailure? { Self.failure(of: error) }
+  package func failure(of error: any Error) -> RadioFailure? { Self.failure(of: error) }
 
   /// The statuses and errors of our own host that the agent acts on.
-  static func failure(of error: any Error) -> RadioFailure? {
+  package static func failure(of error: any Error) -> RadioFailure? {
     switch error {
     case HCIError.connectionAttemptPending:
       return .attemptStuck
@@ -39,14 +41,14 @@ extension BLEHost: RadioHost {
   }
 
   /// Our own host on an exclusive controller carries no audio.
-  func changes() -> AsyncStream<RadioHostChange> {
+  package func changes() -> AsyncStream<RadioHostChange> {
     AsyncStream { continuation in
       continuation.yield(.audio(false))
       continuation.finish()
     }
   }
 
-  func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
+  package func listenForChannels(psm: UInt16) -> AsyncStream<any PeerChannel> {
     let channels = listen(psm: psm)
     return AsyncStream { continuation in
       let task = Task {
@@ -57,7 +59,7 @@ extension BLEHost: RadioHost {
     }
   }
 
-  func incomingPeers() -> AsyncStream<BluetoothAddress> {
+  package func incomingPeers() -> AsyncStream<BluetoothAddress> {
     AsyncStream { continuation in
       let task = Task {
         for await connection in incomingConnections { continuation.yield(connection.peerAddress) }
@@ -67,17 +69,17 @@ extension BLEHost: RadioHost {
     }
   }
 
-  func disconnect(peer: BluetoothAddress) async {
+  package func disconnect(peer: BluetoothAddress) async {
     for connection in connections where connection.peerAddress == peer {
       await disconnect(connection)
     }
   }
 
-  func isConnected(to peer: BluetoothAddress) -> Bool {
+  package func isConnected(to peer: BluetoothAddress) -> Bool {
     connections.contains { $0.peerAddress == peer }
   }
 
-  func openChannel(
+  package func openChannel(
     to peer: BluetoothAddress, addressType: AddressType, psm: UInt16, timeout: Duration
   ) async throws -> any PeerChannel {
     // Our peers on this backend always use random static addresses; the
@@ -92,9 +94,9 @@ extension BLEHost: RadioHost {
     }
   }
 
-  func rotateAddressIfOwned(to address: BluetoothAddress, advertisingData: [UInt8]) async throws
-    -> BluetoothAddress?
-  {
+  package func rotateAddressIfOwned(
+    to address: BluetoothAddress, advertisingData: [UInt8]
+  ) async throws -> BluetoothAddress? {
     try await rotateAddress(to: address, advertisingData: advertisingData)
   }
 }
@@ -118,3 +120,5 @@ final class LinkOwningChannel: PeerChannel, ChannelWrapper {
     await host.disconnect(connection)
   }
 }
+
+extension L2CAPChannel: PeerChannel {}
