@@ -73,25 +73,31 @@ let package = Package(
     layer("BatonHCI", ["BatonRadio", "BatonSystem", "CBluetooth"]),
     layer("BatonL2CAP", ["BatonHCI", "BatonRadio", "BatonSystem"]),
     layer("BatonHost", ["BatonL2CAP", "BatonHCI", "BatonRadio", "BatonSystem"]),
+    // The other backend: the system's bluetoothd (over D-Bus) and the
+    // kernel's L2CAP sockets. It knows the beacon's header (Handoff's
+    // `Beacon`), since bluetoothd takes the manufacturer data without it.
+    layer(
+      "BatonBlueZ",
+      ["BatonRadio", "BatonDBus", "BatonHandoff", "BatonSystem", "CBatonShims", "CBluetooth"]),
     layer(
       "BatonHandoff", ["BatonNotes", "BatonSystem", "CSodium"], exclude: ["PROTOCOL.md"]),
     layer("BatonStore", ["BatonHandoff", "BatonNotes", "BatonSystem", "CSQLite"]),
     layer(
       "BatonAgent",
       [
-        "BatonHost", "BatonL2CAP", "BatonHCI", "BatonRadio", "BatonDBus", "BatonStore",
+        "BatonHost", "BatonHCI", "BatonBlueZ", "BatonRadio", "BatonDBus", "BatonStore",
         "BatonHandoff", "BatonNotes", "BatonSystem", "CInih", "CBatonShims",
       ]),
     layer(
       "BatonCLI",
-      ["BatonAgent", "BatonHandoff", "BatonSystem", "CBatonShims"]),
+      ["BatonAgent", "BatonBlueZ", "BatonHandoff", "BatonSystem", "CBatonShims"]),
     // The fuzz targets (`make fuzz`, through baton-fuzz): beside the CLI, they
     // reach every layer's decoders of outside bytes.
     layer(
       "BatonFuzz",
       [
-        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonRadio", "BatonDBus",
-        "BatonHandoff", "BatonNotes", "BatonSystem",
+        "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonBlueZ", "BatonRadio",
+        "BatonDBus", "BatonHandoff", "BatonNotes", "BatonSystem",
       ]),
     // The thin command-line front end.
     .executableTarget(
@@ -123,9 +129,9 @@ let package = Package(
     .testTarget(
       name: "BatonTests",
       dependencies: [
-        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonRadio",
-        "BatonDBus", "BatonStore", "BatonHandoff", "BatonNotes", "BatonSystem", "BatonFuzz",
-        "CBluetooth",
+        "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonBlueZ",
+        "BatonRadio", "BatonDBus", "BatonStore", "BatonHandoff", "BatonNotes", "BatonSystem",
+        "BatonFuzz", "CBluetooth",
       ],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),

@@ -1,7 +1,4 @@
-import BatonHCI
 import BatonHandoff
-import BatonHost
-import BatonL2CAP
 import BatonRadio
 import BatonSystem
 import FoundationEssentials

@@ -1,4 +1,3 @@
-import BatonHCI
 import BatonHandoff
 import BatonRadio
 import BatonSystem

@@ -1,7 +1,6 @@
+import BatonBlueZ
 import BatonHCI
-import BatonHandoff
 import BatonHost
-import BatonL2CAP
 import BatonRadio
 import BatonSystem
 /// Opens the `RadioHost` a controller spec names: `BlueZHost` for `bluez`

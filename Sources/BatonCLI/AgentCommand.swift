@@ -1,4 +1,5 @@
 import BatonAgent
+import BatonBlueZ
 import BatonHandoff
 import BatonSystem
 import FoundationEssentials

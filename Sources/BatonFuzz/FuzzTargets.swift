@@ -1,5 +1,6 @@
 import FoundationEssentials
 import BatonAgent
+import BatonBlueZ
 import BatonDBus
 import BatonHCI
 import BatonHandoff

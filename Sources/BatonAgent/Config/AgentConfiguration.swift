@@ -1,4 +1,3 @@
-import BatonHCI
 import BatonRadio
 
 /// Everything the agent needs to run, validated: built by

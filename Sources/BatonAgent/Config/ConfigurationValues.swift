@@ -1,4 +1,3 @@
-import BatonHCI
 import BatonRadio
 
 /// Parsers for the values of baton.conf(5) keys and command-line options.

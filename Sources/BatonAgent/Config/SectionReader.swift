@@ -1,4 +1,3 @@
-import BatonHCI
 import BatonRadio
 
 /// Turns the entries of an `IniFile` into the `[agent]` settings and the

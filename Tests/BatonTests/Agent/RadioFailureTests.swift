@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatonAgent
+@testable import BatonBlueZ
 @testable import BatonHCI
 @testable import BatonHost
 @testable import BatonRadio

@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 
 @testable import BatonAgent
+@testable import BatonBlueZ
 @testable import BatonDBus
 @testable import BatonSystem
 

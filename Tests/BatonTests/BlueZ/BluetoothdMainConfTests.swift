@@ -1,6 +1,7 @@
 import Testing
 
 @testable import BatonAgent
+@testable import BatonBlueZ
 
 /// Reading bluetoothd's Experimental setting for `baton check`: whether
 /// bluetoothd offers the advertisement monitor (passive scanning).

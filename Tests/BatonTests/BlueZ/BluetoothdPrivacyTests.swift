@@ -2,6 +2,7 @@ import FoundationEssentials
 import Testing
 
 @testable import BatonAgent
+@testable import BatonBlueZ
 
 /// Reading bluetoothd's Privacy setting for `baton check` and the agent's
 /// warning (issue 25).

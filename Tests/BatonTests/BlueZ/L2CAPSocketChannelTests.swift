@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BatonAgent
+@testable import BatonBlueZ
 @testable import BatonHCI
 @testable import BatonHandoff
 @testable import BatonHost

@@ -4,6 +4,7 @@ import Testing
 @testable import BatonHCI
 @testable import BatonHost
 @testable import BatonL2CAP
+@testable import BatonRadio
 
 /// Issue 16 item 8: a credit-based channel cannot recover a lost K-frame or
 /// a lost credit grant, so data lost below it, or a peer that owes data or

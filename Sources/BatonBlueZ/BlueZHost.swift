@@ -1,8 +1,5 @@
 import BatonDBus
-import BatonHCI
 import BatonHandoff
-import BatonHost
-import BatonL2CAP
 import BatonRadio
 import BatonSystem
 import FoundationEssentials

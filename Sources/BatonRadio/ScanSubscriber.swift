@@ -1,6 +1,3 @@
-import BatonHCI
-import BatonRadio
-
 /// One `startScanning` stream and the advertisements it wants: a host calls
 /// `offer` for every report on the thread that received it, so reports the
 /// subscriber does not want (a stranger's advertisement) cost no thread hop.

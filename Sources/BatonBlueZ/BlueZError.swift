@@ -1,8 +1,4 @@
 import BatonDBus
-import BatonHCI
-import BatonHandoff
-import BatonHost
-import BatonL2CAP
 import BatonRadio
 import BatonSystem
 /// Failures of the BlueZ backend, each saying what went wrong and what to do.

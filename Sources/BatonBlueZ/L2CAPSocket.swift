@@ -1,7 +1,3 @@
-import BatonHCI
-import BatonHandoff
-import BatonHost
-import BatonL2CAP
 import BatonRadio
 import BatonSystem
 import CBatonShims

@@ -1,6 +1,8 @@
 import BatonSystem
 
-/// Failures of L2CAP credit-based channels.
+/// Failures of LE credit-based L2CAP channels, whichever backend runs them:
+/// our own (`L2CAPChannel`, BatonL2CAP) or the kernel's (`L2CAPSocketChannel`,
+/// BatonBlueZ).
 public enum L2CAPError: Error, CustomStringConvertible, Equatable {
   /// The channel is closed (by either side, or its connection ended).
   case channelClosed(psm: UInt16, reason: String)

@@ -1,6 +1,4 @@
 import BatonDBus
-import BatonHCI
-import BatonHost
 import BatonRadio
 import BatonSystem
 
