@@ -1,4 +1,5 @@
 import BatonSystem
+import BatonRadio
 
 /// Keeps a controller open for the radio: opens the `RadioHost`, hands it
 /// to `serve` until it is lost, and opens it again with back-off

@@ -1,4 +1,5 @@
 import BatonHandoff
+import BatonRadio
 import FoundationEssentials
 
 /// Which keyed peers the agent connects to, and how: a synchronous state

@@ -3,6 +3,7 @@ import BatonHandoff
 import Testing
 
 @testable import BatonAgent
+@testable import BatonRadio
 
 /// The radio's driver over a `FakeRadioHost` and real engines: which beacons
 /// heard make it connect. Connections fail at once (the fake has no peer),
@@ -14,7 +15,7 @@ import Testing
 @Suite struct AgentRadioTests {
   static let key = GroupKey(bytes: Array(repeating: 9, count: 32))!
   static let configuration = AgentConfiguration(
-    name: "bob", controller: .tcp(host: "127.0.0.1", port: 9), keyFile: "/k",
+    name: "bob", controller: .exclusive(.tcp(host: "127.0.0.1", port: 9)), keyFile: "/k",
     stateDirectory: "/s", folders: [FolderConfiguration(name: "notes", path: "/n")])
 
   /// The radio of an agent with `engine`, on hosts `hosts` opens.

@@ -2,6 +2,7 @@ import Synchronization
 import Testing
 
 @testable import BatonAgent
+@testable import BatonRadio
 
 /// The controller supervisor over fake hosts, with its waits recorded
 /// instead of slept and a made-up clock: which first failures are fatal,

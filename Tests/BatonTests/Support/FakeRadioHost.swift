@@ -4,6 +4,7 @@ import BatonL2CAP
 import Synchronization
 
 @testable import BatonAgent
+@testable import BatonRadio
 
 /// A `RadioHost` with no radio: it records what the agent asks of it
 /// (advertising, scanning, connection attempts) and lets a test play what a
