@@ -61,6 +61,11 @@ public enum BlueZError: Error, CustomStringConvertible {
       }
     case .socket(let operation, let errno):
       switch errno.rawValue {
+      case EAFNOSUPPORT where SandboxFacts.current.kernelHasBluetooth:
+        "L2CAP socket: socket(AF_BLUETOOTH) was refused (\(errno.name)), though this kernel "
+          + "has Bluetooth: a sandbox forbids this process the address family. Under systemd, "
+          + "the unit's RestrictAddressFamilies= must list AF_BLUETOOTH (the shipped "
+          + "baton.service does; a drop-in that sets the option again must keep it)"
       case EAFNOSUPPORT:
         "L2CAP socket: this kernel has no Bluetooth support (\(errno.name)); load it "
           + "(modprobe bluetooth) or use an exclusive controller over serial: or tcp:"

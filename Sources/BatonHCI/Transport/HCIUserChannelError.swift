@@ -55,9 +55,19 @@ public enum HCIUserChannelError: Error, Equatable, Sendable, CustomStringConvert
     }
   }
 
-  public var description: String {
+  public var description: String { describe(in: .current) }
+
+  /// The message, for a process in `facts`' sandbox (or none).
+  public func describe(in facts: SandboxFacts) -> String {
     let name = "hci\(index)"
     switch self {
+    case .bluetoothUnsupported where facts.kernelHasBluetooth:
+      return
+        "\(name): socket(AF_BLUETOOTH) was refused (EAFNOSUPPORT), though this kernel has "
+        + "Bluetooth (/sys/module/bluetooth): a sandbox forbids this process the address "
+        + "family. Under systemd, the unit's RestrictAddressFamilies= must list AF_BLUETOOTH "
+        + "(the shipped baton.service does; a drop-in that sets the option again must keep "
+        + "it); in a container, allow AF_BLUETOOTH in its seccomp profile"
     case .bluetoothUnsupported:
       return
         "\(name): this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: "
@@ -91,6 +101,11 @@ public enum HCIUserChannelError: Error, Equatable, Sendable, CustomStringConvert
         + "the capability to the binary alone (`sudo setcap cap_net_admin+ep "
         + "$(command -v baton)`) or set AmbientCapabilities=CAP_NET_ADMIN in a system unit "
         + "with User=; do not run the agent as root"
+        + (facts.systemdUnit
+          ? ". Under systemd, the shipped user unit's sandbox keeps a file capability from "
+            + "working: add the drop-in for a kernel adapter from baton.service's comments "
+            + "(`systemctl --user edit baton`), or run it as the system unit they describe"
+          : "")
     case .blockedByRFKill:
       return "\(name): adapter is blocked by rfkill (ERFKILL): run `rfkill unblock bluetooth`"
     case .closed:

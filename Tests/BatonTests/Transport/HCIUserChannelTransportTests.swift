@@ -59,10 +59,28 @@ import Testing
     let error = HCIUserChannelError(opening: 3, errno: Errno(rawValue: errno), available: [])
     #expect(Mirror(reflecting: error).children.first?.label == kind)
     #expect(error.index == 3)
-    #expect(error.description.hasPrefix("hci3: "))
+    let text = error.describe(in: SandboxFacts(kernelHasBluetooth: false, systemdUnit: false))
+    #expect(text.hasPrefix("hci3: "))
     for phrase in phrases {
-      #expect(error.description.contains(phrase), "\(phrase) missing in: \(error)")
+      #expect(text.contains(phrase), "\(phrase) missing in: \(text)")
     }
+  }
+
+  /// Issue 31: under a sandbox, a refusal is not blamed on the kernel. A
+  /// unit's RestrictAddressFamilies= without AF_BLUETOOTH gives the same
+  /// EAFNOSUPPORT as a kernel without Bluetooth; and under systemd the
+  /// capability hint names the unit's drop-in.
+  @Test func aSandboxsRefusalIsNotBlamedOnTheKernel() {
+    let sandboxed = SandboxFacts(kernelHasBluetooth: true, systemdUnit: true)
+    let family = HCIUserChannelError(opening: 0, errno: Errno(rawValue: EAFNOSUPPORT), available: [])
+      .describe(in: sandboxed)
+    #expect(family.contains("RestrictAddressFamilies=") && family.contains("AF_BLUETOOTH"), "\(family)")
+    #expect(!family.contains("no Bluetooth support"), "\(family)")
+    let permission = HCIUserChannelError(opening: 0, errno: Errno(rawValue: EPERM), available: [])
+    let unit = permission.describe(in: sandboxed)
+    #expect(unit.contains("drop-in") && unit.contains("systemctl --user edit baton"), "\(unit)")
+    let shell = permission.describe(in: SandboxFacts(kernelHasBluetooth: true, systemdUnit: false))
+    #expect(!shell.contains("drop-in") && shell.contains("setcap"), "\(shell)")
   }
 
   @Test func noSuchAdapterListsTheAdaptersThatExist() {
