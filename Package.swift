@@ -99,6 +99,10 @@ let package = Package(
         "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonBlueZ", "BatonRadio",
         "BatonDBus", "BatonHandoff", "BatonNotes", "BatonSystem",
       ]),
+    // What the tests and the benchmarks share and the product never links:
+    // the in-memory `MessageChannel` pair and where the repository and
+    // temporary folders are (ARCHITECTURE.md).
+    layer("BatonTestSupport", ["BatonSystem"]),
     // The thin command-line front end.
     .executableTarget(
       name: "baton",
@@ -121,7 +125,7 @@ let package = Package(
       name: "baton-bench",
       dependencies: [
         "BatonAgent", "BatonHost", "BatonHCI", "BatonRadio", "BatonHandoff", "BatonNotes",
-        "BatonSystem",
+        "BatonSystem", "BatonTestSupport",
       ],
       path: "Sources/BatonBench",
       swiftSettings: [.swiftLanguageMode(.v6)]
@@ -131,7 +135,7 @@ let package = Package(
       dependencies: [
         "BatonCLI", "BatonAgent", "BatonHost", "BatonL2CAP", "BatonHCI", "BatonBlueZ",
         "BatonRadio", "BatonDBus", "BatonStore", "BatonHandoff", "BatonNotes", "BatonSystem",
-        "BatonFuzz", "CBluetooth",
+        "BatonFuzz", "BatonTestSupport", "CBluetooth",
       ],
       swiftSettings: [.swiftLanguageMode(.v6)]
     ),

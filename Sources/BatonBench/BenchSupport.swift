@@ -1,4 +1,5 @@
 import BatonHandoff
+import BatonTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -8,14 +9,12 @@ import Foundation
 /// What several benchmarks share: the repository, temporary folders, the
 /// simulated radio and child processes.
 enum Bench {
-  /// The repository's top folder (this file is Sources/BatonBench/BenchSupport.swift).
-  static let repository: String = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+  /// The repository's top folder.
+  static let repository: String = TestPaths.repository.path
 
+  /// A new empty folder `label-XXXXXXXX` in the temporary folder.
   static func temporaryDirectory(_ label: String) throws -> String {
-    let path = NSTemporaryDirectory() + "/\(label)-\(UUID().uuidString.prefix(8))"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    try TestPaths.temporaryDirectory(label).path
   }
 
   /// An agent's folders under `home`: notes/, state/ and run/ (mode 0700,

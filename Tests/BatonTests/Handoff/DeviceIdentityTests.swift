@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Testing
 
 @testable import BatonHandoff

@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 import Synchronization
 import Testing

@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Foundation
 
 @testable import BatonHandoff

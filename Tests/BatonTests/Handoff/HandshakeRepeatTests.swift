@@ -1,4 +1,5 @@
 import BatonSystem
+import BatonTestSupport
 import Synchronization
 import Testing
 

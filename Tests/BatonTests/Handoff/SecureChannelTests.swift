@@ -1,3 +1,4 @@
+import BatonTestSupport
 import Synchronization
 import Testing
 

@@ -1,12 +1,11 @@
+import BatonTestSupport
 import Foundation
 
 /// Where things are when tests run: the repository, the built `baton`
 /// binary, and the simulated-radio venv made by Tests/Scripts/setup.sh.
 enum TestEnvironment {
   /// The repository's top folder.
-  static let repository: URL = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent()
+  static let repository: URL = TestPaths.repository
 
   /// The venv's python (override with BATON_PYTHON).
   static var python: String {
@@ -26,9 +25,6 @@ enum TestEnvironment {
 
   /// A new empty temporary folder, removed by the caller when done.
   static func temporaryDirectory(_ label: String = "baton-test") throws -> URL {
-    let url = FileManager.default.temporaryDirectory
-      .appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    try TestPaths.temporaryDirectory(label)
   }
 }

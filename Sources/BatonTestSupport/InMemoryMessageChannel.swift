@@ -3,7 +3,7 @@ import Synchronization
 
 /// One end of an in-memory `MessageChannel` pair: what one end sends the other
 /// receives, in order. Used to run the handoff protocol with no radio.
-public final class InMemoryMessageChannel: MessageChannel {
+package final class InMemoryMessageChannel: MessageChannel {
   private struct Inbox {
     var messages: [[UInt8]] = []
     var waiter: CheckedContinuation<[UInt8]?, Never>?
@@ -16,7 +16,7 @@ public final class InMemoryMessageChannel: MessageChannel {
     init(budget: Int?) { self.budget = Mutex(budget) }
   }
 
-  public let maximumMessageSize: Int
+  package let maximumMessageSize: Int
   private let inbox = Mutex(Inbox())
   private let shared: Shared
   private let peerBox = Mutex<InMemoryMessageChannel?>(nil)
@@ -28,7 +28,7 @@ public final class InMemoryMessageChannel: MessageChannel {
 
   /// A connected pair. With `breakAfter`, the pair closes (both ends) once that
   /// many messages have been sent in total: a dropped connection.
-  public static func pair(maximumMessageSize: Int = 512, breakAfter: Int? = nil)
+  package static func pair(maximumMessageSize: Int = 512, breakAfter: Int? = nil)
     -> (InMemoryMessageChannel, InMemoryMessageChannel)
   {
     let shared = Shared(budget: breakAfter)
@@ -39,16 +39,16 @@ public final class InMemoryMessageChannel: MessageChannel {
     return (a, b)
   }
 
-  public struct Closed: Error, CustomStringConvertible {
-    public var description: String { "in-memory channel closed" }
+  package struct Closed: Error, CustomStringConvertible {
+    package var description: String { "in-memory channel closed" }
   }
 
-  public struct TooLarge: Error, CustomStringConvertible {
-    public let size: Int
-    public var description: String { "message of \(size) bytes exceeds the channel's size" }
+  package struct TooLarge: Error, CustomStringConvertible {
+    package let size: Int
+    package var description: String { "message of \(size) bytes exceeds the channel's size" }
   }
 
-  public func send(_ message: [UInt8]) async throws {
+  package func send(_ message: [UInt8]) async throws {
     guard message.count <= maximumMessageSize else { throw TooLarge(size: message.count) }
     let broken = shared.budget.withLock { budget -> Bool in
       guard let left = budget else { return false }
@@ -81,7 +81,7 @@ public final class InMemoryMessageChannel: MessageChannel {
     return accepted
   }
 
-  public func receive() async throws -> [UInt8]? {
+  package func receive() async throws -> [UInt8]? {
     await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8]?, Never>) in
         let immediate: [UInt8]?? = inbox.withLock { box in
@@ -109,7 +109,7 @@ public final class InMemoryMessageChannel: MessageChannel {
     waiter?.resume(returning: nil)
   }
 
-  public func close() async {
+  package func close() async {
     closeLocal(discarding: true)
     let peer = peerBox.withLock { p -> InMemoryMessageChannel? in
       defer { p = nil }
