@@ -68,7 +68,7 @@ import Testing
   /// Issue 16 item 9: a command answer lost during the first bring-up (a
   /// glitch on a UART) does not end the agent: the bring-up is retried with
   /// the back-off of a later reopen (1, 2, 5, 10, 30 s), each retry logged.
-  @Test func aLostAnswerDuringTheFirstBringUpIsRetriedWithBackOff() throws {
+  @Test func aLostAnswerDuringTheFirstBringUpIsRetriedWithBackOff() async throws {
     let sandbox = try BatonSandbox()
     // The first answer to HCI_Reset is lost, then the first answer to LE
     // Read Buffer Size: the third bring-up gets through.
@@ -80,12 +80,10 @@ import Testing
     let agent = try sandbox.startAgent(
       ["--notes", sandbox.notes, "--controller", radio.spec(0), "--name", "desk"], log: log)
     defer { agent.stop() }
-    let deadline = Date().addingTimeInterval(40)
-    while Date() < deadline, !agent.hasExited,
-      !sandbox.contents(log).contains("<6>radio: advertising as ")
-    {
-      usleep(50_000)
-    }
+    #expect(
+      await eventually(40, "the agent advertises or exits") {
+        agent.hasExited || sandbox.contents(log).contains("<6>radio: advertising as ")
+      })
     let text = sandbox.contents(log)
     #expect(!agent.hasExited, "\(text)")
     #expect(text.contains("<6>radio: advertising as "), "\(text)")
@@ -103,7 +101,7 @@ import Testing
 
   /// What waiting cannot mend still ends the first start: no controller
   /// listens at the address.
-  @Test func aControllerThatCannotBeReachedAtStartEndsTheAgent() throws {
+  @Test func aControllerThatCannotBeReachedAtStartEndsTheAgent() async throws {
     let sandbox = try BatonSandbox()
     let radio = try SimulatedRadio(controllers: 1)
     let spec = radio.spec(0)
@@ -111,8 +109,7 @@ import Testing
     let log = sandbox.path + "/agent.log"
     let agent = try sandbox.startAgent(
       ["--notes", sandbox.notes, "--controller", spec, "--name", "desk"], log: log)
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline, !agent.hasExited { usleep(50_000) }
+    #expect(await eventually(20, "the agent exits") { agent.hasExited })
     if !agent.hasExited { agent.stop() }
     #expect(agent.wait() == 1, "\(sandbox.contents(log))")
     #expect(

@@ -30,15 +30,6 @@ import Testing
     return (la, lb, ra, rb)
   }
 
-  private func until(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-      if condition() { return true }
-      try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-  }
-
   @Test func aLinkCatchesUpThenCarriesSavesBothWays() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
@@ -48,7 +39,7 @@ import Testing
     #expect(la.peerName == "bob" && lb.peerName == "alice")
     #expect(la.initiator && !lb.initiator)
     #expect(
-      await until {
+      await eventually(30) {
         a.folder.text("old-b.md") == "Old B\n" && b.folder.text("old-a.md") == "Old A\n"
       })
     // Saves after the catch-up travel over the same link, both ways.
@@ -57,7 +48,7 @@ import Testing
       await b.save("b\(i).md", "B\(i)\n")
     }
     #expect(
-      await until {
+      await eventually(30) {
         (1...10).allSatisfy {
           a.folder.text("b\($0).md") == "B\($0)\n" && b.folder.text("a\($0).md") == "A\($0)\n"
         }
@@ -80,7 +71,7 @@ import Testing
     await a.engine.rescan()
     // In sync once: bob holds alice's 2,000 notes, versions and all.
     let (first, _, r1, r2) = try await link(a, b)
-    #expect(await until(60) { b.folder.paths.count == 2000 })
+    #expect(await eventually(60) { b.folder.paths.count == 2000 })
     await first.close()
     _ = await (r1.value, r2.value)
     #expect(await a.engine.beaconContent().indexDigest == b.engine.beaconContent().indexDigest)
@@ -93,7 +84,7 @@ import Testing
     let (countA, countB) = (CountingChannel(ca), CountingChannel(cb))
     let (la, _, ra, rb) = try await link(a, b, over: (countA, countB))
     #expect(
-      await until {
+      await eventually(30) {
         b.folder.text("n7.md") == "Note 7, edited by alice\n" && b.folder.text("new-a.md") == "New A\n"
           && a.folder.text("new-b.md") == "New B\n"
       })
@@ -127,7 +118,7 @@ import Testing
       }
     }
     for i in 0..<100 { await a.save("n\(i).md", "Note \(i)\n") }
-    #expect(await until { b.folder.paths.count == 100 })
+    #expect(await eventually(30) { b.folder.paths.count == 100 })
     #expect((0..<100).allSatisfy { b.folder.text("n\($0).md") == "Note \($0)\n" })
     let sizes = b.folder.batchSizes.withLock { $0 }
     #expect(sizes.reduce(0, +) == 100, "\(sizes)")
@@ -146,7 +137,7 @@ import Testing
     await b.save("x.md", "X by bob\n")
     let (la, _, ra, rb) = try await link(a, b)
     #expect(
-      await until {
+      await eventually(30) {
         a.folder.paths.count == 2 && a.folder.contents == b.folder.contents
       }, "\(a.folder.contents) vs \(b.folder.contents)")
     // The initiator resolved it: its text stays the note, bob's is the copy.
@@ -168,10 +159,10 @@ import Testing
     let (bc, _, rbc, rcb) = try await link(b, c)
     await a.save("chain.md", "Chain\n")
     // bob relays it once its relay hold has passed (carol never said HAVE).
-    #expect(await until(60) { c.folder.text("chain.md") == "Chain\n" })
+    #expect(await eventually(60) { c.folder.text("chain.md") == "Chain\n" })
     // And back the other way.
     await c.save("back.md", "Back\n")
-    #expect(await until(60) { a.folder.text("back.md") == "Back\n" })
+    #expect(await eventually(60) { a.folder.text("back.md") == "Back\n" })
     await ab.close()
     await bc.close()
     for task in [rab, rba, rbc, rcb] { _ = await task.value }
@@ -202,10 +193,10 @@ import Testing
     let b = try HandoffTestAgent("bob", key: key, policy: Self.quickKeepAlive)
     let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
     let (la, lb, ra, rb) = try await link(a, b, over: (SlowChannel(ca, delay: .milliseconds(70)), cb))
-    #expect(await until { la.endReason == nil && lb.endReason == nil && a.folder.paths.isEmpty })
+    #expect(await eventually(30) { la.endReason == nil && lb.endReason == nil && a.folder.paths.isEmpty })
     let text = String(repeating: "A long note line of about fifty bytes, again.\n", count: 3_000)
     await a.save("long.md", text)
-    #expect(await until(90) { b.folder.text("long.md") == text })
+    #expect(await eventually(90) { b.folder.text("long.md") == text })
     #expect(la.endReason == nil, "\(la.endReason ?? "")")
     #expect(await a.counter(HandoffCounter.sent) == 1)
     await la.close()
@@ -251,7 +242,7 @@ extension HandoffLinkTests {
     // wake it. (Were it not asleep yet, the test would pass all the same.)
     try await Task.sleep(for: .milliseconds(300))
     la.probe()
-    #expect(await until(20) { la.endReason != nil }, "still up 20 s after the probe")
+    #expect(await eventually(20) { la.endReason != nil }, "still up 20 s after the probe")
     let reason = await run.value
     #expect(reason.contains("PING"), "\(reason)")
     #expect(la.isDead)
@@ -322,10 +313,10 @@ extension HandoffLinkTests {
     try await mallory.send(.index([]))
     #expect(try await notes(3) == ["n0.md", "n1.md", "n2.md"])
     for _ in 0..<5 { try await mallory.send(.index([])) }
-    #expect(await until(20) { la.peerIndexWaits }, "the INDEXes within the interval were applied")
+    #expect(await eventually(20) { la.peerIndexWaits }, "the INDEXes within the interval were applied")
     // The newest is applied when the interval is over: one more push.
     #expect(try await notes(3) == ["n0.md", "n1.md", "n2.md"])
-    #expect(await until(20) { !la.peerIndexWaits })
+    #expect(await eventually(20) { !la.peerIndexWaits })
     await la.close()
     _ = await run.value
     await cb.close()
