@@ -66,7 +66,7 @@ transport="$top/Sources/BatonHCI/Transport"
 # FileDescriptor's C shim (syncfs) comes along: compiled as SwiftPM does
 # (Package.swift: _GNU_SOURCE), with a module map naming only its header.
 shims="$top/Sources/CBatonShims"
-probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls,String+DisplayEscaping}.swift
+probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls,String+DisplayEscaping,SandboxFacts}.swift
   "$transport"/{HCITransport,HCIUserChannelTransport,HCIUserChannelError}.swift
   "$here/hci-probe/main.swift" "$shims/file.c" "$shims/include/baton_file.h")
 if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
