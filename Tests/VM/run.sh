@@ -21,7 +21,10 @@
 # VM_SCAN_STEADY (s, default 130): agent-bluez-scan's idle, measured period;
 # VM_PRIVACY_STEADY (s, default 200): agent-bluez-privacy's. VM_REACH_SAMPLES
 # (default 5) and VM_REACH_BOUND (s, default 40): agent-bluez-reach's samples
-# and its bound on a newcomer's first link.
+# and its bound on a newcomer's first link. VM_SCANNING=MODE: every guest
+# agent runs with `scanning = MODE`. VM_STRANGERS=N (default 0) devices that
+# are not peers on the agent-bluez-radio boot's radio, and VM_BRIDGE_STEADY
+# (s, default 0) its linked guest agent's measured idle period.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -258,6 +261,7 @@ boot() {
   grep "^NOTE-LATENCY" "$console.txt" >>"$work/latency" || true
   grep "^NOTE-AUTOCONNECT" "$console.txt" >>"$work/autoconnect" || true
   grep "^REACH agent-bluez-reach" "$console.txt" >>"$work/reach" || true
+  grep "^NOTE-CPU" "$console.txt" >>"$work/cpu" || true
   check_btsnoop "$console.txt"
   return 0
 }
@@ -354,7 +358,7 @@ privacy_seals() {
 start_radio() {
   local fifo="$work/radio.in" out="$work/radio.out"
   mkfifo "$fifo"
-  "$top/.venv/bin/python3" "$here/radio-vm.py" --controllers "$1" --log-level "${RADIO_LOG:-WARNING}" <"$fifo" >"$out" 2>"$work/radio.err" &
+  "$top/.venv/bin/python3" "$here/radio-vm.py" --controllers "$1" --log-level "${RADIO_LOG:-WARNING}" "${@:2}" <"$fifo" >"$out" 2>"$work/radio.err" &
   RADIO_PID=$!
   pids="$pids $RADIO_PID"
   exec {radio_stdin}>"$fifo"  # radio.py exits when this closes (with us)
@@ -379,7 +383,9 @@ virtio_serial() { # the guest's /dev/vport0p1, connected as a client to 127.0.0.
 # the host's check that the guest's note arrived byte-identical.
 agent_radio() {
   local name=$1 guest_case=$2 host_case=$3
-  start_radio 2
+  # VM_STRANGERS devices that are not peers share the radio, each advertising
+  # every 100 ms with changing data (a busy room: Tests/Radio/strangers.py).
+  start_radio 2 --strangers "${VM_STRANGERS:-0}"
   read -r guest_port host_port <<<"$RADIO_PORTS"
   hn="$work/host-notes-$name"
   mkdir -p "$hn"
@@ -453,7 +459,7 @@ for b in "${boots[@]}"; do
       CASE_TIMEOUT=120 \
         CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-privacy:$((privacy_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300,agent-bluez-reach:$reach" \
         BOOT_TIMEOUT=$((1020 + scan_steady + 180 + privacy_steady + 180 + reach)) \
-        BOOT_APPEND="VM_SCAN_STEADY=$scan_steady VM_PRIVACY_STEADY=$privacy_steady VM_REACH_SAMPLES=$reach_samples VM_REACH_BOUND=${VM_REACH_BOUND:-40}" \
+        BOOT_APPEND="VM_SCAN_STEADY=$scan_steady VM_PRIVACY_STEADY=$privacy_steady VM_REACH_SAMPLES=$reach_samples VM_REACH_BOUND=${VM_REACH_BOUND:-40}${VM_SCANNING:+ VM_SCANNING=$VM_SCANNING}" \
         boot kernel "$cases"
       if [[ ,$cases, == *,agent-bluez-scan,* ]]; then scan_duty; fi
       if [[ ,$cases, == *,agent-bluez-monitor,* ]]; then monitor_passive; fi
@@ -487,7 +493,12 @@ for b in "${boots[@]}"; do
       # A guest agent with controller = bluez (bluetoothd manages the bridged
       # hciN) and a host agent on tcp:.
       if [ "$has_bluez" = 1 ]; then
-        CASE_TIMEOUT=90 agent_radio agent-bluez-radio agent-bluez-bridge host-gets-bluez-note
+        # VM_BRIDGE_STEADY: seconds the linked guest agent then idles, its
+        # CPU and wake-ups and bluetoothd's measured (NOTE-CPU lines).
+        bridge_steady=${VM_BRIDGE_STEADY:-0}
+        CASE_TIMEOUT=$((90 + bridge_steady)) BOOT_TIMEOUT=$((600 + bridge_steady)) \
+          BOOT_APPEND="VM_BRIDGE_STEADY=$bridge_steady${VM_SCANNING:+ VM_SCANNING=$VM_SCANNING}" \
+          agent_radio agent-bluez-radio agent-bluez-bridge host-gets-bluez-note
       else
         not_run agent-bluez-bridge host-gets-bluez-note >>"$results"
       fi
@@ -565,6 +576,10 @@ fi
 if [ -s "$work/autoconnect" ]; then
   echo "vm: a device the kernel auto-connects to (agent-bluez-autoconnect), s from its advert to the connection:"
   sed 's/^NOTE-AUTOCONNECT /  /' "$work/autoconnect"
+fi
+if [ -s "$work/cpu" ]; then
+  echo "vm: CPU and wake-ups over a steady period (under TCG: compare within one run):"
+  sed 's/^NOTE-CPU /  /' "$work/cpu"
 fi
 if [ -s "$work/reach" ]; then
   echo "vm: a newcomer to a closed linked pair (agent-bluez-reach), s from its start to its links:"

@@ -19,6 +19,18 @@ wait_for_note /tmp/guest/from-host.md /cases/data/from-host.md 40 || { explain g
 echo "HOST-NOTE-ARRIVED" >/dev/console
 # (The host saves from-host.md only once from-guest.md has arrived there.)
 still_running $G guest
+# VM_BRIDGE_STEADY (bench-bluez.sh, with strangers on the host's radio): the
+# linked agent idles; its CPU and wake-ups and bluetoothd's, as NOTE-CPU lines.
+steady=${VM_BRIDGE_STEADY:-0}
+if [ "$steady" -gt 0 ]; then
+  echo "$(now) idle and linked for $steady s"
+  cpu_guest=$(proc_sample $G)
+  cpu_bluez=$(proc_sample $BLUEZ_PID)
+  sleep "$steady"
+  still_running $G guest
+  note_cpu agent-bluez-bridge "guest agent" "$cpu_guest" "$(proc_sample $G)" "$steady"
+  note_cpu agent-bluez-bridge bluetoothd "$cpu_bluez" "$(proc_sample $BLUEZ_PID)" "$steady"
+fi
 timeout 10 bluetoothctl show "$(adapter_address "hci$HCI")" >/tmp/show.log 2>&1 || true
 grep -q "Powered: yes" /tmp/show.log \
   || { echo "FAILED: bluetoothctl show does not say powered after the agent ran:"; cat /tmp/show.log; exit 1; }

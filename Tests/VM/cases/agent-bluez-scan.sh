@@ -47,10 +47,15 @@ still_running $A a
 still_running $B b
 # The steady state: nothing to do, every peer linked. The only timed wait.
 echo "$(now) idle and linked for $steady s"
+cpu_a=$(proc_sample $A)
+cpu_bluez=$(proc_sample $BLUEZ_PID)
 sleep "$steady"
 still_running $A a
 still_running $B b
 mark end
+# What the idle, linked agent and bluetoothd cost meanwhile (issue 25).
+note_cpu agent-bluez-scan "agent a" "$cpu_a" "$(proc_sample $A)" "$steady"
+note_cpu agent-bluez-scan bluetoothd "$cpu_bluez" "$(proc_sample $BLUEZ_PID)" "$steady"
 # A link that went down meanwhile (and its burst) would be measured as the
 # linked steady state: say so.
 if tail -n +$((la + 1)) /tmp/a.log | grep -E "link with .* down" ||

@@ -76,11 +76,18 @@ agent_args() {
 
 # start_agent NAME SPEC [ARGS...]: a baton agent on controller SPEC with notes
 # in /tmp/NAME (log /tmp/NAME.log); sets AGENT_PID.
+# With VM_SCANNING (from run.sh), the agent runs with `scanning =
+# $VM_SCANNING` (baton.conf(5)): Tests/Scripts/bench-bluez.sh compares
+# `continuous`, the agent before its scan schedule, with the default.
 start_agent() {
   name=$1 spec=$2; shift 2
   # A fresh folder and state: an earlier case of this boot may have used the name.
-  rm -rf "/tmp/$name" "/tmp/$name.state" "/tmp/$name.sock"
+  rm -rf "/tmp/$name" "/tmp/$name.state" "/tmp/$name.sock" "/tmp/$name.conf"
   mkdir -p "/tmp/$name"
+  if [ -n "${VM_SCANNING:-}" ]; then
+    printf '[agent]\nscanning = %s\n' "$VM_SCANNING" >"/tmp/$name.conf"
+    set -- --config "/tmp/$name.conf" "$@"
+  fi
   baton $(agent_args "$spec" "/tmp/$name" "$name") --verbose "$@" \
     >"/tmp/$name.log" 2>&1 &
   AGENT_PID=$!
@@ -431,4 +438,24 @@ stop_unit() {
   dmesg | grep "systemd\[$MGR\]: Stopped baton.service" >/tmp/stopped.log \
     || { echo "FAILED: the user manager did not log the unit's stop"; unit_explain; return 1; }
   tail -1 /tmp/stopped.log
+}
+
+# proc_sample PID: "TICKS WAKEUPS": the process's CPU time in clock ticks
+# (user and system, all threads; USER_HZ is 100) and its voluntary context
+# switches summed over its threads (each a wake-up from a sleep).
+proc_sample() {
+  ticks=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  wakeups=$(cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ {n += $2} END {print n + 0}')
+  echo "$ticks $wakeups"
+}
+
+# note_cpu CASE WHAT BEFORE AFTER SECONDS: a NOTE-CPU line on the console
+# (run.sh lists them) with WHAT's CPU share and wake-ups per second between
+# two proc_sample results taken SECONDS apart. Under qemu's software
+# emulation CPU time is many times a real machine's: compare the lines of one
+# run, not with a laptop.
+note_cpu() {
+  set -- "$1" "$2" $3 $4 "$5"
+  echo "NOTE-CPU $1 $2: $(awk -v t="$(($5 - $3))" -v w="$(($6 - $4))" -v s="$7" \
+    'BEGIN {printf "%.2f %% CPU, %.2f wake-ups/s over %d s", t / s, w / s, s}')" >/dev/console
 }
