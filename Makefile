@@ -21,7 +21,8 @@
 #                   (Tests/Scripts/deb.sh; debian/ holds its control files)
 #   make uninstall  remove what 'make install' put there
 # BUILD=debug installs the debug build instead; NOBUILD=1 installs whatever
-# is already built without running swift build.
+# is already built without running swift build; BATON_BIN=PATH (with NOBUILD=1)
+# installs that binary instead (the tests' BATON_BIN, as make sanitize sets it).
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
@@ -34,6 +35,7 @@ BUILD ?= release
 # is loaded from beside it).
 RELEASE_FLAGS ?= --static-swift-stdlib --disable-local-rpath
 INSTALL ?= install
+BATON_BIN ?= .build/$(BUILD)/baton
 # An import of a baton target that Package.swift does not declare a dependency
 # is an error (a plain build accepts one that happens to be built already).
 CHECK_FLAGS ?= --explicit-target-dependency-import-check error
@@ -84,7 +86,7 @@ ifeq ($(NOBUILD),)
 endif
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(DOCDIR)
-	$(INSTALL) -m 755 $(if $(filter release,$(BUILD)),-s) .build/$(BUILD)/baton $(DESTDIR)$(BINDIR)/baton
+	$(INSTALL) -m 755 $(if $(filter release,$(BUILD)),-s) $(BATON_BIN) $(DESTDIR)$(BINDIR)/baton
 	$(INSTALL) -m 644 Man/baton.1 $(DESTDIR)$(MANDIR)/man1/baton.1
 	$(INSTALL) -m 644 Man/baton.conf.5 $(DESTDIR)$(MANDIR)/man5/baton.conf.5
 	sed 's|/usr/local/bin/baton|$(BINDIR)/baton|' Config/baton.service \
