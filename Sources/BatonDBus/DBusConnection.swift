@@ -260,8 +260,7 @@ public final class DBusConnection: @unchecked Sendable {
     // wait for bluetoothd); the reply, if it still comes, is dropped.
     let reply = ReplyOnce()
     return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
-        reply.set(continuation)
+      try await reply.wait {
         enqueue(
           { [self] bus in
             var message: OpaquePointer?
@@ -501,37 +500,44 @@ public final class DBusConnection: @unchecked Sendable {
   }
 }
 
-/// A method call's continuation, resumed exactly once: by the reply, a
-/// failure, or the caller's cancellation, whichever comes first.
+/// A method call's reply, delivered exactly once: by the reply, a failure,
+/// or the caller's cancellation, whichever comes first. The result travels
+/// under the lock, not through the continuation: the caller takes it under
+/// the lock the deliverer stored it under, so the reply's values (decoded on
+/// the bus thread) are handed over to the caller's thread in a way
+/// ThreadSanitizer sees. A continuation resumed before its task has
+/// suspended is not such a hand-over to it (swiftlang/swift#57803), and a
+/// fast reply does that.
 final class ReplyOnce: Sendable {
   private struct State {
-    var continuation: CheckedContinuation<[DBusValue], any Error>?
-    var early: Result<[DBusValue], any Error>?
-    var done = false
+    var continuation: CheckedContinuation<Void, Never>?
+    var result: Result<[DBusValue], any Error>?
   }
   private let state = Mutex(State())
 
-  func set(_ continuation: CheckedContinuation<[DBusValue], any Error>) {
-    let early = state.withLock { s -> Result<[DBusValue], any Error>? in
-      if let early = s.early { return early }
-      s.continuation = continuation
-      return nil
+  /// Runs `start` once the caller waits, then waits for the result.
+  func wait(then start: () -> Void) async throws -> [DBusValue] {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let delivered = state.withLock { s -> Bool in
+        if s.result != nil { return true }
+        s.continuation = continuation
+        return false
+      }
+      if delivered { continuation.resume() }
+      start()
     }
-    if let early { continuation.resume(with: early) }
+    return try state.withLock { s -> Result<[DBusValue], any Error> in s.result! }.get()
   }
 
+  /// Delivers `result` unless one was delivered already.
   func resume(with result: Result<[DBusValue], any Error>) {
-    let continuation = state.withLock { s -> CheckedContinuation<[DBusValue], any Error>? in
-      guard !s.done else { return nil }
-      s.done = true
-      guard let continuation = s.continuation else {
-        s.early = result
-        return nil
-      }
-      s.continuation = nil
-      return continuation
+    let continuation = state.withLock { s -> CheckedContinuation<Void, Never>? in
+      guard s.result == nil else { return nil }
+      s.result = result
+      defer { s.continuation = nil }
+      return s.continuation
     }
-    continuation?.resume(with: result)
+    continuation?.resume()
   }
 }
 
