@@ -11,6 +11,12 @@
 #                   crashes per target; not in 'make test'
 #   make fuzz-smoke every fuzz target for FUZZ_SMOKE_SECONDS (default 3) on its
 #                   seed corpus (Tests/Fuzz/corpus); fails on a crash
+#   make sanitize   the test suite under ThreadSanitizer and under
+#                   AddressSanitizer, each built into a scratch path of its own
+#                   (.build/tsan, .build/asan), the agents the tests start
+#                   included; prints time, tests and findings per sanitizer and
+#                   fails on any (Tests/Scripts/sanitize.sh); not in 'make
+#                   test': CI's time is used up
 #   make demo       two agents on a simulated radio, handing notes to each other
 #   make install    the release binary (Swift runtime linked statically,
 #                   stripped), both man pages, the user unit, the bash
@@ -40,7 +46,7 @@ BATON_BIN ?= .build/$(BUILD)/baton
 # is an error (a plain build accepts one that happens to be built already).
 CHECK_FLAGS ?= --explicit-target-dependency-import-check error
 
-.PHONY: all build release test fuzz fuzz-smoke setup demo install uninstall clean test-vm deb
+.PHONY: all build release test fuzz fuzz-smoke sanitize setup demo install uninstall clean test-vm deb
 
 all: build
 
@@ -79,6 +85,11 @@ fuzz: setup
 FUZZ_SMOKE_SECONDS ?= 3
 fuzz-smoke:
 	FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS) FUZZ_SESSIONS=0 FUZZ_CONFIG=debug Tests/Scripts/fuzz.sh
+
+# Two more builds of the package and two runs of the suite, each several
+# times the plain one's: outside CI's time (see Tests/Scripts/sanitize.sh).
+sanitize: setup
+	Tests/Scripts/sanitize.sh
 
 install:
 ifeq ($(NOBUILD),)
