@@ -23,6 +23,7 @@ still_running $G guest
 # linked agent idles; its CPU and wake-ups and bluetoothd's, as NOTE-CPU lines.
 steady=${VM_BRIDGE_STEADY:-0}
 if [ "$steady" -gt 0 ]; then
+  wait_steady guest || true
   echo "$(now) idle and linked for $steady s"
   cpu_guest=$(proc_sample $G)
   cpu_bluez=$(proc_sample $BLUEZ_PID)

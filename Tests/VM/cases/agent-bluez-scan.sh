@@ -47,15 +47,20 @@ still_running $A a
 still_running $B b
 # The steady state: nothing to do, every peer linked. The only timed wait.
 echo "$(now) idle and linked for $steady s"
+# What the idle, linked agent and bluetoothd cost (issue 25): from the end
+# of a's start burst, for as long as the rest of the steady period.
+started=$(now)
+wait_steady a || true
 cpu_a=$(proc_sample $A)
 cpu_bluez=$(proc_sample $BLUEZ_PID)
-sleep "$steady"
+cpu_from=$(now)
+left=$(awk -v s="$steady" -v a="$started" -v b="$cpu_from" 'BEGIN {l = s - (b - a); print (l < 10 ? 10 : int(l))}')
+sleep "$left"
 still_running $A a
 still_running $B b
 mark end
-# What the idle, linked agent and bluetoothd cost meanwhile (issue 25).
-note_cpu agent-bluez-scan "agent a" "$cpu_a" "$(proc_sample $A)" "$steady"
-note_cpu agent-bluez-scan bluetoothd "$cpu_bluez" "$(proc_sample $BLUEZ_PID)" "$steady"
+note_cpu agent-bluez-scan "agent a" "$cpu_a" "$(proc_sample $A)" "$left"
+note_cpu agent-bluez-scan bluetoothd "$cpu_bluez" "$(proc_sample $BLUEZ_PID)" "$left"
 # A link that went down meanwhile (and its burst) would be measured as the
 # linked steady state: say so.
 if tail -n +$((la + 1)) /tmp/a.log | grep -E "link with .* down" ||

@@ -440,6 +440,21 @@ stop_unit() {
   tail -1 /tmp/stopped.log
 }
 
+# wait_steady NAME: agent NAME's scan schedule is in its steady state (its
+# start burst over, no window open; or scanning all the time, with
+# VM_SCANNING=continuous), by `baton status` on /tmp/NAME.sock, within 60 s;
+# 1 if not (the caller measures anyway, and says so).
+wait_steady() {
+  i=0
+  while [ $i -lt 300 ]; do
+    baton status --socket "/tmp/$1.sock" 2>/dev/null | grep -qE "^scanning: (windows: off|continuous)" && return 0
+    i=$((i + 1))
+    sleep 0.2
+  done
+  echo "$(now) agent $1 did not reach its steady state within 60 s: $(baton status --socket "/tmp/$1.sock" 2>&1 | grep "^scanning")"
+  return 1
+}
+
 # proc_sample PID: "TICKS WAKEUPS": the process's CPU time in clock ticks
 # (user and system, all threads; USER_HZ is 100) and its voluntary context
 # switches summed over its threads (each a wake-up from a sleep).
