@@ -55,9 +55,6 @@ final class HandshakeRepeater: Sendable {
     }
   }
 
-  /// How many repeats went out.
-  var repeats: Int { sent.withLock { $0 } }
-
   /// Ends the timer, after any repeat it is sending.
   func stop() async {
     guard let task = timer.withLock({ t -> Task<Void, Never>? in defer { t = nil }; return t })
