@@ -261,7 +261,7 @@ boot() {
   grep "^NOTE-LATENCY" "$console.txt" >>"$work/latency" || true
   grep "^NOTE-AUTOCONNECT" "$console.txt" >>"$work/autoconnect" || true
   grep "^REACH agent-bluez-reach" "$console.txt" >>"$work/reach" || true
-  grep "^NOTE-CPU" "$console.txt" >>"$work/cpu" || true
+  grep -E "^NOTE-(CPU|THREADS)" "$console.txt" >>"$work/cpu" || true
   check_btsnoop "$console.txt"
   return 0
 }
@@ -579,7 +579,7 @@ if [ -s "$work/autoconnect" ]; then
 fi
 if [ -s "$work/cpu" ]; then
   echo "vm: CPU and wake-ups over a steady period (under TCG: compare within one run):"
-  sed 's/^NOTE-CPU /  /' "$work/cpu"
+  sed -E 's/^NOTE-(CPU|THREADS) /  /' "$work/cpu"
 fi
 if [ -s "$work/reach" ]; then
   echo "vm: a newcomer to a closed linked pair (agent-bluez-reach), s from its start to its links:"

@@ -24,13 +24,21 @@ still_running $G guest
 steady=${VM_BRIDGE_STEADY:-0}
 if [ "$steady" -gt 0 ]; then
   wait_steady guest || true
+  # Its first window after the burst probes the link once (agent-bluez-scan).
+  if [ "${VM_SCANNING:-}" != continuous ]; then
+    first_window_over guest "$(wc -l </tmp/guest.log)" ||
+      echo "$(now) the guest agent had no scan window within 45 s (measuring anyway)"
+  fi
   echo "$(now) idle and linked for $steady s"
   cpu_guest=$(proc_sample $G)
   cpu_bluez=$(proc_sample $BLUEZ_PID)
+  thread_sample $G >/tmp/guest.threads.before
   sleep "$steady"
   still_running $G guest
   note_cpu agent-bluez-bridge "guest agent" "$cpu_guest" "$(proc_sample $G)" "$steady"
   note_cpu agent-bluez-bridge bluetoothd "$cpu_bluez" "$(proc_sample $BLUEZ_PID)" "$steady"
+  thread_sample $G >/tmp/guest.threads.after
+  note_threads agent-bluez-bridge "guest agent" /tmp/guest.threads.before /tmp/guest.threads.after "$steady"
 fi
 timeout 10 bluetoothctl show "$(adapter_address "hci$HCI")" >/tmp/show.log 2>&1 || true
 grep -q "Powered: yes" /tmp/show.log \

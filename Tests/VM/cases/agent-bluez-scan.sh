@@ -47,13 +47,25 @@ still_running $A a
 still_running $B b
 # The steady state: nothing to do, every peer linked. The only timed wait.
 echo "$(now) idle and linked for $steady s"
-# What the idle, linked agent and bluetoothd cost (issue 25): from the end
-# of a's start burst, for as long as the rest of the steady period.
+# What the idle, linked agent and bluetoothd cost (issue 25), for as long
+# as the rest of the steady period: from the end of a's start burst, and
+# of each side's first scan window after it. That window hears the other's
+# beacon under the address its closed beacon now has, and the link is
+# probed once (a PING each way): link set-up, not the idle state.
 started=$(now)
 wait_steady a || true
+if [ "${VM_SCANNING:-}" != continuous ]; then
+  first_window_over a "$(wc -l </tmp/a.log)" &
+  first_a=$!
+  first_window_over b "$(wc -l </tmp/b.log)" ||
+    echo "$(now) agent b had no scan window within 45 s (measuring anyway)"
+  wait $first_a || echo "$(now) agent a had no scan window within 45 s (measuring anyway)"
+fi
 cpu_a=$(proc_sample $A)
 cpu_bluez=$(proc_sample $BLUEZ_PID)
+thread_sample $A >/tmp/a.threads.before
 cpu_from=$(now)
+echo "$(now) measuring agent a and bluetoothd from here"
 left=$(awk -v s="$steady" -v a="$started" -v b="$cpu_from" 'BEGIN {l = s - (b - a); print (l < 10 ? 10 : int(l))}')
 sleep "$left"
 still_running $A a
@@ -61,6 +73,8 @@ still_running $B b
 mark end
 note_cpu agent-bluez-scan "agent a" "$cpu_a" "$(proc_sample $A)" "$left"
 note_cpu agent-bluez-scan bluetoothd "$cpu_bluez" "$(proc_sample $BLUEZ_PID)" "$left"
+thread_sample $A >/tmp/a.threads.after
+note_threads agent-bluez-scan "agent a" /tmp/a.threads.before /tmp/a.threads.after "$left"
 # A link that went down meanwhile (and its burst) would be measured as the
 # linked steady state: say so.
 if tail -n +$((la + 1)) /tmp/a.log | grep -E "link with .* down" ||

@@ -455,6 +455,16 @@ wait_steady() {
   return 1
 }
 
+# first_window_over NAME FROM_LINE: agent NAME's scan schedule opened a
+# window and closed it again, both logged after line FROM_LINE of its log
+# (--verbose: "scan schedule: window", then "scan schedule: off"), within
+# 45 s; 1 if not.
+first_window_over() {
+  wait_log "/tmp/$1.log" "scan schedule: window" 45 "$2" >/dev/null || return 1
+  w=$(tail -n +$(($2 + 1)) "/tmp/$1.log" | grep -n -m1 "scan schedule: window" | cut -d: -f1)
+  wait_log "/tmp/$1.log" "scan schedule: off" 10 $(($2 + w)) >/dev/null
+}
+
 # proc_sample PID: "TICKS WAKEUPS": the process's CPU time in clock ticks
 # (user and system, all threads; USER_HZ is 100) and its voluntary context
 # switches summed over its threads (each a wake-up from a sleep).
@@ -462,6 +472,27 @@ proc_sample() {
   ticks=$(awk '{print $14 + $15}' "/proc/$1/stat")
   wakeups=$(cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ {n += $2} END {print n + 0}')
   echo "$ticks $wakeups"
+}
+
+# thread_sample PID: one line per thread, "TID NAME WAKEUPS" (its voluntary
+# context switches), for note_threads.
+thread_sample() {
+  for t in /proc/"$1"/task/*; do
+    [ -r "$t/status" ] || continue
+    printf '%s %s %s\n' "${t##*/}" "$(tr ' ' _ <"$t/comm")" \
+      "$(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status")"
+  done
+}
+
+# note_threads CASE WHAT BEFORE AFTER SECONDS: a NOTE-THREADS line per thread
+# of WHAT that woke between two thread_sample files taken SECONDS apart (a
+# thread that started meanwhile counts from 0), most wake-ups first: which
+# thread to look at when note_cpu's figure is high.
+note_threads() {
+  awk -v c="$1" -v w="$2" -v s="$5" '
+    NR == FNR { before[$1] = $3; next }
+    { n = $3 - before[$1]; if (n > 0) printf "%d NOTE-THREADS %s %s: %s (%s) %.2f wake-ups/s\n", n, c, w, $2, $1, n / s }
+  ' "$3" "$4" | sort -rn | cut -d' ' -f2- >/dev/console
 }
 
 # note_cpu CASE WHAT BEFORE AFTER SECONDS: a NOTE-CPU line on the console
