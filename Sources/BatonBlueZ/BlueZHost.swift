@@ -223,17 +223,36 @@ public final class BlueZHost: RadioHost {
     return [UInt8(min(255, bytes.count + 3)), 0xFF, 0xFF, 0xFF] + bytes
   }
 
+  /// Subscribes to what bluetoothd tells, and to nothing more: every
+  /// signal the bus daemon passes wakes the agent. On a system bus,
+  /// NameOwnerChanged comes for every client that connects (one per
+  /// `systemctl` run), so only org.bluez's is asked for; with a named
+  /// adapter (`bluez:hciN`), only that adapter's objects' signals, so that
+  /// another adapter's discovery (a second dongle, another program's
+  /// scan) costs this agent nothing.
   private func start() async throws {
     _ = try await bus.subscribe(
       sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
-      member: "NameOwnerChanged"
+      member: "NameOwnerChanged", arg0: Self.service
     ) { [weak self] signal in self?.nameOwnerChanged(signal) }
+    let objectManager = "org.freedesktop.DBus.ObjectManager"
+    if let adapter = requestedAdapter.map({ "/org/bluez/\($0)" }) {
+      // InterfacesAdded and -Removed come from "/" and name the object
+      // first, as an object path (which arg0path matches, arg0 does not):
+      // the adapter itself, and (with the slash) every object below it.
+      for rule in [adapter, adapter + "/"] {
+        _ = try await bus.subscribe(
+          sender: Self.service, interface: objectManager, member: nil, arg0Path: rule
+        ) { [weak self] signal in self?.objectsChanged(signal) }
+      }
+    } else {
+      _ = try await bus.subscribe(sender: Self.service, interface: objectManager, member: nil) {
+        [weak self] signal in self?.objectsChanged(signal)
+      }
+    }
     _ = try await bus.subscribe(
-      sender: Self.service, interface: "org.freedesktop.DBus.ObjectManager", member: nil
-    ) { [weak self] signal in self?.objectsChanged(signal) }
-    _ = try await bus.subscribe(
-      sender: Self.service, interface: "org.freedesktop.DBus.Properties",
-      member: "PropertiesChanged"
+      sender: Self.service, pathNamespace: requestedAdapter.map { "/org/bluez/\($0)" },
+      interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
     ) { [weak self] signal in self?.propertiesChanged(signal) }
     let owner: String?
     do {

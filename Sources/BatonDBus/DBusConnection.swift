@@ -378,16 +378,27 @@ public final class DBusConnection: @unchecked Sendable {
   }
 
   /// Delivers matching signals to `handler` (on the bus thread) until
-  /// `unsubscribe` with the returned id. nil fields match anything.
+  /// `unsubscribe` with the returned id. nil fields match anything. The
+  /// bus daemon filters (the match rule), so a signal that does not match
+  /// never wakes this process: `pathNamespace` (the path or one below it),
+  /// `arg0` (the first argument, a string and not an object path, exactly)
+  /// and `arg0Path` (the first argument, a string or an object path: this
+  /// one, or any below it when this ends in `/`)
+  /// narrow a busy interface down to what the caller acts on.
   public func subscribe(
-    sender: String?, path: String? = nil, interface: String?, member: String?,
+    sender: String?, path: String? = nil, pathNamespace: String? = nil,
+    interface: String?, member: String?, arg0: String? = nil, arg0Path: String? = nil,
     handler: @escaping @Sendable (DBusSignal) -> Void
   ) async throws -> UInt64 {
-    try await perform { [self] bus in
+    let rule = try Self.matchRule([
+      ("sender", sender), ("path", path), ("path_namespace", pathNamespace),
+      ("interface", interface), ("member", member), ("arg0", arg0), ("arg0path", arg0Path),
+    ])
+    return try await perform { [self] bus in
       let box = Unmanaged.passRetained(SignalBox(handler))
       var slot: OpaquePointer?
-      let r = sd_bus_match_signal(
-        bus, &slot, sender, path, interface, member,
+      let r = sd_bus_add_match(
+        bus, &slot, rule,
         { message, userdata, _ in
           guard let message, let userdata else { return 0 }
           let box = Unmanaged<SignalBox>.fromOpaque(userdata).takeUnretainedValue()
@@ -410,6 +421,21 @@ public final class DBusConnection: @unchecked Sendable {
       subscriptions[nextSubscription] = (slot!, box)
       return nextSubscription
     }
+  }
+
+  /// A signal match rule (the D-Bus specification, "Match Rules") of the
+  /// fields given. A value may not hold a quote: the rules have no escape
+  /// we need, and every value here is a name or path of ours or bluetoothd's.
+  static func matchRule(_ fields: [(key: String, value: String?)]) throws(DBusError) -> String {
+    var rule = "type='signal'"
+    for (key, value) in fields {
+      guard let value else { continue }
+      guard !value.contains("'") else {
+        throw .failed(operation: "matching \(key)=\(value)", errno: .invalidArgument)
+      }
+      rule += ",\(key)='\(value)'"
+    }
+    return rule
   }
 
   /// Ends a subscription.

@@ -39,6 +39,7 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
   public static let tooManyLinks = Errno(rawValue: ELOOP)
   public static let noSpaceForWatches = Errno(rawValue: ENOSPC)
   public static let noMemory = Errno(rawValue: ENOMEM)
+  public static let invalidArgument = Errno(rawValue: EINVAL)
   /// EMLINK, "too many links": what the kernel makes of a controller's
   /// Connection Limit Exceeded.
   public static let linkLimit = Errno(rawValue: EMLINK)

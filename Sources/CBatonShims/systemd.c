@@ -88,11 +88,10 @@ FORWARD(int, -ELIBACC, sd_bus_call_async,
         (sd_bus *bus, sd_bus_slot **slot, sd_bus_message *m, sd_bus_message_handler_t callback,
          void *userdata, uint64_t usec),
         (bus, slot, m, callback, userdata, usec))
-FORWARD(int, -ELIBACC, sd_bus_match_signal,
-        (sd_bus *bus, sd_bus_slot **ret, const char *sender, const char *path,
-         const char *interface, const char *member, sd_bus_message_handler_t callback,
+FORWARD(int, -ELIBACC, sd_bus_add_match,
+        (sd_bus *bus, sd_bus_slot **slot, const char *match, sd_bus_message_handler_t callback,
          void *userdata),
-        (bus, ret, sender, path, interface, member, callback, userdata))
+        (bus, slot, match, callback, userdata))
 FORWARD(sd_bus_slot *, NULL, sd_bus_slot_unref, (sd_bus_slot *slot), (slot))
 
 /* Objects baton exports (its LE advertisement, org.bluez.LEAdvertisement1). */

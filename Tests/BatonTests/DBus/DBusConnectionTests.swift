@@ -181,6 +181,76 @@ struct DBusConnectionTests {
     #expect(managed.first?.stringDictionary?["/org/baton/adv"] != nil)
   }
 
+  /// The bus daemon filters by the match rule: a signal of another adapter,
+  /// or another name's NameOwnerChanged, never reaches the process. Each
+  /// unwanted signal is sent before the wanted one, so if the filter let it
+  /// through it would arrive first (one sender's signals keep their order).
+  @Test func matchRulesKeepOtherAdaptersSignalsOff() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    let client = try bus.connect()
+    defer {
+      server.close()
+      client.close()
+    }
+    try await server.addObjectManager(at: "/")
+    for path in ["/org/bluez/hci0", "/org/bluez/hci0/dev_a", "/org/bluez/hci1", "/org/bluez/hci1/dev_b"] {
+      try await server.export(
+        DBusObject(
+          path: path, interface: "org.baton.Thing1", properties: [.init("Data", "ay")],
+          property: { _ in .bytes([1]) }))
+    }
+    let name = try await server.uniqueName()
+    let (signals, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
+    _ = try await client.subscribe(
+      sender: name, pathNamespace: "/org/bluez/hci0",
+      interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
+    ) { continuation.yield($0) }
+    _ = try await client.subscribe(
+      sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: nil,
+      arg0Path: "/org/bluez/hci0"
+    ) { continuation.yield($0) }
+    _ = try await client.subscribe(
+      sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: nil,
+      arg0Path: "/org/bluez/hci0/"
+    ) { continuation.yield($0) }
+    _ = try await client.subscribe(
+      sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+      member: "NameOwnerChanged", arg0: "org.bluez"
+    ) { continuation.yield($0) }
+    var iterator = signals.makeAsyncIterator()
+
+    for path in ["/org/bluez/hci1/dev_b", "/org/bluez/hci0/dev_a"] {
+      try await server.emitPropertiesChanged(path: path, interface: "org.baton.Thing1", names: ["Data"])
+    }
+    #expect(try #require(await iterator.next()).path == "/org/bluez/hci0/dev_a")
+    // The adapter itself passes (arg0path, equal), and what is below it
+    // (arg0path ending in a slash). arg0 matches only strings, not paths.
+    for path in ["/org/bluez/hci1", "/org/bluez/hci1/dev_b", "/org/bluez/hci0/dev_a", "/org/bluez/hci0"] {
+      try await server.emitInterfaces(added: true, path: path, interfaces: ["org.baton.Thing1"])
+    }
+    #expect(try #require(await iterator.next()).arguments.first == .objectPath("/org/bluez/hci0/dev_a"))
+    #expect(try #require(await iterator.next()).arguments.first == .objectPath("/org/bluez/hci0"))
+    // Another client's connection and another name: not ours.
+    let other = try bus.connect()
+    defer { other.close() }
+    try await other.requestName("org.other")
+    try await other.requestName("org.bluez")
+    let owned = try #require(await iterator.next())
+    #expect(owned.member == "NameOwnerChanged")
+    #expect(owned.arguments.first?.string == "org.bluez")
+  }
+
+  @Test func aMatchValueWithAQuoteIsRefused() async throws {
+    #expect(throws: DBusError.self) {
+      _ = try DBusConnection.matchRule([("arg0", "it's")])
+    }
+    #expect(
+      try DBusConnection.matchRule([("sender", "org.bluez"), ("path", nil), ("arg0", "x")])
+        == "type='signal',sender='org.bluez',arg0='x'")
+  }
+
   @Test func closingFailsPendingCallsAndLaterOnes() async throws {
     let bus = try PrivateBus()
     let client = try bus.connect()
