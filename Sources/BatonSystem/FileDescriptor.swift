@@ -1,4 +1,5 @@
 import CBatonShims
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -92,6 +93,20 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
   /// `syncfs(2)`: makes everything written to the file system holding this
   /// descriptor durable, in one flush.
   public func syncFileSystem() throws { try checked { baton_syncfs(rawValue) } }
+
+  /// Sets or clears `O_NONBLOCK` (`fcntl(2)`, `F_SETFL`); returns whether
+  /// it was set before, so that a caller can put it back.
+  @discardableResult
+  public func setNonBlocking(_ on: Bool) throws(Errno) -> Bool {
+    let flags = try retryingOnInterrupt { fcntl(rawValue, F_GETFL) }
+    let was = flags & O_NONBLOCK != 0
+    if was != on {
+      try retryingOnInterrupt {
+        fcntl(rawValue, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK)
+      }
+    }
+    return was
+  }
 
   /// `close(2)`; never retried (Linux closes the descriptor even on EINTR).
   public func close() throws { try checked { Glibc.close(rawValue) } }
