@@ -11,19 +11,20 @@ import Synchronization
 /// A D-Bus connection through sd-bus, driven by a thread of its own.
 ///
 /// sd-bus is not thread-safe, so every sd-bus call on this connection runs on
-/// its bus thread: the thread polls the bus descriptor (`sd_bus_get_fd`,
-/// `sd_bus_get_events`, `sd_bus_get_timeout`) and a wake-up pipe, dispatches
-/// with `sd_bus_process`, and runs the jobs other threads queue. Method calls
-/// are asynchronous (`sd_bus_call_async`), so Swift's cooperative pool never
-/// blocks on the bus. Signal handlers and exported objects' callbacks run on
-/// the bus thread.
+/// its bus thread: the thread waits in a `PollLoop` on the bus descriptor
+/// (`sd_bus_get_fd`, `sd_bus_get_events`, `sd_bus_get_timeout`), dispatches
+/// with `sd_bus_process`, and runs the jobs other threads queue (they wake
+/// the loop). Method calls are asynchronous (`sd_bus_call_async`), so
+/// Swift's cooperative pool never blocks on the bus. Signal handlers and
+/// exported objects' callbacks run on the bus thread.
 public final class DBusConnection: @unchecked Sendable {
   /// The bus the connection is on, for messages.
   public let label: String
 
   private let bus: OpaquePointer
-  private let wakeUp: FileDescriptor
-  private let wakeUpWriter: FileDescriptor
+  /// The bus thread's wait; it lives as long as the object, so a late
+  /// `wake()` from another thread never writes to a reused descriptor.
+  private let pollLoop: PollLoop
   private let log = Logger(label: "dbus")
 
   private struct Shared {
@@ -86,20 +87,13 @@ public final class DBusConnection: @unchecked Sendable {
   private init(bus: OpaquePointer, label: String) throws(DBusError) {
     self.bus = bus
     self.label = label
-    do {
-      (wakeUp, wakeUpWriter) = try Socket.pipe()
+    do throws(Errno) {
+      pollLoop = try PollLoop()
     } catch {
       sd_bus_unref(bus)
-      throw DBusError.failed(operation: "pipe", errno: error as? Errno ?? Errno(rawValue: EIO))
+      throw DBusError.failed(operation: "pipe", errno: error)
     }
     OwnedThread.start(name: "baton-dbus") { [self] in loop() }
-  }
-
-  /// The wake-up pipe lives as long as the object: a late `wake()` from
-  /// another thread must never write to a reused descriptor number.
-  deinit {
-    wakeUp.closeIgnoringErrors()
-    wakeUpWriter.closeIgnoringErrors()
   }
 
   // MARK: Running on the bus thread
@@ -128,50 +122,68 @@ public final class DBusConnection: @unchecked Sendable {
       ifClosed(refused)
       return
     }
-    var one: UInt8 = 1
-    _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
+    pollLoop.wake()
   }
 
   private func loop() {
     var failure: DBusError?
+    // A failing poll(2) is not the bus's failure: the next turn asks sd-bus again.
+    while failure == nil {
+      try? pollLoop.run { () -> PollLoop.Turn? in
+        if let ended = processUntilIdle() {
+          failure = ended
+          return nil
+        }
+        guard let turn = busTurn() else {
+          failure = .closed(reason: "lost")
+          return nil
+        }
+        return turn
+      }
+    }
+    shutDown(failure ?? .closed(reason: "closed"))
+  }
+
+  /// Runs the queued jobs and `sd_bus_process` until it has nothing more
+  /// to do; the reason the connection ends, if it does.
+  private func processUntilIdle() -> DBusError? {
     while true {
       let (jobs, closing) = shared.withLock { s in
         defer { s.jobs.removeAll() }
         return (s.jobs, s.closing)
       }
       for job in jobs { job(bus) }
-      if let closing {
-        failure = .closed(reason: closing)
-        break
-      }
+      if let closing { return .closed(reason: closing) }
       let r = sd_bus_process(bus, nil)
       if r < 0 {
-        failure = .closed(reason: "lost: \(Errno(rawValue: -r))")
         log.warning("connection to \(label) lost: \(Errno(rawValue: -r))")
-        break
+        return .closed(reason: "lost: \(Errno(rawValue: -r))")
       }
-      if r > 0 { continue }
-      let fd = sd_bus_get_fd(bus)
-      let events = sd_bus_get_events(bus)
-      if fd < 0 || events < 0 {
-        failure = .closed(reason: "lost")
-        break
-      }
-      var until: UInt64 = 0
-      var timeout: Int32 = -1
-      if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let nowMicros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
-        timeout = until <= nowMicros ? 0 : Int32(min(60_000, (until - nowMicros + 999) / 1000))
-      }
-      let ready =
-        (try? Socket.poll(
-          [(FileDescriptor(rawValue: fd), Int16(events)), (wakeUp, Int16(POLLIN))],
-          timeoutMilliseconds: timeout)) ?? []
-      if ready.contains(1) { _ = try? wakeUp.read(upToCount: 64) }
+      if r == 0 { return nil }
     }
-    shutDown(failure ?? .closed(reason: "closed"))
+  }
+
+  /// What the bus thread waits for: the bus descriptor for what sd-bus
+  /// asks (`sd_bus_get_events`), until sd-bus's next timeout
+  /// (`sd_bus_get_timeout`, at most a minute) or a wake-up. Nil when the bus
+  /// has no descriptor any more. The descriptor needs no handler: the next
+  /// turn's `sd_bus_process` reads it.
+  private func busTurn() -> PollLoop.Turn? {
+    let fd = sd_bus_get_fd(bus)
+    let events = sd_bus_get_events(bus)
+    if fd < 0 || events < 0 { return nil }
+    var until: UInt64 = 0
+    var timeout: Duration?
+    if sd_bus_get_timeout(bus, &until) >= 0 && until != UInt64.max {
+      var now = timespec()
+      clock_gettime(CLOCK_MONOTONIC, &now)
+      let nowMicros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+      let milliseconds = until <= nowMicros ? 0 : min(60_000, (until - nowMicros + 999) / 1000)
+      timeout = .milliseconds(Int64(milliseconds))
+    }
+    return PollLoop.Turn(
+      [.watching(FileDescriptor(rawValue: fd), for: PollLoop.Events(rawValue: Int16(events)))],
+      timeout: timeout)
   }
 
   /// On the bus thread, as the loop ends: fails what is pending, frees the bus.
@@ -211,10 +223,7 @@ public final class DBusConnection: @unchecked Sendable {
       s.closing = "closed"
       return true
     }
-    if wake {
-      var one: UInt8 = 1
-      _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
-    }
+    if wake { pollLoop.wake() }
   }
 
   /// Waits until the connection has closed (or was lost); returns why.
