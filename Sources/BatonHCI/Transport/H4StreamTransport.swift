@@ -8,17 +8,16 @@ import Synchronization
 /// H4 over a byte stream file descriptor (a TCP socket or a serial line): the
 /// common part of `TCPTransport` and `SerialTransport`.
 ///
-/// `receive()` blocks in poll(2) on the descriptor and a wake-up pipe, so
-/// `close()` from another thread ends it at once (closing a tty does not
-/// wake a blocked read). The descriptor itself is closed in `deinit`, after
-/// no thread can be reading it any more.
+/// `receive()` blocks in a `PollLoop` on the descriptor, so `close()` from
+/// another thread ends it at once (closing a tty does not wake a blocked
+/// read). The descriptor itself is closed in `deinit`, after no thread can
+/// be reading it any more.
 public class H4StreamTransport: HCITransport, @unchecked Sendable {
-  // @unchecked: `fd`, `wakeRead`, `wakeWrite` and `name` are immutable; the
-  // framer is only touched by the single reader (under `readState`), writes
-  // are serialised by `writeLock`, `closed` is a Mutex.
+  // @unchecked: `fd`, `pollLoop` and `name` are immutable; the framer is
+  // only touched by the single reader (under `readState`), writes are
+  // serialised by `writeLock`, `closed` is a Mutex.
   let fd: FileDescriptor
-  private let wakeRead: FileDescriptor
-  private let wakeWrite: FileDescriptor
+  private let pollLoop: PollLoop
   private let name: String
   private let readState = Mutex(H4Framer())
   private let writeLock = Mutex(())
@@ -27,7 +26,7 @@ public class H4StreamTransport: HCITransport, @unchecked Sendable {
   init(fd: FileDescriptor, name: String) throws {
     self.fd = fd
     self.name = name
-    (wakeRead, wakeWrite) = try Socket.pipe()
+    pollLoop = try PollLoop()
   }
 
   public var description: String { name }
@@ -48,31 +47,56 @@ public class H4StreamTransport: HCITransport, @unchecked Sendable {
 
   public func receive() throws -> [UInt8]? {
     var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-      if closed.withLock({ $0 }) { return nil }
-      if let packet = try readState.withLock({ framer throws(TransportError) in try framer.next() })
-      {
-        return packet
+    // Set by a turn or a handler: the packet, nil for the end, or the failure.
+    var outcome: Result<[UInt8]?, TransportError>?
+    let read = { [self] in
+      if closed.withLock({ $0 }) {
+        outcome = .success(nil)
+        return
       }
-      let ready: [Int]
-      do {
-        ready = try Socket.waitReadable([fd, wakeRead])
-      } catch {
-        throw TransportError.readFailed(transport: name, reason: "\(error)")
-      }
-      if ready.contains(1) || closed.withLock({ $0 }) { return nil }
       let n: Int
       do {
         n = try chunk.withUnsafeMutableBytes { try fd.read(into: $0) }
       } catch let error as Errno where error == .wouldBlock {
-        continue
+        return
       } catch {
-        if closed.withLock({ $0 }) { return nil }
-        throw TransportError.readFailed(transport: name, reason: "\(error)")
+        outcome =
+          closed.withLock({ $0 })
+          ? .success(nil) : .failure(.readFailed(transport: name, reason: "\(error)"))
+        return
       }
-      if n == 0 { return nil }
-      readState.withLock { $0.append(chunk[0..<n]) }
+      if n == 0 {
+        outcome = .success(nil)
+      } else {
+        readState.withLock { $0.append(chunk[0..<n]) }
+      }
     }
+    do throws(Errno) {
+      try pollLoop.run { () -> PollLoop.Turn? in
+        if outcome != nil { return nil }
+        if closed.withLock({ $0 }) {
+          outcome = .success(nil)
+          return nil
+        }
+        do throws(TransportError) {
+          if let packet = try readState.withLock({ framer throws(TransportError) in
+            try framer.next()
+          }) {
+            outcome = .success(packet)
+            return nil
+          }
+        } catch {
+          outcome = .failure(error)
+          return nil
+        }
+        // A hang-up is read too: the read says end of stream or why not.
+        return PollLoop.Turn([PollLoop.Source(fd, onReadable: read, onHangUp: { _ in read() })])
+      }
+    } catch {
+      throw TransportError.readFailed(transport: name, reason: "\(error)")
+    }
+    // No outcome: `close()` stopped the loop.
+    return try outcome?.get() ?? nil
   }
 
   public func close() {
@@ -81,7 +105,7 @@ public class H4StreamTransport: HCITransport, @unchecked Sendable {
       return value
     }
     guard !wasClosed else { return }
-    _ = try? wakeWrite.writeAll([1])
+    pollLoop.stop()
     closeHook()
   }
 
@@ -90,7 +114,5 @@ public class H4StreamTransport: HCITransport, @unchecked Sendable {
 
   deinit {
     fd.closeIgnoringErrors()
-    wakeRead.closeIgnoringErrors()
-    wakeWrite.closeIgnoringErrors()
   }
 }

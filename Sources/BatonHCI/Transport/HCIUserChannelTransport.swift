@@ -32,9 +32,9 @@ public final class HCIUserChannelTransport: HCITransport {
   }
 
   private let socket: FileDescriptor
-  /// A pipe that wakes a `receive()` blocked in poll(2) when we close.
-  private let wakeUp: FileDescriptor
-  private let wakeUpWriter: FileDescriptor
+  /// Where `receive()` waits for the socket; `close()` stops it, which
+  /// ends a `receive()` blocked in poll(2).
+  private let pollLoop: PollLoop
   private let state = Mutex(State())
   private let log = Logger(label: "transport")
 
@@ -59,13 +59,11 @@ public final class HCIUserChannelTransport: HCITransport {
     do {
       adapter = try HCIUserChannelTransport.lookUp(index: index, socket: socket)
       try HCIUserChannelTransport.bindUserChannel(socket, index: index)
-      var ends: [Int32] = [-1, -1]
-      if pipe(&ends) < 0 {
-        throw HCIUserChannelError.failed(index: index, operation: "pipe", errno: .current)
+      do throws(Errno) {
+        pollLoop = try PollLoop()
+      } catch {
+        throw HCIUserChannelError.failed(index: index, operation: "pipe", errno: error)
       }
-      for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-      wakeUp = FileDescriptor(rawValue: ends[0])
-      wakeUpWriter = FileDescriptor(rawValue: ends[1])
     } catch {
       socket.closeIgnoringErrors()
       throw error
@@ -117,43 +115,55 @@ public final class HCIUserChannelTransport: HCITransport {
         if state.closed && state.receivers == 0 { closeDescriptors(&state) }
       }
     }
-    while true {
-      var fds = [
-        pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0),
-        pollfd(fd: wakeUp.rawValue, events: Int16(POLLIN), revents: 0),
-      ]
-      let ready = Glibc.poll(&fds, 2, -1)
-      if ready < 0 {
-        if errno == EINTR { continue }
-        throw HCIUserChannelError.failed(index: index, operation: "poll", errno: .current)
+    // Set by a handler: the packet, nil for the end, or the failure.
+    var outcome: Result<[UInt8]?, HCIUserChannelError>?
+    do throws(Errno) {
+      try pollLoop.run { () -> PollLoop.Turn? in
+        if outcome != nil || state.withLock({ $0.closed }) { return nil }
+        return PollLoop.Turn([
+          PollLoop.Source(
+            socket,
+            onReadable: { [self] in
+              if state.withLock({ $0.closed }) {
+                outcome = .success(nil)
+              } else {
+                outcome = readPacket()
+              }
+            },
+            onHangUp: { [self] events in
+              // POLLHUP/POLLERR without data: the adapter went away (unplugged).
+              let flags = events.contains(.error) ? "POLLERR" : "POLLHUP"
+              log.warning("hci\(index): adapter gone (\(flags) on the user channel)")
+              outcome = .success(nil)
+            })
+        ])
       }
-      if fds[1].revents != 0 || state.withLock({ $0.closed }) { return nil }
-      if fds[0].revents & Int16(POLLIN) == 0 {
-        // POLLHUP/POLLERR without data: the adapter went away (unplugged).
-        let flags = fds[0].revents & Int16(POLLERR) != 0 ? "POLLERR" : "POLLHUP"
-        log.warning("hci\(index): adapter gone (\(flags) on the user channel)")
+    } catch {
+      throw HCIUserChannelError.failed(index: index, operation: "poll", errno: error)
+    }
+    // No outcome: `close()` stopped the loop.
+    return try outcome?.get() ?? nil
+  }
+
+  /// Reads one packet from the socket: the packet, nil at the end (the
+  /// adapter is gone), or no result when nothing was there after all.
+  private func readPacket() -> Result<[UInt8]?, HCIUserChannelError>? {
+    withUnsafeTemporaryAllocation(byteCount: Self.maximumPacketSize, alignment: 1) {
+      buffer -> Result<[UInt8]?, HCIUserChannelError>? in
+      let n: Int
+      do {
+        n = try socket.read(into: buffer)
+      } catch let error as Errno where error == .wouldBlock {
         return nil
+      } catch let error as Errno where [ENODEV, EPIPE, ENETDOWN].contains(error.rawValue) {
+        // The kernel unregistered the adapter (unplugged, driver unloaded).
+        log.warning("hci\(index): adapter gone (\(error.name))")
+        return .success(nil)
+      } catch {
+        let errno = error as? Errno ?? Errno(rawValue: EIO)
+        return .failure(.failed(index: index, operation: "read", errno: errno))
       }
-      let packet = try withUnsafeTemporaryAllocation(
-        byteCount: Self.maximumPacketSize, alignment: 1
-      ) { buffer -> [UInt8]? in
-        let n: Int
-        do {
-          n = try socket.read(into: buffer)
-        } catch let error as Errno where error == .wouldBlock {
-          return []
-        } catch let error as Errno where [ENODEV, EPIPE, ENETDOWN].contains(error.rawValue) {
-          // The kernel unregistered the adapter (unplugged, driver unloaded).
-          log.warning("hci\(index): adapter gone (\(error.name))")
-          return nil
-        } catch let error as Errno {
-          throw HCIUserChannelError.failed(index: index, operation: "read", errno: error)
-        }
-        return n == 0 ? nil : Array(buffer[..<n])
-      }
-      guard let packet else { return nil }
-      if packet.isEmpty { continue }
-      return packet
+      return .success(n == 0 ? nil : Array(buffer[..<n]))
     }
   }
 
@@ -163,8 +173,7 @@ public final class HCIUserChannelTransport: HCITransport {
       state.closed = true
       if state.receivers > 0 {
         // The reader closes the descriptors when it wakes up.
-        var one: UInt8 = 1
-        _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
+        pollLoop.stop()
       } else {
         closeDescriptors(&state)
       }
@@ -176,8 +185,6 @@ public final class HCIUserChannelTransport: HCITransport {
     state.descriptorsClosed = true
     // Closing the user channel socket gives the adapter back to the kernel.
     socket.closeIgnoringErrors()
-    wakeUp.closeIgnoringErrors()
-    wakeUpWriter.closeIgnoringErrors()
     log.info("hci\(index): user channel closed")
   }
 
