@@ -62,7 +62,6 @@ public final class NotesFolder: NoteFolderAccess {
   private let log = Logger(label: "notes")
 
   private struct Running {
-    var wakeWrite: FileDescriptor
     var watcher: NotesWatcher
   }
   private let running = Mutex<Running?>(nil)
@@ -140,30 +139,16 @@ public final class NotesFolder: NoteFolderAccess {
   public func start() throws -> AsyncStream<NotesEvent> {
     try running.withLock { (state) throws -> AsyncStream<NotesEvent> in
       precondition(state == nil, "NotesFolder.start() called twice without stop()")
-      var ends: [Int32] = [0, 0]
-      guard pipe(&ends) == 0 else {
-        throw NotesError.system(operation: "pipe2 for", path: root, errno: .current)
-      }
-      for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-      let wakeRead = FileDescriptor(rawValue: ends[0])
-      let wakeWrite = FileDescriptor(rawValue: ends[1])
-      let watcher: NotesWatcher
-      do {
-        watcher = try NotesWatcher(index: index, names: names, tuning: tuning, wakeRead: wakeRead)
-        try watcher.prepare()
-        index.endTrust()
-      } catch {
-        wakeRead.closeIgnoringErrors()
-        wakeWrite.closeIgnoringErrors()
-        throw error
-      }
+      let watcher = try NotesWatcher(index: index, names: names, tuning: tuning)
+      try watcher.prepare()
+      index.endTrust()
       let (stream, continuation) = AsyncStream.makeStream(
         of: NotesEvent.self, bufferingPolicy: .unbounded)
       // A consumer that drops the stream stops the watch.
       let id = ObjectIdentifier(watcher)
       continuation.onTermination = { [weak self] _ in self?.stop(only: id) }
       watcher.run(continuation)
-      state = Running(wakeWrite: wakeWrite, watcher: watcher)
+      state = Running(watcher: watcher)
       log.info("watching \(root): \(index.count) notes matching \(names.pattern)")
       return stream
     }
@@ -177,8 +162,7 @@ public final class NotesFolder: NoteFolderAccess {
     running.withLock { state in
       guard let current = state else { return }
       if let watcher, ObjectIdentifier(current.watcher) != watcher { return }
-      try? current.wakeWrite.writeAll([1])
-      current.wakeWrite.closeIgnoringErrors()
+      current.watcher.stop()
       state = nil
     }
   }
@@ -270,7 +254,9 @@ public final class NotesFolder: NoteFolderAccess {
   }
 
   /// Renames a note within the folder (see `NoteWriter.rename`).
-  public func renameNote(_ from: String, to: String, expected: ContentHash) throws -> NoteMoveOutcome {
+  public func renameNote(_ from: String, to: String, expected: ContentHash) throws
+    -> NoteMoveOutcome
+  {
     try writer.rename(from, to: to, expected: expected)
   }
 

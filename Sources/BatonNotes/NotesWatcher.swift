@@ -7,7 +7,8 @@ import Synchronization
 #endif
 
 /// The recursive inotify watch of one notes folder, run on a thread of its
-/// own that blocks in poll(2) on the inotify descriptor and a wake-up pipe.
+/// own that waits in a `PollLoop` on the inotify descriptor (blocking
+/// without a timeout while nothing is pending) until `stop()`.
 ///
 /// Raw inotify rather than libinotifytools: see `Inotify`. Every folder
 /// below the root (except hidden ones such as `.git`) gets a watch with
@@ -37,8 +38,8 @@ import Synchronization
 final class NotesWatcher: @unchecked Sendable {
   // @unchecked: all mutable state below is touched only by the watcher's
   // own thread after `prepare()` (which runs before that thread starts;
-  // Thread.start is the hand-over). `paused` is an Atomic; the wake-up pipe
-  // is written by `NotesFolder.stop()` only.
+  // Thread.start is the hand-over). `paused` is an Atomic; `pollLoop` is
+  // Sendable, stopped by `NotesFolder.stop()` only.
 
   struct Tuning: Sendable {
     /// How long after a close or move a note is read (coalescing).
@@ -64,7 +65,7 @@ final class NotesWatcher: @unchecked Sendable {
   ]
 
   private let inotify: Inotify
-  private let wakeRead: FileDescriptor
+  private let pollLoop: PollLoop
   private let index: NoteIndex
   private let names: NoteNames
   private let tuning: Tuning
@@ -95,7 +96,12 @@ final class NotesWatcher: @unchecked Sendable {
   /// Tests hold the reader back to provoke IN_Q_OVERFLOW.
   let paused = Atomic<Bool>(false)
 
-  init(index: NoteIndex, names: NoteNames, tuning: Tuning, wakeRead: FileDescriptor) throws {
+  init(index: NoteIndex, names: NoteNames, tuning: Tuning) throws {
+    do {
+      pollLoop = try PollLoop()
+    } catch {
+      throw NotesError.system(operation: "pipe2 for", path: index.root, errno: error)
+    }
     do {
       inotify = try Inotify(nonBlocking: true)
     } catch {
@@ -104,7 +110,6 @@ final class NotesWatcher: @unchecked Sendable {
     self.index = index
     self.names = names
     self.tuning = tuning
-    self.wakeRead = wakeRead
   }
 
   /// Watches the whole tree and indexes every note (reporting none).
@@ -123,39 +128,42 @@ final class NotesWatcher: @unchecked Sendable {
     OwnedThread.start(name: "notes-watch") { [self] in self.loop() }
   }
 
+  /// Ends the watch from any thread: the loop returns, closes the inotify
+  /// descriptor and finishes the stream.
+  func stop() { pollLoop.stop() }
+
   // MARK: The loop
 
   private func loop() {
-    var fds = [
-      pollfd(fd: inotify.descriptor.rawValue, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: wakeRead.rawValue, events: Int16(POLLIN), revents: 0),
-    ]
     defer {
       inotify.close()
-      wakeRead.closeIgnoringErrors()
       continuation?.finish()
     }
-    while true {
-      var timeout: Int32 = -1
-      if let next = (Array(pendingSaves.values) + [removalsDue].compactMap { $0 }).min() {
-        let now = NotesWatcher.now()
-        timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
+    while !pollLoop.isStopped {
+      do throws(Errno) {
+        try pollLoop.run { [self] () -> PollLoop.Turn? in
+          // While paused, only `stop()` is waited for, and the pause is
+          // looked at again every 5 ms (tests only).
+          if paused.load(ordering: .acquiring) {
+            return PollLoop.Turn([], timeout: .milliseconds(5))
+          }
+          // Until the next pending save or removal is due; none: no timeout.
+          var timeout: Duration?
+          if let next = (Array(pendingSaves.values) + [removalsDue].compactMap { $0 }).min() {
+            let now = NotesWatcher.now()
+            timeout = next <= now ? .zero : .nanoseconds(Int64(min(next - now, 60_000_000_000)))
+          }
+          // Drain everything queued before acting, so one batch coalesces.
+          return PollLoop.Turn(
+            [
+              PollLoop.Source(
+                inotify.descriptor, onReadable: { [self] in drain() },
+                onHangUp: { [self] _ in drain() })
+            ], timeout: timeout, afterWait: { [self] in processDue() })
+        }
+      } catch {
+        log.error("poll on the inotify descriptor: \(error)")
       }
-      let isPaused = paused.load(ordering: .acquiring)
-      // While paused, poll only the wake-up pipe (a negative fd is skipped).
-      fds[0].fd = isPaused ? -1 : inotify.descriptor.rawValue
-      if isPaused { timeout = 5 }
-      fds[0].revents = 0
-      fds[1].revents = 0
-      let ready = poll(&fds, 2, timeout)
-      if ready < 0 && errno != EINTR {
-        log.error("poll on the inotify descriptor: \(Errno.current)")
-      }
-      if fds[1].revents != 0 { return }
-      if isPaused { continue }
-      // Drain everything queued before acting, so one batch coalesces.
-      if fds[0].revents != 0 { drain() }
-      processDue()
     }
   }
 
@@ -393,7 +401,8 @@ final class NotesWatcher: @unchecked Sendable {
     if event.mask.contains(.ignored) {
       parentWatch = nil
       log.error(
-        "\(parentPath), which held the notes folder, is gone too; restart baton once \(index.root) exists again")
+        "\(parentPath), which held the notes folder, is gone too; restart baton once \(index.root) exists again"
+      )
       return
     }
     if event.name == rootName, event.mask.contains(.isDirectory),
