@@ -8,22 +8,22 @@ import Synchronization
 #endif
 
 /// Accepts the L2CAP channels peers open to our PSM, on a thread of its own
-/// that polls the listening socket and a wake-up pipe; each accepted socket
-/// becomes an `L2CAPSocketChannel` on `channels`.
+/// that waits on the listening socket in a `PollLoop` until `close()`; each
+/// accepted socket becomes an `L2CAPSocketChannel` on `channels`.
 final class L2CAPListener: @unchecked Sendable {
   let channels: AsyncStream<any PeerChannel>
   private let continuation: AsyncStream<any PeerChannel>.Continuation
   private let socket: FileDescriptor
-  private let wakeUp: FileDescriptor
-  private let wakeUpWriter: FileDescriptor
-  private let closing = Atomic(false)
+  /// Stopped by `close()` or by a failing accept; it lives as long as the
+  /// object, so a late `close()` never writes to a reused descriptor.
+  private let pollLoop: PollLoop
   private let log = Logger(label: "l2cap")
 
   /// Listens on `psm` of the adapter with address `local`.
   init(local: BluetoothAddress, type: AddressType, psm: UInt16) throws {
     socket = try L2CAPSocket.listen(on: local, type: type, psm: psm)
     do {
-      (wakeUp, wakeUpWriter) = try Socket.pipe()
+      pollLoop = try PollLoop()
     } catch {
       socket.closeIgnoringErrors()
       throw error
@@ -33,45 +33,40 @@ final class L2CAPListener: @unchecked Sendable {
     log.info("listening for L2CAP channels on PSM 0x\(hex(psm)) of \(local)")
   }
 
-  deinit {
-    wakeUp.closeIgnoringErrors()
-    wakeUpWriter.closeIgnoringErrors()
-  }
-
   /// Stops listening; the stream ends. Idempotent.
-  func close() {
-    guard !closing.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    var one: UInt8 = 1
-    _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
-  }
+  func close() { pollLoop.stop() }
 
   private func loop() {
-    while !closing.load(ordering: .acquiring) {
-      guard
-        let ready = try? Socket.poll(
-          [(wakeUp, Int16(POLLIN)), (socket, Int16(POLLIN))], timeoutMilliseconds: -1)
-      else { break }
-      if ready.contains(0) { break }
-      guard ready.contains(1) else { continue }
-      do {
-        let (fd, peer) = try L2CAPSocket.accept(socket)
-        let channel = try L2CAPSocket.channel(fd, peer: peer)
-        log.info("channel from \(peer) accepted (peer MTU \(channel.maximumMessageSize))")
-        continuation.yield(channel)
-      } catch let error as BlueZError {
-        if case .socket(_, let errno) = error,
-          [EAGAIN, ECONNABORTED, EINTR].contains(errno.rawValue)
-        {
-          continue
-        }
-        log.warning("stopped listening: \(error)")
-        break
-      } catch {
-        log.warning("stopped listening: \(error)")
-        break
-      }
+    // A failing poll(2) ends the listening, as a failing accept does.
+    try? pollLoop.run { [self] () -> PollLoop.Turn? in
+      PollLoop.Turn([
+        PollLoop.Source(
+          socket, onReadable: { [self] in acceptOne() }, onHangUp: { [self] _ in acceptOne() })
+      ])
     }
     socket.closeIgnoringErrors()
     continuation.finish()
+  }
+
+  /// Accepts a channel and yields it; a failure other than a channel given
+  /// up before we took it stops the loop.
+  private func acceptOne() {
+    do {
+      let (fd, peer) = try L2CAPSocket.accept(socket)
+      let channel = try L2CAPSocket.channel(fd, peer: peer)
+      log.info("channel from \(peer) accepted (peer MTU \(channel.maximumMessageSize))")
+      continuation.yield(channel)
+    } catch let error as BlueZError {
+      if case .socket(_, let errno) = error,
+        [EAGAIN, ECONNABORTED, EINTR].contains(errno.rawValue)
+      {
+        return
+      }
+      log.warning("stopped listening: \(error)")
+      pollLoop.stop()
+    } catch {
+      log.warning("stopped listening: \(error)")
+      pollLoop.stop()
+    }
   }
 }

@@ -13,8 +13,9 @@ import Synchronization
 /// segmentation. (Tests use a UNIX seqpacket pair, which keeps message
 /// boundaries the same way.)
 ///
-/// The socket is non-blocking and served by a thread of its own, which polls
-/// it together with a wake-up pipe: reading while fewer than `inboxLimit`
+/// The socket is non-blocking and served by a thread of its own, which waits
+/// on it in a `PollLoop` (woken by `send`, `receive` and `close`): reading
+/// while fewer than `inboxLimit`
 /// messages wait unread (so a slow reader stops the kernel's credits, and the
 /// sender), writing queued messages when the socket takes them. Nothing
 /// blocks Swift's cooperative pool.
@@ -28,8 +29,9 @@ final class L2CAPSocketChannel: PeerChannel, @unchecked Sendable, CustomStringCo
   let receiveLimit: Int
 
   private let socket: FileDescriptor
-  private let wakeUp: FileDescriptor
-  private let wakeUpWriter: FileDescriptor
+  /// The channel thread's wait; it lives as long as the object, so a late
+  /// `wake()` from another thread never writes to a reused descriptor.
+  private let pollLoop: PollLoop
   private let log = Logger(label: "l2cap")
 
   private struct State {
@@ -52,15 +54,8 @@ final class L2CAPSocketChannel: PeerChannel, @unchecked Sendable, CustomStringCo
     self.receiveLimit = receiveLimit
     let flags = fcntl(socket.rawValue, F_GETFL)
     _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
-    (wakeUp, wakeUpWriter) = try Socket.pipe()
+    pollLoop = try PollLoop()
     OwnedThread.start(name: "baton-l2cap") { [self] in loop() }
-  }
-
-  /// The wake-up pipe lives as long as the object: a late `wake()` from
-  /// another thread must never write to a reused descriptor number.
-  deinit {
-    wakeUp.closeIgnoringErrors()
-    wakeUpWriter.closeIgnoringErrors()
   }
 
   var description: String { "L2CAP socket channel with \(peerAddress)" }
@@ -114,42 +109,48 @@ final class L2CAPSocketChannel: PeerChannel, @unchecked Sendable, CustomStringCo
     if first { wake() }
   }
 
-  private func wake() {
-    var one: UInt8 = 1
-    _ = Glibc.write(wakeUpWriter.rawValue, &one, 1)
-  }
+  private func wake() { pollLoop.wake() }
 
   // MARK: The channel's thread
 
   private func loop() {
     var buffer = [UInt8](repeating: 0, count: max(receiveLimit, 1))
     var reason = "closed locally"
-    while true {
-      let (closing, wantRead, wantWrite) = state.withLock {
-        ($0.closing, $0.inbox.count < Self.inboxLimit, !$0.outbox.isEmpty)
-      }
-      if closing { break }
-      var events: Int16 = 0
-      if wantRead { events |= Int16(POLLIN) }
-      if wantWrite { events |= Int16(POLLOUT) }
-      // The socket is polled only for what we want from it, so a hang-up
-      // while the inbox is full does not make us spin.
-      let watched: [(FileDescriptor, Int16)] =
-        events == 0 ? [(wakeUp, Int16(POLLIN))] : [(wakeUp, Int16(POLLIN)), (socket, events)]
-      guard let ready = try? Socket.poll(watched, timeoutMilliseconds: -1) else {
-        reason = "poll failed"
-        break
-      }
-      if ready.contains(0) { _ = try? wakeUp.read(upToCount: 64) }
-      guard ready.contains(1) else { continue }
-      if wantWrite, let failure = writeQueued() {
+    // A failure ends the channel: the loop stops with its reason.
+    let write = { [self] in
+      if let failure = writeQueued() {
         reason = failure
-        break
+        pollLoop.stop()
       }
-      if wantRead, let failure = readOne(into: &buffer) {
+    }
+    let read = { [self] in
+      if let failure = readOne(into: &buffer) {
         reason = failure
-        break
+        pollLoop.stop()
       }
+    }
+    do throws(Errno) {
+      try pollLoop.run { [self] () -> PollLoop.Turn? in
+        let (closing, wantRead, wantWrite) = state.withLock {
+          ($0.closing, $0.inbox.count < Self.inboxLimit, !$0.outbox.isEmpty)
+        }
+        if closing { return nil }
+        // The socket is polled only for what we want from it, so a hang-up
+        // while the inbox is full does not make us spin; with nothing
+        // wanted, only a wake-up ends the wait.
+        guard wantRead || wantWrite else { return PollLoop.Turn([]) }
+        return PollLoop.Turn([
+          PollLoop.Source(
+            socket, onReadable: wantRead ? read : nil, onWritable: wantWrite ? write : nil,
+            onHangUp: { [self] _ in
+              // The write or the read says why (or reads what is left).
+              if wantWrite { write() }
+              if wantRead && !pollLoop.isStopped { read() }
+            })
+        ])
+      }
+    } catch {
+      reason = "poll failed"
     }
     finish(reason)
   }
