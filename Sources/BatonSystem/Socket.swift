@@ -58,15 +58,10 @@ public enum Socket {
     return (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
   }
 
-  /// Blocks in `poll(2)` until one of `fds` is readable (or hung up); returns
-  /// the indices of those that are.
-  public static func waitReadable(_ fds: [FileDescriptor]) throws -> [Int] {
-    try poll(fds.map { ($0, Int16(POLLIN)) }, timeoutMilliseconds: -1)
-  }
-
   /// `poll(2)` for `events` on each descriptor, at most `timeoutMilliseconds`
   /// (-1: no limit); returns the indices of those with any event (or error,
-  /// hang-up), empty on timeout.
+  /// hang-up), empty on timeout. One wait; a thread that waits again and
+  /// again, woken by others, uses `PollLoop`.
   public static func poll(_ fds: [(FileDescriptor, Int16)], timeoutMilliseconds: Int32) throws
     -> [Int]
   {
