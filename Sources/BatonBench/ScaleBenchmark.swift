@@ -1,4 +1,5 @@
 import BatonHandoff
+import BatonSystem
 import Foundation
 
 #if canImport(Glibc)
@@ -424,8 +425,10 @@ enum ScaleBenchmark {
     let cpuB = cpuSeconds(b.process.processIdentifier)
     let start = ContinuousClock.now
     for folder in try FileManager.default.contentsOfDirectory(atPath: staging) {
-      guard rename(staging + "/" + folder, a.notes + "/" + folder) == 0 else {
-        throw BenchError.failed("cannot move \(folder) into A's folder: errno \(errno)")
+      do {
+        try FileSystem.rename(staging + "/" + folder, to: a.notes + "/" + folder)
+      } catch {
+        throw BenchError.failed("cannot move \(folder) into A's folder: \(error) (\(error.name))")
       }
     }
     let written = ContinuousClock.now - start

@@ -1,3 +1,5 @@
+import BatonSystem
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -20,9 +22,10 @@ enum Console {
     let bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
-      let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { return }
+      let written = bytes[offset...].withUnsafeBytes {
+        try? FileDescriptor(rawValue: fd).write($0)
+      }
+      guard let n = written, n > 0 else { return }
       offset += n
     }
   }

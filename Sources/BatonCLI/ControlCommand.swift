@@ -66,9 +66,7 @@ enum ControlCommand {
       let lines = transfers.map(StatusFormatter.transferLine)
       drawn = lines.count
       Console.out(text + lines.map { $0 + "\n" }.joined())
-      var pause = timespec(tv_sec: watchInterval, tv_nsec: 0)
-      var left = timespec()
-      while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
+      sleepThread(for: .seconds(watchInterval))
     }
   }
 
@@ -174,7 +172,8 @@ enum ControlCommand {
     for v in versions {
       let size = String(repeating: " ", count: max(0, width - String(v.size).count)) + "\(v.size)"
       let reason = v.reason == "deleted" ? "deleted    " : "overwritten"
-      lines.append("  \(v.day.escapedForDisplay)  \(size) bytes  \(reason)  \(v.path.escapedForDisplay)")
+      lines.append(
+        "  \(v.day.escapedForDisplay)  \(size) bytes  \(reason)  \(v.path.escapedForDisplay)")
     }
     lines.append("'baton restore FILE [DAY]' puts the newest version of FILE (of DAY) back")
     Console.out(lines.joined(separator: "\n") + "\n")

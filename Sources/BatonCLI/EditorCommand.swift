@@ -1,3 +1,5 @@
+import BatonSystem
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -41,11 +43,7 @@ struct EditorCommand: Equatable {
   /// Replaces this process with the command (`execvp`, so the program is
   /// looked up on `$PATH`); returns only if that failed, with why.
   func exec() -> String {
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
-    argv.append(nil)
-    defer { for pointer in argv { free(pointer) } }
-    execvp(arguments[0], &argv)
-    let reason = String(cString: strerror(errno))
+    let reason = FileSystem.execute(arguments)
     return "cannot run '\(arguments[0])': \(reason)"
   }
 }

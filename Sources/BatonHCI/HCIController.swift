@@ -132,12 +132,7 @@ public final class HCIController: Sendable {
   }
 
   /// Sleeps the calling thread (the reader's) for `duration`.
-  private static func sleep(_ duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-  }
+  private static func sleep(_ duration: Duration) { sleepThread(for: duration) }
 
   /// Installs the handlers and starts the reader thread.
   public func start(

@@ -97,8 +97,13 @@ public struct GroupKey: Sendable, Equatable {
   /// The key file at `path`, or nil when there is no file there: a device
   /// that joins its group by pairing, or joined it so, needs none.
   public static func loadIfPresent(contentsOfFile path: String) throws(LoadError) -> GroupKey? {
-    var info = stat()
-    if lstat(path, &info) != 0 && errno == ENOENT { return nil }
+    do {
+      _ = try FileSystem.linkStatus(path)
+    } catch let failure where failure == .noEntry {
+      return nil
+    } catch {
+      // Reported by the load below, which says what to do.
+    }
     return try GroupKey(contentsOfFile: path)
   }
 
