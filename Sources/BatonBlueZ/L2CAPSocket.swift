@@ -55,15 +55,17 @@ enum L2CAPSocket {
 
   /// A new socket with security level low (no pairing), close-on-exec.
   static func make() throws(BlueZError) -> FileDescriptor {
-    let fd = Glibc.socket(
-      AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
-    guard fd >= 0 else { throw BlueZError.socket(operation: "socket", errno: .current) }
-    let socket = FileDescriptor(rawValue: fd)
-    var security = bt_security(level: UInt8(BT_SECURITY_LOW), key_size: 0)
-    if setsockopt(
-      fd, SOL_BLUETOOTH, BT_SECURITY, &security, socklen_t(MemoryLayout<bt_security>.size)) < 0
-    {
-      let error = Errno.current
+    let socket: FileDescriptor
+    do {
+      socket = try Socket.open(
+        domain: AF_BLUETOOTH, type: Int32(SOCK_SEQPACKET.rawValue), protocol: BTPROTO_L2CAP)
+    } catch {
+      throw BlueZError.socket(operation: "socket", errno: error)
+    }
+    let security = bt_security(level: UInt8(BT_SECURITY_LOW), key_size: 0)
+    do {
+      try Socket.setOption(socket, level: SOL_BLUETOOTH, name: BT_SECURITY, to: security)
+    } catch {
       socket.closeIgnoringErrors()
       throw BlueZError.socket(operation: "setsockopt BT_SECURITY", errno: error)
     }
@@ -75,12 +77,11 @@ enum L2CAPSocket {
   /// the default before binding. Without it the kernel's default MTU holds
   /// and the session simply uses smaller messages, so a refusal is logged.
   static func setReceiveMTU(_ socket: FileDescriptor) {
-    var mtu = UInt16(receiveMTU)
-    if setsockopt(
-      socket.rawValue, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) < 0
-    {
+    do {
+      try Socket.setOption(socket, level: SOL_BLUETOOTH, name: BT_RCVMTU, to: UInt16(receiveMTU))
+    } catch {
       Logger(label: "l2cap").warning(
-        "cannot set the L2CAP receive MTU to \(receiveMTU): \(Errno.current); using the kernel's")
+        "cannot set the L2CAP receive MTU to \(receiveMTU): \(error); using the kernel's")
     }
   }
 
@@ -97,13 +98,11 @@ enum L2CAPSocket {
   }
 
   static func bind(_ socket: FileDescriptor, to local: sockaddr_l2) throws(BlueZError) {
-    var local = local
-    let r = withUnsafePointer(to: &local) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size))
-      }
+    do {
+      try Socket.bind(socket, to: local)
+    } catch {
+      throw BlueZError.socket(operation: "bind", errno: error)
     }
-    if r < 0 { throw BlueZError.socket(operation: "bind", errno: .current) }
   }
 
   /// A listening socket for `psm` on the adapter with address `local`.
@@ -114,8 +113,10 @@ enum L2CAPSocket {
     do throws(BlueZError) {
       try bind(socket, to: address(local, type: type, psm: psm))
       setReceiveMTU(socket)  // accepted sockets inherit it
-      if Glibc.listen(socket.rawValue, 8) < 0 {
-        throw BlueZError.socket(operation: "listen", errno: .current)
+      do {
+        try Socket.listen(socket, backlog: 8)
+      } catch {
+        throw BlueZError.socket(operation: "listen", errno: error)
       }
     } catch {
       socket.closeIgnoringErrors()
@@ -128,17 +129,14 @@ enum L2CAPSocket {
   static func accept(_ listener: FileDescriptor) throws(BlueZError) -> (
     FileDescriptor, BluetoothAddress
   ) {
-    let fd = baton_accept4_cloexec(listener.rawValue)
-    guard fd >= 0 else { throw BlueZError.socket(operation: "accept", errno: .current) }
-    var peer = sockaddr_l2()
-    var size = socklen_t(MemoryLayout<sockaddr_l2>.size)
-    _ = withUnsafeMutablePointer(to: &peer) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &size) }
+    let (socket, peer): (FileDescriptor, sockaddr_l2)
+    do {
+      (socket, peer) = try Socket.accept(listener, peer: sockaddr_l2())
+    } catch {
+      throw BlueZError.socket(operation: "accept", errno: error)
     }
     let b = peer.l2_bdaddr.b
-    return (
-      FileDescriptor(rawValue: fd), BluetoothAddress(littleEndian: [b.0, b.1, b.2, b.3, b.4, b.5])!
-    )
+    return (socket, BluetoothAddress(littleEndian: [b.0, b.1, b.2, b.3, b.4, b.5])!)
   }
 
   /// Connects from the adapter `local` to `psm` on `peer`, at most `timeout`
@@ -156,19 +154,17 @@ enum L2CAPSocket {
     do throws(BlueZError) {
       try bind(socket, to: address(local, type: localType, psm: 0))
       setReceiveMTU(socket)
-      let flags = fcntl(socket.rawValue, F_GETFL)
-      _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
-      var remote = address(peer, type: type, psm: psm)
-      let r = withUnsafePointer(to: &remote) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          Glibc.connect(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_l2>.size))
-        }
-      }
-      if r < 0 {
-        let error = Errno.current
+      let wasNonBlocking = (try? socket.setNonBlocking(true)) ?? false
+      var inProgress = false
+      do {
+        try Socket.connect(socket, to: address(peer, type: type, psm: psm))
+      } catch {
         guard error.rawValue == EINPROGRESS || error == .wouldBlock else {
           throw BlueZError.connect(peer: peer, errno: error)
         }
+        inProgress = true
+      }
+      if inProgress {
         let ms = Int32(clamping: timeout.wholeMilliseconds)
         let ready: [Int]
         do {
@@ -180,12 +176,11 @@ enum L2CAPSocket {
           throw BlueZError.connect(peer: peer, errno: Errno(rawValue: ECANCELED))
         }
         if ready.isEmpty { throw BlueZError.connect(peer: peer, errno: Errno(rawValue: ETIMEDOUT)) }
-        var status: Int32 = 0
-        var size = socklen_t(MemoryLayout<Int32>.size)
-        _ = getsockopt(socket.rawValue, SOL_SOCKET, SO_ERROR, &status, &size)
-        if status != 0 { throw BlueZError.connect(peer: peer, errno: Errno(rawValue: status)) }
+        if let failure = Socket.pendingError(socket) {
+          throw BlueZError.connect(peer: peer, errno: failure)
+        }
       }
-      _ = fcntl(socket.rawValue, F_SETFL, flags)
+      _ = try? socket.setNonBlocking(wasNonBlocking)
     } catch {
       attempt?.finished()
       socket.closeIgnoringErrors()
@@ -197,11 +192,8 @@ enum L2CAPSocket {
 
   /// The peer's MTU on a connected socket (`BT_SNDMTU`); 23 if unknown.
   static func sendMTU(_ socket: FileDescriptor) -> Int {
-    var mtu: UInt16 = 0
-    var size = socklen_t(MemoryLayout<UInt16>.size)
-    guard getsockopt(socket.rawValue, SOL_BLUETOOTH, BT_SNDMTU, &mtu, &size) == 0, mtu > 0 else {
-      return 23
-    }
+    let mtu = try? Socket.option(socket, level: SOL_BLUETOOTH, name: BT_SNDMTU, initial: UInt16(0))
+    guard let mtu, mtu > 0 else { return 23 }
     return Int(mtu)
   }
 

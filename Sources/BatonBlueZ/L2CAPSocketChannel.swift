@@ -52,8 +52,7 @@ final class L2CAPSocketChannel: PeerChannel, @unchecked Sendable, CustomStringCo
     self.peerAddress = peerAddress
     self.maximumMessageSize = maximumMessageSize
     self.receiveLimit = receiveLimit
-    let flags = fcntl(socket.rawValue, F_GETFL)
-    _ = fcntl(socket.rawValue, F_SETFL, flags | O_NONBLOCK)
+    _ = try? socket.setNonBlocking(true)
     pollLoop = try PollLoop()
     OwnedThread.start(name: "baton-l2cap") { [self] in loop() }
   }

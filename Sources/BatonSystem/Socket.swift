@@ -1,3 +1,5 @@
+import CBatonShims
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -33,7 +35,7 @@ public enum Socket {
         lastError = error
         continue
       }
-      if connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
+      if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 {
         var one: Int32 = 1
         _ = setsockopt(
           fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -43,6 +45,90 @@ public enum Socket {
       _ = close(fd)
     }
     throw lastError
+  }
+
+  /// `socket(2)`, always close-on-exec.
+  public static func open(domain: Int32, type: Int32, protocol: Int32) throws(Errno)
+    -> FileDescriptor
+  {
+    let fd = try retryingOnInterrupt {
+      socket(domain, type | Int32(SOCK_CLOEXEC.rawValue), `protocol`)
+    }
+    return FileDescriptor(rawValue: fd)
+  }
+
+  /// `bind(2)` to `address`, a C socket address (`sockaddr_l2`, `sockaddr_hci`, ...).
+  public static func bind<Address>(_ socket: FileDescriptor, to address: Address) throws(Errno) {
+    var address = address
+    try checked {
+      withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<Address>.size))
+        }
+      }
+    }
+  }
+
+  /// `listen(2)`.
+  public static func listen(_ socket: FileDescriptor, backlog: Int32) throws(Errno) {
+    try checked { Glibc.listen(socket.rawValue, backlog) }
+  }
+
+  /// `connect(2)` to `address`, a C socket address. Never retried: a
+  /// connect interrupted by a signal goes on in the kernel; on a
+  /// non-blocking socket EINPROGRESS says it is under way (wait for
+  /// writable, then `pendingError`).
+  public static func connect<Address>(_ socket: FileDescriptor, to address: Address) throws(Errno) {
+    var address = address
+    try checked {
+      withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          Glibc.connect(socket.rawValue, $0, socklen_t(MemoryLayout<Address>.size))
+        }
+      }
+    }
+  }
+
+  /// `accept4(2)` with `SOCK_CLOEXEC`: the connected socket and its peer's
+  /// address (`getpeername(2)`; left as `peer` says when that fails).
+  public static func accept<Address>(_ socket: FileDescriptor, peer: Address) throws(Errno) -> (
+    FileDescriptor, Address
+  ) {
+    let fd = try retryingOnInterrupt { baton_accept4_cloexec(socket.rawValue) }
+    var address = peer
+    var size = socklen_t(MemoryLayout<Address>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &size) }
+    }
+    return (FileDescriptor(rawValue: fd), address)
+  }
+
+  /// `setsockopt(2)`: option `name` at `level` set to `value`.
+  public static func setOption<Value>(
+    _ socket: FileDescriptor, level: Int32, name: Int32, to value: Value
+  ) throws(Errno) {
+    var value = value
+    try checked {
+      setsockopt(socket.rawValue, level, name, &value, socklen_t(MemoryLayout<Value>.size))
+    }
+  }
+
+  /// `getsockopt(2)`: option `name` at `level`, read as a `Value` that
+  /// starts as `initial`.
+  public static func option<Value>(
+    _ socket: FileDescriptor, level: Int32, name: Int32, initial: Value
+  ) throws(Errno) -> Value {
+    var value = initial
+    var size = socklen_t(MemoryLayout<Value>.size)
+    try checked { getsockopt(socket.rawValue, level, name, &value, &size) }
+    return value
+  }
+
+  /// `SO_ERROR`: why a non-blocking connect failed, nil when it did not (or
+  /// when the socket cannot say).
+  public static func pendingError(_ socket: FileDescriptor) -> Errno? {
+    let status = (try? option(socket, level: SOL_SOCKET, name: SO_ERROR, initial: Int32(0))) ?? 0
+    return status == 0 ? nil : Errno(rawValue: status)
   }
 
   /// `shutdown(2)` both directions: a thread blocked reading the socket wakes up.

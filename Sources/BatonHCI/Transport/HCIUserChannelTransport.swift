@@ -50,12 +50,13 @@ public final class HCIUserChannelTransport: HCITransport {
       throw HCIUserChannelError.noSuchAdapter(index: index, available: [])
     }
     self.index = index
-    let fd = Glibc.socket(
-      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
-    if fd < 0 {
-      throw HCIUserChannelError(opening: index, errno: Errno.current, available: [])
+    let socket: FileDescriptor
+    do throws(Errno) {
+      socket = try Socket.open(
+        domain: AF_BLUETOOTH, type: Int32(SOCK_RAW.rawValue), protocol: BTPROTO_HCI)
+    } catch {
+      throw HCIUserChannelError(opening: index, errno: error, available: [])
     }
-    let socket = FileDescriptor(rawValue: fd)
     do {
       adapter = try HCIUserChannelTransport.lookUp(index: index, socket: socket)
       try HCIUserChannelTransport.bindUserChannel(socket, index: index)
@@ -79,10 +80,10 @@ public final class HCIUserChannelTransport: HCITransport {
   /// The adapters the kernel knows about, from HCIGETDEVLIST and `hci_devinfo`.
   /// Empty when there are none or the kernel has no Bluetooth.
   public static func adapters() -> [HCIAdapterInfo] {
-    let fd = Glibc.socket(
-      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
-    guard fd >= 0 else { return [] }
-    let socket = FileDescriptor(rawValue: fd)
+    guard
+      let socket = try? Socket.open(
+        domain: AF_BLUETOOTH, type: Int32(SOCK_RAW.rawValue), protocol: BTPROTO_HCI)
+    else { return [] }
     defer { socket.closeIgnoringErrors() }
     return listAdapters(socket)
   }
@@ -160,8 +161,8 @@ public final class HCIUserChannelTransport: HCITransport {
         log.warning("hci\(index): adapter gone (\(error.name))")
         return .success(nil)
       } catch {
-        let errno = error as? Errno ?? Errno(rawValue: EIO)
-        return .failure(.failed(index: index, operation: "read", errno: errno))
+        let failure = error as? Errno ?? Errno(rawValue: EIO)
+        return .failure(.failed(index: index, operation: "read", errno: failure))
       }
       return .success(n == 0 ? nil : Array(buffer[..<n]))
     }
@@ -193,9 +194,12 @@ public final class HCIUserChannelTransport: HCITransport {
   /// `hci_devinfo`: does the adapter exist? Lists the ones that do when not.
   static func lookUp(index: Int, socket: FileDescriptor) throws -> HCIAdapterInfo {
     var info = hci_dev_info()
-    if hci_devinfo(Int32(index), &info) == 0 { return HCIAdapterInfo(info) }
-    let error = Errno.current
-    throw HCIUserChannelError(opening: index, errno: error, available: listAdapters(socket))
+    do throws(Errno) {
+      try checked { hci_devinfo(Int32(index), &info) }
+    } catch {
+      throw HCIUserChannelError(opening: index, errno: error, available: listAdapters(socket))
+    }
+    return HCIAdapterInfo(info)
   }
 
   /// Binds `socket` to adapter `index` on HCI_CHANNEL_USER.
@@ -204,13 +208,9 @@ public final class HCIUserChannelTransport: HCITransport {
     address.hci_family = sa_family_t(AF_BLUETOOTH)
     address.hci_dev = UInt16(index)
     address.hci_channel = UInt16(HCI_CHANNEL_USER)
-    let result = withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<sockaddr_hci>.size))
-      }
-    }
-    if result < 0 {
-      let error = Errno.current
+    do throws(Errno) {
+      try Socket.bind(socket, to: address)
+    } catch {
       let available = error == .noDevice ? listAdapters(socket) : []
       throw HCIUserChannelError(opening: index, errno: error, available: available)
     }
