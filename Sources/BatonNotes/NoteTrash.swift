@@ -64,11 +64,13 @@ final class NoteTrash: Sendable {
   func record(_ reason: NoteTrashReason, day: String, name: String, original: String) {
     guard !(name + original).contains(where: { $0 == "\t" || $0 == "\n" }) else { return }
     let file = path + "/" + day + "/" + Self.reasons
-    let fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { return }
+    guard
+      let fd = try? FileDescriptor.open(
+        file, [.writeOnly, .append, .create, .noFollow], permissions: 0o644)
+    else { return }
+    defer { fd.closeIgnoringErrors() }
     let line = Array("\(reason.rawValue)\t\(name)\t\(original)\n".utf8)
-    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
+    _ = try? line.withUnsafeBytes { try fd.write($0) }
   }
 
   /// Counts `bytes` more in the trash; past the cap, removes the oldest

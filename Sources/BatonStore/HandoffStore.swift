@@ -190,8 +190,9 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   /// existing file: closing another descriptor of an open SQLite database
   /// would drop its locks.
   private static func restrictAccess(_ path: String) {
-    let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-    if fd >= 0 { close(fd) }
+    let created = try? FileDescriptor.open(
+      path, [.writeOnly, .create, .exclusiveCreate], permissions: 0o600)
+    created?.closeIgnoringErrors()
     for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
   }
 
