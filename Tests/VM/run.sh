@@ -66,12 +66,15 @@ fi
 # kernel path; their imports of baton's modules are dropped (all is one module here).
 system="$top/Sources/BatonSystem"
 transport="$top/Sources/BatonHCI/Transport"
-# FileDescriptor's C shim (syncfs) comes along: compiled as SwiftPM does
-# (Package.swift: _GNU_SOURCE), with a module map naming only its header.
+# The C shims they use (FileDescriptor's syncfs, Socket's accept4) come
+# along: compiled as SwiftPM does (Package.swift: _GNU_SOURCE), with a
+# module map naming only their headers.
 shims="$top/Sources/CBatonShims"
-probe_sources=("$system"/{Errno,FileDescriptor,Logger,Syscalls,String+DisplayEscaping,SandboxFacts}.swift
+probe_shims=(file socket)
+probe_sources=("$system"/{Errno,FileDescriptor,Logger,PollLoop,Socket,Syscalls,String+DisplayEscaping,SandboxFacts}.swift
   "$transport"/{HCITransport,HCIUserChannelTransport,HCIUserChannelError}.swift
-  "$here/hci-probe/main.swift" "$shims/file.c" "$shims/include/baton_file.h")
+  "$here/hci-probe/main.swift")
+for c in "${probe_shims[@]}"; do probe_sources+=("$shims/$c.c" "$shims/include/baton_$c.h"); done
 if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
   echo "vm: compiling hci-probe" >&2
   probe_src="$cache/hci-probe-src"
@@ -79,13 +82,17 @@ if newer "$cache/bin/hci-probe" "${probe_sources[@]}"; then
   for f in "${probe_sources[@]}"; do
     case "$f" in *.swift) sed '/^import Baton/d' "$f" >"$probe_src/${f##*/}" ;; esac
   done
-  printf 'module CBatonShims {\n  header "%s"\n  export *\n}\n' "$shims/include/baton_file.h" \
-    >"$probe_src/shims/module.modulemap"
-  gcc -O2 -Wall -Werror -D_GNU_SOURCE -I "$shims/include" -c "$shims/file.c" \
-    -o "$probe_src/shims/file.o"
+  { echo 'module CBatonShims {'
+    for c in "${probe_shims[@]}"; do echo "  header \"$shims/include/baton_$c.h\""; done
+    printf '  export *\n}\n'
+  } >"$probe_src/shims/module.modulemap"
+  for c in "${probe_shims[@]}"; do
+    gcc -O2 -Wall -Werror -D_GNU_SOURCE -I "$shims/include" -c "$shims/$c.c" \
+      -o "$probe_src/shims/$c.o"
+  done
   swiftc ${VM_PROBE_OPT:--O} -swift-version 6 -static-stdlib -I "$top/Sources/CBluetooth" \
     -I "$probe_src/shims" -package-name baton -module-cache-path "$cache/module-cache" \
-    "$probe_src"/*.swift "$probe_src/shims/file.o" -o "$cache/bin/hci-probe"
+    "$probe_src"/*.swift "$probe_src"/shims/*.o -o "$cache/bin/hci-probe"
 fi
 
 # --- the baton binary ------------------------------------------------------------
