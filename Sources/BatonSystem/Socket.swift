@@ -104,7 +104,7 @@ public enum Socket {
   }
 
   /// `setsockopt(2)`: option `name` at `level` set to `value`.
-  public static func setOption<Value>(
+  public static func setOption<Value: BitwiseCopyable>(
     _ socket: FileDescriptor, level: Int32, name: Int32, to value: Value
   ) throws(Errno) {
     var value = value
@@ -115,7 +115,7 @@ public enum Socket {
 
   /// `getsockopt(2)`: option `name` at `level`, read as a `Value` that
   /// starts as `initial`.
-  public static func option<Value>(
+  public static func option<Value: BitwiseCopyable>(
     _ socket: FileDescriptor, level: Int32, name: Int32, initial: Value
   ) throws(Errno) -> Value {
     var value = initial
