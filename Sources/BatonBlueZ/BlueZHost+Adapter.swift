@@ -169,20 +169,29 @@ extension BlueZHost {
   }
 
   func startDiscovery(quietly: Bool = false, attempt: Int = 0) async throws {
-    let (path, generation) = state.withLock { s -> (String?, Int) in
-      guard s.up, s.wantScanning, !s.discovering, !s.finished else { return (nil, s.generation) }
+    let (path, generation, filtered) = state.withLock { s -> (String?, Int, Bool) in
+      let filtered = s.filterGeneration == s.generation
+      guard s.up, s.wantScanning, !s.discovering, !s.finished else {
+        return (nil, s.generation, filtered)
+      }
       // Our monitor hears the peers (or is about to): no discovery.
-      if s.monitor == .active || s.monitor == .pending { return (nil, s.generation) }
+      if s.monitor == .active || s.monitor == .pending { return (nil, s.generation, filtered) }
       // Paused while we connect: the last connection made starts it.
       if s.connecting > 0 {
         s.discoveryPaused = true
-        return (nil, s.generation)
+        return (nil, s.generation, filtered)
       }
-      return (s.adapterPath, s.generation)
+      return (s.adapterPath, s.generation, filtered)
     }
     guard let path else { return }
     do {
-      try await setDiscoveryFilter(on: path)
+      // Once per generation: a scan window costs one call, not two.
+      if !filtered {
+        try await setDiscoveryFilter(on: path)
+        state.withLock { s in
+          if s.generation == generation { s.filterGeneration = generation }
+        }
+      }
       _ = try await bus.call(Self.service, path, "org.bluez.Adapter1", "StartDiscovery")
     } catch let error as DBusError where error.name == "org.bluez.Error.InProgress" {
       // Either our discovery session is on already (then the adapter
@@ -212,7 +221,8 @@ extension BlueZHost {
     }
   }
 
-  /// Our discovery filter: LE only, every advertisement reported. The
+  /// Our discovery filter: LE only, every advertisement reported; set once
+  /// per generation (`State.filterGeneration`). The
   /// DuplicateData also makes it a filtered discovery for bluetoothd, which
   /// then reports advertisers without the discoverable flag too: closed
   /// beacons (PROTOCOL.md 3.3), which bluetoothd sends without flags.

@@ -74,6 +74,11 @@ public final class BlueZHost: RadioHost {
     var upWaiters: [CheckedContinuation<Void, any Error>] = []
     var wantScanning = false
     var discovering = false
+    /// The generation our discovery filter was set in: bluetoothd keeps a
+    /// client's filter across StopDiscovery (5.66 `discovery_remove`) and
+    /// drops it with the adapter's power or with bluetoothd, both of which
+    /// start a new generation.
+    var filterGeneration: Int?
     var monitor = MonitorState.none
     /// Counts registrations (and losses): a late answer or timer for an
     /// older one no longer holds.

@@ -87,6 +87,36 @@ struct BlueZHostTests {
     await fake.kill()
   }
 
+  /// bluetoothd keeps our discovery filter across StopDiscovery, so a scan
+  /// window sets it only once; a power cycle drops it, and it is set again.
+  @Test func theDiscoveryFilterIsSetOncePerAdapterSession() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let fake = try await FakeBluetoothd(bus: bus)
+    let host = try await BlueZHost.open(adapter: "hci0", bus: try bus.connect())
+    _ = try await host.startScanning()
+    #expect(await fake.next("SetDiscoveryFilter") != nil)
+    #expect(await fake.next("StartDiscovery") != nil)
+    for _ in 0..<3 {
+      try await host.setScanning(false, everyReport: true)
+      #expect(await fake.next("StopDiscovery") != nil)
+      try await host.setScanning(true, everyReport: true)
+      #expect(await fake.next("StartDiscovery") != nil)
+    }
+    #expect(fake.count("SetDiscoveryFilter") == 1)
+    #expect(fake.count("StartDiscovery") == 4)
+
+    // Powered off, then on: the host starts a new generation and discovers
+    // again, with the filter set anew.
+    try await fake.setPowered(false)
+    try await fake.setPowered(true)
+    #expect(await fake.next("SetDiscoveryFilter") != nil)
+    #expect(await fake.next("StartDiscovery") != nil)
+    #expect(fake.count("SetDiscoveryFilter") == 2)
+    await host.close()
+    await fake.kill()
+  }
+
   /// The next change other than an audio one.
   func nextChange(_ changes: inout AsyncStream<RadioHostChange>.Iterator) async
     -> RadioHostChange?
