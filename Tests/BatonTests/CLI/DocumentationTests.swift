@@ -145,6 +145,40 @@ import Testing
     #expect(lines[4] == "apply reject")
   }
 
+  /// CONTRIBUTING.md, linked from README.md, names only `make` targets the
+  /// Makefile has, and the three checks it must explain.
+  @Test func contributingNamesRealMakeTargets() throws {
+    let text = try String(contentsOfFile: repository + "/CONTRIBUTING.md", encoding: .utf8)
+    let readme = try String(contentsOfFile: repository + "/README.md", encoding: .utf8)
+    #expect(readme.contains("`CONTRIBUTING.md`"), "README.md does not name CONTRIBUTING.md")
+    let makefile = try String(contentsOfFile: repository + "/Makefile", encoding: .utf8)
+    // A rule's line: `name:` or `name: prerequisites` (not `NAME ?= value`).
+    let targets = Set(
+      makefile.split(separator: "\n").compactMap { line -> String? in
+        guard let colon = line.firstIndex(of: ":"), line[line.index(after: colon)...].first != "="
+        else { return nil }
+        let name = line[..<colon]
+        guard !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "-" }) else { return nil }
+        return String(name)
+      })
+    #expect(targets.isSuperset(of: ["test", "sanitize", "fuzz", "fuzz-smoke"]), "\(targets)")
+    // `make TARGET` inside code spans (every other piece between backticks).
+    var named: [String] = []
+    for (index, span) in text.components(separatedBy: "`").enumerated() where index % 2 == 1 {
+      let words = span.split(whereSeparator: \.isWhitespace)
+      for (at, word) in words.enumerated() where word == "make" && at + 1 < words.count {
+        named.append(String(words[at + 1]))
+      }
+    }
+    for target in ["test", "sanitize", "fuzz"] {
+      #expect(named.contains(target), "CONTRIBUTING.md does not explain make \(target)")
+    }
+    for target in named {
+      #expect(
+        targets.contains(target), "CONTRIBUTING.md names make \(target); the Makefile has none")
+    }
+  }
+
   @Test func makeInstallHonoursDestdirAndPrefix() throws {
     let destination = try TestEnvironment.temporaryDirectory("baton-install")
     defer { try? FileManager.default.removeItem(at: destination) }
