@@ -61,6 +61,12 @@ for mode in $modes; do
   echo "bench-bluez: scanning = $mode: run.sh exit $?" >&2
 done
 
+# section LOG HEADING: the indented lines run.sh prints under its summary
+# line that starts with "vm: HEADING".
+section() {
+  awk -v h="vm: $2" 'index($0, h) == 1 {on = 1; next} on && /^  / {print "  " $0; next} {on = 0}' "$1"
+}
+
 # The figures of one mode, from its run.sh output.
 figures() {
   local log=$1
@@ -70,12 +76,12 @@ figures() {
   echo "  beacon (hci0):"
   grep -E "vm: agent-bluez-scan: FACT hci0 beacon: " "$log" | sed 's/^vm: agent-bluez-scan: FACT hci0 beacon: /    /'
   echo "  CPU and wake-ups (agent-bluez-scan: alone; agent-bluez-bridge: $strangers strangers):"
-  awk '/^vm: CPU and wake-ups/ {on = 1; next} on && /^  / {print "  " $0; next} {on = 0}' "$log"
+  section "$log" "CPU and wake-ups"
   echo "  a device the kernel auto-connects to:"
-  awk '/^vm: a device the kernel auto-connects to/ {on = 1; next} on && /^  / {print "  " $0; next} {on = 0}' "$log"
+  section "$log" "a device the kernel auto-connects to"
   if [ "$reach" -gt 0 ]; then
     echo "  a newcomer's first link:"
-    awk '/^vm: a newcomer to a closed linked pair/ {on = 1; next} on && /^  / {print "  " $0; next} {on = 0}' "$log"
+    section "$log" "a newcomer to a closed linked pair"
   fi
 }
 status=0
