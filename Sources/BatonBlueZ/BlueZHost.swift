@@ -132,6 +132,13 @@ public final class BlueZHost: RadioHost {
   /// agent for every advertisement.
   static let monitorRepeat: Duration = .seconds(5)
   let monitorRepeat: Duration
+  /// How long the bus thread gathers bluetoothd's signals after some came
+  /// (`DBusConnection.coalesceSignals`): a scan window in a busy room
+  /// brings a device's InterfacesAdded and PropertiesChanged for each
+  /// advertiser. Nothing here waits for a signal that soon (the agent
+  /// decides in seconds), as with the exclusive host's reports
+  /// (`HCIController.reportCoalescing`).
+  static let signalCoalescing: Duration = .milliseconds(200)
 
   // MARK: Opening
 
@@ -236,6 +243,7 @@ public final class BlueZHost: RadioHost {
   /// another adapter's discovery (a second dongle, another program's
   /// scan) costs this agent nothing.
   private func start() async throws {
+    bus.coalesceSignals(for: Self.signalCoalescing)
     _ = try await bus.subscribe(
       sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
       member: "NameOwnerChanged", arg0: Self.service

@@ -41,6 +41,9 @@ public final class DBusConnection: @unchecked Sendable {
   private var exports: [ObjectIdentifier: DBusObject] = [:]
   private var objectManagers: [OpaquePointer] = []
   private var nextSubscription: UInt64 = 0
+  private let tally = SignalTally()
+  /// `coalesceSignals(for:)`'s pause, in nanoseconds (0: none).
+  private let coalescing = Atomic<Int64>(0)
 
   /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` if set, else
   /// /run/dbus/system_bus_socket).
@@ -125,14 +128,32 @@ public final class DBusConnection: @unchecked Sendable {
     pollLoop.wake()
   }
 
+  /// After a turn that delivered signals, the bus thread leaves the bus
+  /// alone for `window` and then takes what came meanwhile in one go, so a
+  /// burst of signals spread over a second (bluetoothd's, for every device
+  /// a scan window finds) costs a few wake-ups, not one each. A job queued
+  /// meanwhile (a call to make) ends the pause at once; a reply that comes
+  /// in it waits at most `window`. Zero (the default) turns it off.
+  public func coalesceSignals(for window: Duration) {
+    let (seconds, attoseconds) = window.components
+    let nanoseconds = max(0, seconds) &* 1_000_000_000 &+ max(0, attoseconds) / 1_000_000_000
+    coalescing.store(min(nanoseconds, 1_000_000_000), ordering: .relaxed)
+  }
+
   private func loop() {
     var failure: DBusError?
     // A failing poll(2) is not the bus's failure: the next turn asks sd-bus again.
     while failure == nil {
       try? pollLoop.run { () -> PollLoop.Turn? in
+        let delivered = tally.count
         if let ended = processUntilIdle() {
           failure = ended
           return nil
+        }
+        let pause = coalescing.load(ordering: .relaxed)
+        if pause > 0, tally.count != delivered {
+          // Only the wake-up pipe: a queued job ends the pause.
+          return PollLoop.Turn([], timeout: .nanoseconds(pause))
         }
         guard let turn = busTurn() else {
           failure = .closed(reason: "lost")
@@ -383,7 +404,17 @@ public final class DBusConnection: @unchecked Sendable {
 
   private final class SignalBox: @unchecked Sendable {
     let handler: @Sendable (DBusSignal) -> Void
-    init(_ handler: @escaping @Sendable (DBusSignal) -> Void) { self.handler = handler }
+    /// The connection's count of delivered signals (bus thread only).
+    let tally: SignalTally
+    init(_ handler: @escaping @Sendable (DBusSignal) -> Void, tally: SignalTally) {
+      self.handler = handler
+      self.tally = tally
+    }
+  }
+
+  /// Signals delivered so far; only the bus thread reads or writes it.
+  private final class SignalTally: @unchecked Sendable {
+    var count = 0
   }
 
   /// Delivers matching signals to `handler` (on the bus thread) until
@@ -404,13 +435,14 @@ public final class DBusConnection: @unchecked Sendable {
       ("interface", interface), ("member", member), ("arg0", arg0), ("arg0path", arg0Path),
     ])
     return try await perform { [self] bus in
-      let box = Unmanaged.passRetained(SignalBox(handler))
+      let box = Unmanaged.passRetained(SignalBox(handler, tally: tally))
       var slot: OpaquePointer?
       let r = sd_bus_add_match(
         bus, &slot, rule,
         { message, userdata, _ in
           guard let message, let userdata else { return 0 }
           let box = Unmanaged<SignalBox>.fromOpaque(userdata).takeUnretainedValue()
+          box.tally.count &+= 1
           func text(_ p: UnsafePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
           guard let arguments = try? DBusMessageCoding.read(message) else { return 0 }
           box.handler(

@@ -242,6 +242,43 @@ struct DBusConnectionTests {
     #expect(owned.arguments.first?.string == "org.bluez")
   }
 
+  /// With signals coalesced, a burst still arrives whole and in order, and
+  /// calls made meanwhile are answered (they wait at most the pause).
+  @Test func coalescedSignalsArriveWholeAndCallsStillAnswer() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let server = try bus.connect()
+    let client = try bus.connect()
+    defer {
+      server.close()
+      client.close()
+    }
+    client.coalesceSignals(for: .milliseconds(20))
+    let value = Shared<[UInt8]>([0])
+    try await server.export(
+      DBusObject(
+        path: "/org/baton/adv", interface: "org.baton.Adv1", properties: [.init("Data", "ay")],
+        property: { _ in .bytes(value.value.withLock { $0 }) }))
+    let name = try await server.uniqueName()
+    let (signals, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+    _ = try await client.subscribe(
+      sender: name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
+    ) { signal in
+      if let data = signal.arguments.dropFirst().first?.stringDictionary?["Data"]?.byteArray {
+        continuation.yield(data)
+      }
+    }
+    for i in 1...50 {
+      value.value.withLock { $0 = [UInt8(i)] }
+      try await server.emitPropertiesChanged(
+        path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
+      if i == 25 { #expect(try await client.nameOwner("org.bluez") == nil) }
+    }
+    var iterator = signals.makeAsyncIterator()
+    for i in 1...50 { #expect(await iterator.next() == [UInt8(i)]) }
+    #expect(try await client.nameOwner("org.bluez") == nil)
+  }
+
   @Test func aMatchValueWithAQuoteIsRefused() async throws {
     #expect(throws: DBusError.self) {
       _ = try DBusConnection.matchRule([("arg0", "it's")])
