@@ -228,10 +228,17 @@ struct PeerScheduler<Link: AnyObject> {
       $0.key == address || (device != nil && $0.value.device == device)
     }) {
       // The peer under another address: it rotated, or it restarted and
-      // this link is half-open. A PING tells which.
+      // this link is half-open. A PING tells which. But a closed beacon
+      // (PROTOCOL.md 3.3) comes from a fresh address whenever the peer's
+      // system sets its advertising up again (on BlueZ, around the scans
+      // of its own windows), so its address says nothing of a restart:
+      // a peer that restarted and lacks its link with us asks us to open
+      // (its beacon's flag) when we are closed, or connects when we are
+      // open. Only then is a closed beacon worth a PING.
       guard linkAddress != address, entry.probed != address, let link = entry.link else {
         return (.ignore, .none)
       }
+      if content.closed && !content.asking { return (.ignore, .none) }
       links[linkAddress]?.probed = address
       return (.probe(link), .none)
     }

@@ -268,6 +268,29 @@ import Testing
     #expect(isIgnore(consider(&s, "AA:00:00:00:00:02").decision))
   }
 
+  /// A closed beacon's address changes with the peer's advertising set-up,
+  /// not only when it restarts: heard under a new address it is probed only
+  /// when it asks to link (a restarted peer that lacks its link asks).
+  @Test func aClosedBeaconUnderANewAddressIsProbedOnlyWhenItAsks() {
+    var s = scheduler(knowing: [
+      "AA:00:00:00:00:01": 0x60, "50:00:00:00:00:02": 0x60, "50:00:00:00:00:03": 0x60,
+    ])
+    let link = FakeLink()
+    linkUp(&s, link, at: "AA:00:00:00:00:01", device: 0x60)
+    let closed = BeaconContent(activityHash: 0, indexDigest: 7, closed: true)
+    #expect(isIgnore(consider(&s, "50:00:00:00:00:02", closed).decision))
+    let asking = BeaconContent(activityHash: 0, indexDigest: 7, closed: true, asking: true)
+    // The same address, now asking: probed (once).
+    for address in ["50:00:00:00:00:02", "50:00:00:00:00:03"] {
+      guard case .probe(let probed) = consider(&s, address, asking).decision else {
+        Issue.record("an asking peer's link was not probed at \(address)")
+        return
+      }
+      #expect(probed === link)
+      #expect(isIgnore(consider(&s, address, asking).decision))
+    }
+  }
+
   @Test func ofTwoLinksTheOneTheRuleWouldMakeIsKept() {
     // We are the lower id: the rule says we connect.
     var s = scheduler()
