@@ -53,7 +53,11 @@ struct DBusConnectionTests {
       })
   }
 
-  @Test func valuesRoundTripThroughAnExportedObject() async throws {
+  /// Runs `body` with a private bus and two connections on it (a server
+  /// and a client), closed and stopped afterwards.
+  func withTwoConnections(
+    _ body: (PrivateBus, DBusConnection, DBusConnection) async throws -> Void
+  ) async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
     let server = try bus.connect()
@@ -62,43 +66,49 @@ struct DBusConnectionTests {
       server.close()
       client.close()
     }
-    let released = Shared(0)
-    let object = echoObject(released)
-    try await server.export(object)
-    let name = try await server.uniqueName()
-    #expect(name.hasPrefix(":"))
+    try await body(bus, server, client)
+  }
 
-    for value in Self.sample {
-      let reply = try await client.call(
-        name, "/org/baton/test", "org.baton.Test1", "Echo", [.variant(value)])
-      #expect(reply == [.variant(value)], "\(value.signature)")
-    }
-    #expect(
-      try await client.property(name, "/org/baton/test", "org.baton.Test1", "Name")
-        == .string("baton"))
-    let all = try await client.allProperties(name, "/org/baton/test", "org.baton.Test1")
-    #expect(all["Name"] == .string("baton"))
-    let data = all["Data"]?.integerDictionary?[0xFFFF]?.byteArray
-    #expect(data == Array(repeating: 0xAB, count: 24))
+  @Test func valuesRoundTripThroughAnExportedObject() async throws {
+    try await withTwoConnections { _, server, client in
+      let released = Shared(0)
+      let object = echoObject(released)
+      try await server.export(object)
+      let name = try await server.uniqueName()
+      #expect(name.hasPrefix(":"))
 
-    _ = try await client.call(name, "/org/baton/test", "org.baton.Test1", "Release")
-    #expect(released.value.withLock { $0 } == 1)
+      for value in Self.sample {
+        let reply = try await client.call(
+          name, "/org/baton/test", "org.baton.Test1", "Echo", [.variant(value)])
+        #expect(reply == [.variant(value)], "\(value.signature)")
+      }
+      #expect(
+        try await client.property(name, "/org/baton/test", "org.baton.Test1", "Name")
+          == .string("baton"))
+      let all = try await client.allProperties(name, "/org/baton/test", "org.baton.Test1")
+      #expect(all["Name"] == .string("baton"))
+      let data = all["Data"]?.integerDictionary?[0xFFFF]?.byteArray
+      #expect(data == Array(repeating: 0xAB, count: 24))
 
-    await #expect(throws: DBusError.remote(name: "org.baton.Error.Refused", message: "no")) {
-      _ = try await client.call(name, "/org/baton/test", "org.baton.Test1", "Fail")
-    }
-    do {
-      _ = try await client.call(
-        name, "/org/baton/nothing", "org.baton.Test1", "Echo", [.variant(.byte(1))])
-      Issue.record("a call to a missing object succeeded")
-    } catch let error as DBusError {
-      #expect(error.isUnknownObject, "\(error)")
-    }
-    await server.unexport(object)
-    await #expect(throws: DBusError.self) {
       _ = try await client.call(name, "/org/baton/test", "org.baton.Test1", "Release")
+      #expect(released.value.withLock { $0 } == 1)
+
+      await #expect(throws: DBusError.remote(name: "org.baton.Error.Refused", message: "no")) {
+        _ = try await client.call(name, "/org/baton/test", "org.baton.Test1", "Fail")
+      }
+      do {
+        _ = try await client.call(
+          name, "/org/baton/nothing", "org.baton.Test1", "Echo", [.variant(.byte(1))])
+        Issue.record("a call to a missing object succeeded")
+      } catch let error as DBusError {
+        #expect(error.isUnknownObject, "\(error)")
+      }
+      await server.unexport(object)
+      await #expect(throws: DBusError.self) {
+        _ = try await client.call(name, "/org/baton/test", "org.baton.Test1", "Release")
+      }
+      #expect(released.value.withLock { $0 } == 1)
     }
-    #expect(released.value.withLock { $0 } == 1)
   }
 
   @Test func missingServicesAndNameOwners() async throws {
@@ -135,50 +145,45 @@ struct DBusConnectionTests {
   }
 
   @Test func propertiesChangedAndInterfacesAddedArrive() async throws {
-    let bus = try PrivateBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    let client = try bus.connect()
-    defer {
-      server.close()
-      client.close()
+    try await withTwoConnections { _, server, client in
+      let value = Shared<[UInt8]>([1])
+      let object = DBusObject(
+        path: "/org/baton/adv", interface: "org.baton.Adv1", properties: [.init("Data", "ay")],
+        property: { _ in .bytes(value.value.withLock { $0 }) })
+      try await server.addObjectManager(at: "/")
+      try await server.export(object)
+      let name = try await server.uniqueName()
+
+      let (signals, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
+      _ = try await client.subscribe(
+        sender: name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
+      ) { continuation.yield($0) }
+      _ = try await client.subscribe(
+        sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded"
+      ) { continuation.yield($0) }
+      var iterator = signals.makeAsyncIterator()
+
+      value.value.withLock { $0 = [4, 5, 6] }
+      try await server.emitPropertiesChanged(
+        path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
+      let changed = try #require(await iterator.next())
+      #expect(changed.path == "/org/baton/adv")
+      #expect(changed.arguments.first?.string == "org.baton.Adv1")
+      #expect(
+        changed.arguments.dropFirst().first?.stringDictionary?["Data"]?.byteArray == [4, 5, 6])
+
+      try await server.emitInterfaces(
+        added: true, path: "/org/baton/adv", interfaces: ["org.baton.Adv1"])
+      let added = try #require(await iterator.next())
+      #expect(added.member == "InterfacesAdded")
+      #expect(added.arguments.first == .objectPath("/org/baton/adv"))
+      let interfaces = added.arguments.dropFirst().first?.stringDictionary
+      #expect(interfaces?["org.baton.Adv1"]?.stringDictionary?["Data"]?.byteArray == [4, 5, 6])
+
+      let managed = try await client.call(
+        name, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+      #expect(managed.first?.stringDictionary?["/org/baton/adv"] != nil)
     }
-    let value = Shared<[UInt8]>([1])
-    let object = DBusObject(
-      path: "/org/baton/adv", interface: "org.baton.Adv1", properties: [.init("Data", "ay")],
-      property: { _ in .bytes(value.value.withLock { $0 }) })
-    try await server.addObjectManager(at: "/")
-    try await server.export(object)
-    let name = try await server.uniqueName()
-
-    let (signals, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
-    _ = try await client.subscribe(
-      sender: name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
-    ) { continuation.yield($0) }
-    _ = try await client.subscribe(
-      sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded"
-    ) { continuation.yield($0) }
-    var iterator = signals.makeAsyncIterator()
-
-    value.value.withLock { $0 = [4, 5, 6] }
-    try await server.emitPropertiesChanged(
-      path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
-    let changed = try #require(await iterator.next())
-    #expect(changed.path == "/org/baton/adv")
-    #expect(changed.arguments.first?.string == "org.baton.Adv1")
-    #expect(changed.arguments.dropFirst().first?.stringDictionary?["Data"]?.byteArray == [4, 5, 6])
-
-    try await server.emitInterfaces(
-      added: true, path: "/org/baton/adv", interfaces: ["org.baton.Adv1"])
-    let added = try #require(await iterator.next())
-    #expect(added.member == "InterfacesAdded")
-    #expect(added.arguments.first == .objectPath("/org/baton/adv"))
-    let interfaces = added.arguments.dropFirst().first?.stringDictionary
-    #expect(interfaces?["org.baton.Adv1"]?.stringDictionary?["Data"]?.byteArray == [4, 5, 6])
-
-    let managed = try await client.call(
-      name, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
-    #expect(managed.first?.stringDictionary?["/org/baton/adv"] != nil)
   }
 
   /// The bus daemon filters by the match rule: a signal of another adapter,
@@ -186,97 +191,91 @@ struct DBusConnectionTests {
   /// unwanted signal is sent before the wanted one, so if the filter let it
   /// through it would arrive first (one sender's signals keep their order).
   @Test func matchRulesKeepOtherAdaptersSignalsOff() async throws {
-    let bus = try PrivateBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    let client = try bus.connect()
-    defer {
-      server.close()
-      client.close()
-    }
-    try await server.addObjectManager(at: "/")
-    for path in ["/org/bluez/hci0", "/org/bluez/hci0/dev_a", "/org/bluez/hci1", "/org/bluez/hci1/dev_b"] {
-      try await server.export(
-        DBusObject(
-          path: path, interface: "org.baton.Thing1", properties: [.init("Data", "ay")],
-          property: { _ in .bytes([1]) }))
-    }
-    let name = try await server.uniqueName()
-    let (signals, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
-    _ = try await client.subscribe(
-      sender: name, pathNamespace: "/org/bluez/hci0",
-      interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
-    ) { continuation.yield($0) }
-    _ = try await client.subscribe(
-      sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: nil,
-      arg0Path: "/org/bluez/hci0"
-    ) { continuation.yield($0) }
-    _ = try await client.subscribe(
-      sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: nil,
-      arg0Path: "/org/bluez/hci0/"
-    ) { continuation.yield($0) }
-    _ = try await client.subscribe(
-      sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
-      member: "NameOwnerChanged", arg0: "org.bluez"
-    ) { continuation.yield($0) }
-    var iterator = signals.makeAsyncIterator()
+    try await withTwoConnections { bus, server, client in
+      try await server.addObjectManager(at: "/")
+      for path in [
+        "/org/bluez/hci0", "/org/bluez/hci0/dev_a", "/org/bluez/hci1", "/org/bluez/hci1/dev_b",
+      ] {
+        try await server.export(
+          DBusObject(
+            path: path, interface: "org.baton.Thing1", properties: [.init("Data", "ay")],
+            property: { _ in .bytes([1]) }))
+      }
+      let name = try await server.uniqueName()
+      let (signals, continuation) = AsyncStream.makeStream(of: DBusSignal.self)
+      _ = try await client.subscribe(
+        sender: name, pathNamespace: "/org/bluez/hci0",
+        interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
+      ) { continuation.yield($0) }
+      _ = try await client.subscribe(
+        sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: nil,
+        arg0Path: "/org/bluez/hci0"
+      ) { continuation.yield($0) }
+      _ = try await client.subscribe(
+        sender: name, interface: "org.freedesktop.DBus.ObjectManager", member: nil,
+        arg0Path: "/org/bluez/hci0/"
+      ) { continuation.yield($0) }
+      _ = try await client.subscribe(
+        sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+        member: "NameOwnerChanged", arg0: "org.bluez"
+      ) { continuation.yield($0) }
+      var iterator = signals.makeAsyncIterator()
 
-    for path in ["/org/bluez/hci1/dev_b", "/org/bluez/hci0/dev_a"] {
-      try await server.emitPropertiesChanged(path: path, interface: "org.baton.Thing1", names: ["Data"])
+      for path in ["/org/bluez/hci1/dev_b", "/org/bluez/hci0/dev_a"] {
+        try await server.emitPropertiesChanged(
+          path: path, interface: "org.baton.Thing1", names: ["Data"])
+      }
+      #expect(try #require(await iterator.next()).path == "/org/bluez/hci0/dev_a")
+      // The adapter itself passes (arg0path, equal), and what is below it
+      // (arg0path ending in a slash). arg0 matches only strings, not paths.
+      for path in [
+        "/org/bluez/hci1", "/org/bluez/hci1/dev_b", "/org/bluez/hci0/dev_a", "/org/bluez/hci0",
+      ] {
+        try await server.emitInterfaces(added: true, path: path, interfaces: ["org.baton.Thing1"])
+      }
+      #expect(
+        try #require(await iterator.next()).arguments.first == .objectPath("/org/bluez/hci0/dev_a"))
+      #expect(try #require(await iterator.next()).arguments.first == .objectPath("/org/bluez/hci0"))
+      // Another client's connection and another name: not ours.
+      let other = try bus.connect()
+      defer { other.close() }
+      try await other.requestName("org.other")
+      try await other.requestName("org.bluez")
+      let owned = try #require(await iterator.next())
+      #expect(owned.member == "NameOwnerChanged")
+      #expect(owned.arguments.first?.string == "org.bluez")
     }
-    #expect(try #require(await iterator.next()).path == "/org/bluez/hci0/dev_a")
-    // The adapter itself passes (arg0path, equal), and what is below it
-    // (arg0path ending in a slash). arg0 matches only strings, not paths.
-    for path in ["/org/bluez/hci1", "/org/bluez/hci1/dev_b", "/org/bluez/hci0/dev_a", "/org/bluez/hci0"] {
-      try await server.emitInterfaces(added: true, path: path, interfaces: ["org.baton.Thing1"])
-    }
-    #expect(try #require(await iterator.next()).arguments.first == .objectPath("/org/bluez/hci0/dev_a"))
-    #expect(try #require(await iterator.next()).arguments.first == .objectPath("/org/bluez/hci0"))
-    // Another client's connection and another name: not ours.
-    let other = try bus.connect()
-    defer { other.close() }
-    try await other.requestName("org.other")
-    try await other.requestName("org.bluez")
-    let owned = try #require(await iterator.next())
-    #expect(owned.member == "NameOwnerChanged")
-    #expect(owned.arguments.first?.string == "org.bluez")
   }
 
   /// With signals coalesced, a burst still arrives whole and in order, and
   /// calls made meanwhile are answered (they wait at most the pause).
   @Test func coalescedSignalsArriveWholeAndCallsStillAnswer() async throws {
-    let bus = try PrivateBus()
-    defer { bus.stop() }
-    let server = try bus.connect()
-    let client = try bus.connect()
-    defer {
-      server.close()
-      client.close()
-    }
-    client.coalesceSignals(for: .milliseconds(20))
-    let value = Shared<[UInt8]>([0])
-    try await server.export(
-      DBusObject(
-        path: "/org/baton/adv", interface: "org.baton.Adv1", properties: [.init("Data", "ay")],
-        property: { _ in .bytes(value.value.withLock { $0 }) }))
-    let name = try await server.uniqueName()
-    let (signals, continuation) = AsyncStream.makeStream(of: [UInt8].self)
-    _ = try await client.subscribe(
-      sender: name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
-    ) { signal in
-      if let data = signal.arguments.dropFirst().first?.stringDictionary?["Data"]?.byteArray {
-        continuation.yield(data)
+    try await withTwoConnections { _, server, client in
+      client.coalesceSignals(for: .milliseconds(20))
+      let value = Shared<[UInt8]>([0])
+      try await server.export(
+        DBusObject(
+          path: "/org/baton/adv", interface: "org.baton.Adv1", properties: [.init("Data", "ay")],
+          property: { _ in .bytes(value.value.withLock { $0 }) }))
+      let name = try await server.uniqueName()
+      let (signals, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+      _ = try await client.subscribe(
+        sender: name, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
+      ) { signal in
+        if let data = signal.arguments.dropFirst().first?.stringDictionary?["Data"]?.byteArray {
+          continuation.yield(data)
+        }
       }
+      for i in 1...50 {
+        value.value.withLock { $0 = [UInt8(i)] }
+        try await server.emitPropertiesChanged(
+          path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
+        if i == 25 { #expect(try await client.nameOwner("org.bluez") == nil) }
+      }
+      var iterator = signals.makeAsyncIterator()
+      for i in 1...50 { #expect(await iterator.next() == [UInt8(i)]) }
+      #expect(try await client.nameOwner("org.bluez") == nil)
     }
-    for i in 1...50 {
-      value.value.withLock { $0 = [UInt8(i)] }
-      try await server.emitPropertiesChanged(
-        path: "/org/baton/adv", interface: "org.baton.Adv1", names: ["Data"])
-      if i == 25 { #expect(try await client.nameOwner("org.bluez") == nil) }
-    }
-    var iterator = signals.makeAsyncIterator()
-    for i in 1...50 { #expect(await iterator.next() == [UInt8(i)]) }
-    #expect(try await client.nameOwner("org.bluez") == nil)
   }
 
   @Test func aMatchValueWithAQuoteIsRefused() async throws {
