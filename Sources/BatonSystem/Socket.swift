@@ -58,15 +58,10 @@ public enum Socket {
   }
 
   /// `bind(2)` to `address`, a C socket address (`sockaddr_l2`, `sockaddr_hci`, ...).
-  public static func bind<Address>(_ socket: FileDescriptor, to address: Address) throws(Errno) {
-    var address = address
-    try checked {
-      withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          Glibc.bind(socket.rawValue, $0, socklen_t(MemoryLayout<Address>.size))
-        }
-      }
-    }
+  public static func bind<Address: BitwiseCopyable>(
+    _ socket: FileDescriptor, to address: Address
+  ) throws(Errno) {
+    try checked { withSocketAddress(address) { Glibc.bind(socket.rawValue, $0, $1) } }
   }
 
   /// `listen(2)`.
@@ -78,13 +73,20 @@ public enum Socket {
   /// connect interrupted by a signal goes on in the kernel; on a
   /// non-blocking socket EINPROGRESS says it is under way (wait for
   /// writable, then `pendingError`).
-  public static func connect<Address>(_ socket: FileDescriptor, to address: Address) throws(Errno) {
+  public static func connect<Address: BitwiseCopyable>(
+    _ socket: FileDescriptor, to address: Address
+  ) throws(Errno) {
+    try checked { withSocketAddress(address) { Glibc.connect(socket.rawValue, $0, $1) } }
+  }
+
+  /// `body` with `address` as the `sockaddr` pointer and length C wants.
+  private static func withSocketAddress<Address: BitwiseCopyable>(
+    _ address: Address, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32
+  ) -> Int32 {
     var address = address
-    try checked {
-      withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          Glibc.connect(socket.rawValue, $0, socklen_t(MemoryLayout<Address>.size))
-        }
+    return withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        body($0, socklen_t(MemoryLayout<Address>.size))
       }
     }
   }
