@@ -134,10 +134,12 @@ public final class DBusConnection: @unchecked Sendable {
   /// a scan window finds) costs a few wake-ups, not one each. A job queued
   /// meanwhile (a call to make) ends the pause at once; a reply that comes
   /// in it waits at most `window`. Zero (the default) turns it off.
+  /// At most a second: a longer pause would hold replies that long.
   public func coalesceSignals(for window: Duration) {
     let (seconds, attoseconds) = window.components
-    let nanoseconds = max(0, seconds) &* 1_000_000_000 &+ max(0, attoseconds) / 1_000_000_000
-    coalescing.store(min(nanoseconds, 1_000_000_000), ordering: .relaxed)
+    let nanoseconds: Int64 =
+      seconds < 0 ? 0 : seconds >= 1 ? 1_000_000_000 : max(0, attoseconds / 1_000_000_000)
+    coalescing.store(nanoseconds, ordering: .relaxed)
   }
 
   private func loop() {
