@@ -20,7 +20,7 @@
 # Tests/VM/cache/last-run/. VM_CASES=a,b replaces the kernel boot's cases.
 # VM_SCAN_STEADY (s, default 130): agent-bluez-scan's idle, measured period;
 # VM_PRIVACY_STEADY (s, default 200): agent-bluez-privacy's. VM_REACH_SAMPLES
-# (default 5) and VM_REACH_BOUND (s, default 40): agent-bluez-reach's samples
+# (default 7) and VM_REACH_BOUND (s, default 40): agent-bluez-reach's samples
 # and its bound on a newcomer's first link. VM_SCANNING=MODE: every guest
 # agent runs with `scanning = MODE`. VM_STRANGERS=N (default 0) devices that
 # are not peers on the agent-bluez-radio boot's radio, and VM_BRIDGE_STEADY
@@ -461,7 +461,7 @@ for b in "${boots[@]}"; do
       privacy_steady=${VM_PRIVACY_STEADY:-200}
       # agent-bluez-reach: samples of up to 48 s idle, a reach of up to
       # 40 s and the second link (about 90 s each alone): 150 s a sample.
-      reach_samples=${VM_REACH_SAMPLES:-5}
+      reach_samples=${VM_REACH_SAMPLES:-7}
       reach=$((150 * reach_samples + 60))
       CASE_TIMEOUT=120 \
         CASE_TIMEOUTS="agent-bluez-scan:$((scan_steady + 180)),agent-bluez-privacy:$((privacy_steady + 180)),agent-bluez-btvirt:240,agent-bluez-autoconnect:300,agent-bluez-reach:$reach" \

@@ -1,5 +1,5 @@
 # A newcomer reaches a closed linked pair in steady state (issue 25: linked
-# within 30 s p95; baton(1), Scanning). VM_REACH_SAMPLES times (default 5),
+# within 30 s p95; baton(1), Scanning). VM_REACH_SAMPLES times (default 7),
 # each on a fresh btvirt (three controllers) and bluetoothd (stock
 # main.conf: Privacy off, so every beacon is closed, PROTOCOL.md 3.3): two
 # agents on `bluez:hci0` and `bluez:hci1` link, idle past their bursts into
@@ -25,7 +25,7 @@
 # wait is on a log line, except the steady periods themselves.
 . /cases/lib.sh
 have_bluez_backend
-samples=${VM_REACH_SAMPLES:-5}
+samples=${VM_REACH_SAMPLES:-7}
 bound=${VM_REACH_BOUND:-60}
 # stop_reached PID NAME: SIGTERM. An agent may be connecting then over a
 # connection btvirt cannot set up (below): it then exits 1 ("did not stop
