@@ -249,7 +249,8 @@ public final class BlueZHost: RadioHost {
       member: "NameOwnerChanged", arg0: Self.service
     ) { [weak self] signal in self?.nameOwnerChanged(signal) }
     let objectManager = "org.freedesktop.DBus.ObjectManager"
-    if let adapter = requestedAdapter.map({ "/org/bluez/\($0)" }) {
+    let named = requestedAdapter.map { "/org/bluez/\($0)" }
+    if let adapter = named {
       // InterfacesAdded and -Removed come from "/" and name the object
       // first, as an object path (which arg0path matches, arg0 does not):
       // the adapter itself, and (with the slash) every object below it.
@@ -264,7 +265,7 @@ public final class BlueZHost: RadioHost {
       }
     }
     _ = try await bus.subscribe(
-      sender: Self.service, pathNamespace: requestedAdapter.map { "/org/bluez/\($0)" },
+      sender: Self.service, pathNamespace: named,
       interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"
     ) { [weak self] signal in self?.propertiesChanged(signal) }
     let owner: String?
