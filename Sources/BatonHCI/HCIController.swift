@@ -73,6 +73,31 @@ public final class HCIController: Sendable {
     var statistics = Statistics()
     /// A drain of the queues is queued on the writer thread.
     var drainQueued = false
+    /// Per handle with a probe out (`mayProbe`): the packets outstanding
+    /// before the first, and when the last went out (a lost probe is
+    /// followed by another).
+    var probing: [UInt16: (before: Int, sentAt: ContinuousClock.Instant)] = [:]
+    /// A wake-up of the writer is scheduled for a probe.
+    var probeScheduled = false
+
+    /// Whether one packet on `handle` may go out beyond the buffers we
+    /// count: none are left, and the controller has completed none of
+    /// ours on it for `lostPacketAge`. On a live link it completes some
+    /// every connection interval, so those packets were lost on the way to
+    /// it (a UART without a CRC), and it will never return their buffers
+    /// while the connection lasts; the kernel would drop the connection
+    /// (`hci_link_tx_to`). The probe's completion shows them lost, and
+    /// their buffers are counted free again.
+    func mayProbe(_ handle: UInt16) -> Bool {
+      guard let at = probeTime(handle) else { return false }
+      return ContinuousClock.now >= at
+    }
+
+    /// When `handle` may probe, if it has packets outstanding.
+    func probeTime(_ handle: UInt16) -> ContinuousClock.Instant? {
+      guard (outstanding[handle] ?? 0) > 0, let since = lastCompletion[handle] else { return nil }
+      return max(since, probing[handle]?.sentAt ?? since) + HCIController.lostPacketAge
+    }
   }
 
   /// Counters since open.
@@ -84,6 +109,9 @@ public final class HCIController: Sendable {
     public var commandsSent = 0
     /// Packets that could not be decoded and were dropped.
     public var malformedPackets = 0
+    /// Our ACL packets counted as lost below the controller
+    /// (`reclaimLostPackets`).
+    public var aclPacketsPresumedLost = 0
   }
 
   public let transport: any HCITransport
@@ -271,14 +299,27 @@ public final class HCIController: Sendable {
             s.statistics.bytesSent += c.packet.count
             return c.packet
           }
-          if s.aclCredits > 0, s.aclQueueHead < s.aclQueue.count {
+          if s.aclQueueHead < s.aclQueue.count {
             let packet = s.aclQueue[s.aclQueueHead]
+            let probe = s.aclCredits == 0 && s.mayProbe(packet.handle)
+            guard s.aclCredits > 0 || probe else {
+              scheduleProbe(&s, handle: packet.handle)
+              return nil
+            }
             s.aclQueueHead += 1
             if s.aclQueueHead == s.aclQueue.count {
               s.aclQueue.removeAll(keepingCapacity: true)
               s.aclQueueHead = 0
             }
-            s.aclCredits -= 1
+            if probe {
+              // Beyond the buffers we count: see `lostPacketAge`.
+              s.probing[packet.handle] = (
+                before: s.probing[packet.handle]?.before ?? s.outstanding[packet.handle] ?? 0,
+                sentAt: .now
+              )
+            } else {
+              s.aclCredits -= 1
+            }
             if (s.outstanding[packet.handle] ?? 0) == 0 {
               s.lastCompletion[packet.handle] = .now
             }
@@ -370,6 +411,7 @@ public final class HCIController: Sendable {
     case 0x02:
       do {
         let acl = try ACLPacket.decode(packet)
+        reclaimLostPackets(handle: acl.handle)
         let (pdu, gap) = try state.withLock { s throws(HCIDecodeError) in
           let before = s.reassembler.droppedPartialCount
           return (try s.reassembler.feed(acl), s.reassembler.droppedPartialCount != before)
@@ -387,6 +429,57 @@ public final class HCIController: Sendable {
     default:
       dropped("H4 packet type 0x\(hex(packet.first ?? 0)) ignored")
     }
+  }
+
+  /// How long packets may stay outstanding on a connection with none
+  /// completed before they may count as lost between host and controller
+  /// (`reclaimLostPackets`, `State.mayProbe`). A live link completes some
+  /// every connection interval, and baton connects at intervals of 30 to
+  /// 50 ms: 1 s is twenty of them. (The Core spec allows intervals of up
+  /// to 4 s, which baton never asks for.)
+  static let lostPacketAge: Duration = .seconds(1)
+
+  /// The queue waits for buffers: wakes the writer when `handle` may
+  /// probe (`State.mayProbe`), if it has packets outstanding.
+  private func scheduleProbe(_ s: inout State, handle: UInt16) {
+    guard !s.probeScheduled, let at = s.probeTime(handle) else { return }
+    s.probeScheduled = true
+    let wait = max(.zero, at - ContinuousClock.now)
+    _ = Timers.shared.schedule(after: wait) { [weak self] in
+      guard let self else { return }
+      self.state.withLock { $0.probeScheduled = false }
+      self.pump()
+    }
+  }
+
+  /// ACL data arrived on `handle`: the link is alive, so if the controller
+  /// has completed none of our packets on it for `lostPacketAge`, those
+  /// packets never reached it (a packet lost on a UART without a CRC, or
+  /// their Number Of Completed Packets events lost), and it will never
+  /// return their buffers while the connection lasts. Counting them as
+  /// completed keeps the buffers in use, where the kernel would drop the
+  /// connection after its ACL timeout (`hci_link_tx_to`); the frames they
+  /// carried are sent again by the layers above (PROTOCOL.md section 5,
+  /// "Faults").
+  private func reclaimLostPackets(handle: UInt16) {
+    let reclaimed = state.withLock { s -> Int in
+      guard let n = s.outstanding[handle], n > 0, let since = s.lastCompletion[handle],
+        ContinuousClock.now - since >= Self.lostPacketAge
+      else { return 0 }
+      s.outstanding[handle] = 0
+      s.lastCompletion[handle] = nil
+      // Probes (`mayProbe`) took no buffer of our count.
+      let counted = s.probing.removeValue(forKey: handle)?.before ?? n
+      s.aclCredits = min(s.aclTotal, s.aclCredits + counted)
+      s.statistics.aclPacketsPresumedLost += n
+      return n
+    }
+    guard reclaimed > 0 else { return }
+    log.info(
+      "connection 0x\(hex(handle)): the controller completed none of our last \(reclaimed) packets"
+        + " in \(Self.lostPacketAge.secondsValue) s while the peer's data arrived; counted as lost"
+        + " (damaged or dropped on the way to the controller), their buffers reused")
+    pump()
   }
 
   private func lost(handle: UInt16, _ reason: String) {
@@ -419,21 +512,42 @@ public final class HCIController: Sendable {
       }
       wake = true
     case .numberOfCompletedPackets(let entries):
+      var lostBeforeProbe: [(handle: UInt16, count: Int)] = []
       state.withLock { s in
         for entry in entries {
           let outstanding = s.outstanding[entry.handle] ?? 0
           let returned = min(outstanding, Int(entry.count))
+          if returned > 0, let before = s.probing.removeValue(forKey: entry.handle)?.before {
+            // The probe went out after `before` packets the controller had
+            // not completed in `lostPacketAge`, and it completes packets
+            // in order: those never reached it. The probe took no buffer
+            // of our count, so it returns none.
+            s.outstanding[entry.handle] = 0
+            s.lastCompletion[entry.handle] = .now
+            s.aclCredits = min(s.aclTotal, s.aclCredits + before)
+            s.statistics.aclPacketsPresumedLost += before
+            if before > 0 { lostBeforeProbe.append((entry.handle, before)) }
+            continue
+          }
           s.outstanding[entry.handle] = outstanding - returned
           if returned > 0 { s.lastCompletion[entry.handle] = .now }
           s.aclCredits = min(s.aclTotal, s.aclCredits + returned)
         }
       }
+      for (handle, count) in lostBeforeProbe {
+        log.info(
+          "connection 0x\(hex(handle)): the controller completed a packet sent after \(count) it had not"
+            + " completed in \(Self.lostPacketAge.secondsValue) s; those count as lost (damaged or dropped"
+            + " on the way to the controller), their buffers reused")
+      }
       wake = true
     case .disconnectionComplete(let status, let handle, _) where status == .success:
       state.withLock { s in
         // The controller frees the buffers of a closed connection.
-        s.aclCredits = min(
-          s.aclTotal, s.aclCredits + (s.outstanding.removeValue(forKey: handle) ?? 0))
+        // Probes (`mayProbe`) took no buffer of our count.
+        let outstanding = s.outstanding.removeValue(forKey: handle) ?? 0
+        let counted = s.probing.removeValue(forKey: handle)?.before ?? outstanding
+        s.aclCredits = min(s.aclTotal, s.aclCredits + counted)
         s.lastCompletion[handle] = nil
         let kept = s.aclQueue[s.aclQueueHead...].filter { $0.handle != handle }
         s.aclQueue = Array(kept)

@@ -19,6 +19,7 @@ final class FakeController: HCITransport, @unchecked Sendable {
   private var holdCompletions = false
   private var heldCompletions = 0
   private var stalling = false
+  private var losing = 0
   private var stalledNames: [String] = []
 
   /// Opcodes that get no answer at all (as bumble does for some).
@@ -46,6 +47,9 @@ final class FakeController: HCITransport, @unchecked Sendable {
       condition.broadcast()
     }
   }
+  /// The next `count` ACL packets the host writes never reach the
+  /// controller (a UART that lost them): neither completed nor held.
+  func loseNextACL(_ count: Int) { locked { losing = count } }
   /// Makes every write block (true) until released (false), as a UART whose
   /// controller holds CTS does.
   func stallWrites(_ stall: Bool) {
@@ -107,6 +111,10 @@ final class FakeController: HCITransport, @unchecked Sendable {
       }
     } else if packet.first == 0x02, packet.count >= 3 {
       let handle = (UInt16(packet[1]) | UInt16(packet[2]) << 8) & 0x0FFF
+      if losing > 0 {
+        losing -= 1
+        return
+      }
       if holdCompletions {
         heldCompletions += 1
         return

@@ -64,6 +64,56 @@ struct HCIControllerTests {
     #expect(await eventually(20, "the fragments were written") { fake.sent.count == fragments })
   }
 
+  /// The ACL packets the host has written to the fake.
+  static func aclWritten(_ fake: FakeController) -> Int { fake.sent.filter { $0.first == 0x02 }.count }
+
+  /// Packets lost on the way to the controller (a UART without a CRC) hold
+  /// its buffers in our count for ever. Once none is left and none has
+  /// completed for `lostPacketAge`, one packet goes out beyond the count; its
+  /// completion shows the ones before it lost, and their buffers are used
+  /// again, where the connection would otherwise stay stuck.
+  @Test func aProbeShowsPacketsLostBeforeTheControllerAndFreesTheirBuffers() async throws {
+    let fake = FakeController()
+    let controller = HCIController(transport: fake)
+    controller.start(events: { _ in }, data: { _, _ in }, closed: { _ in })
+    defer { controller.close() }
+    controller.setACLBuffers(length: 27, count: 2)
+    fake.loseNextACL(2)
+    // Four fragments: the first two are lost, which leaves no buffer.
+    let pdu = L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 7, count: 90))
+    #expect(ACLPacket.fragments(of: pdu, handle: 1, maximumLength: 27).count == 4)
+    try controller.sendACL(handle: 1, pdu: pdu)
+    #expect(await eventually(20, "every fragment written") { Self.aclWritten(fake) == 4 })
+    #expect(controller.statistics.aclPacketsPresumedLost == 2)
+    #expect(await eventually(20, "nothing outstanding") { controller.aclStall(handle: 1) == nil })
+    // Both buffers are back: two more fragments go out with no probe.
+    try controller.sendACL(
+      handle: 1, pdu: L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 8, count: 40)))
+    #expect(await eventually(20, "two more written") { Self.aclWritten(fake) == 6 })
+    #expect(controller.statistics.aclPacketsPresumedLost == 2)
+  }
+
+  /// The peer's data arriving shows the link alive: our packets that the
+  /// controller has not completed for `lostPacketAge` meanwhile count as
+  /// lost, and their buffers come back, with nothing queued to probe with.
+  @Test func thePeersDataShowsOurStuckPacketsLost() async throws {
+    let fake = FakeController()
+    let controller = HCIController(transport: fake)
+    controller.start(events: { _ in }, data: { _, _ in }, closed: { _ in })
+    defer { controller.close() }
+    controller.setACLBuffers(length: 27, count: 8)
+    fake.loseNextACL(1)
+    try controller.sendACL(handle: 1, pdu: L2CAPFrame.encode(cid: 0x40, payload: [1, 2, 3]))
+    #expect(await eventually(20, "written") { Self.aclWritten(fake) == 1 })
+    #expect(
+      await eventually(20, "stuck for lostPacketAge") {
+        (controller.aclStall(handle: 1) ?? .zero) >= HCIController.lostPacketAge
+      })
+    fake.inject(FakeController.acl(handle: 1, cid: 0x40, [9]))
+    #expect(await eventually(20, "counted lost") { controller.aclStall(handle: 1) == nil })
+    #expect(controller.statistics.aclPacketsPresumedLost == 1)
+  }
+
   /// An LE Advertising Report event with one report, of RSSI -`number`.
   static func advertisingReport(_ number: UInt8) -> [UInt8] {
     let data: [UInt8] = [0x02, 0x01, 0x06]
