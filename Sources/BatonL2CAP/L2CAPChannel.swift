@@ -72,6 +72,10 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     var creditsReceived: UInt32
     /// Faults below drop what they hit instead of failing the channel.
     var tolerant = false
+    /// Credit grants ignored as damaged (`addCredits`), and K-frames taken
+    /// with no credit left (`receiveFrame`), once loss is tolerated.
+    var damagedGrants = 0
+    var framesBeyondCredit = 0
     var creditsGiven: Int
     var pendingGrant = 0
     var peerCredits: Int
@@ -288,10 +292,20 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       /// Damaged (`tolerant`): the SDU is dropped, its credits returned.
       case dropped(String)
     }
+    var firstBeyondCredit = false
     let outcome = state.withLock { s -> Outcome in
       guard s.closed == nil else { return .none }
       s.lastActivity = .now
-      guard s.creditsGiven > 0 else { return .violation("K-frame received with no credit") }
+      if s.creditsGiven <= 0 {
+        // A damaged grant below L2CAP that still looked plausible gave the
+        // peer credits we never gave; once loss is tolerated that costs
+        // nothing, within the most the peer can ever hold.
+        guard s.tolerant, s.creditsGiven > -plausibleOwnGrant else {
+          return .violation("K-frame received with no credit")
+        }
+        s.framesBeyondCredit += 1
+        firstBeyondCredit = s.framesBeyondCredit == 1
+      }
       s.creditsGiven -= 1
       s.pendingGrant += 1
       let before = s.framesReceived
@@ -337,6 +351,11 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       s.inbox.append((sdu, s.sduBefore))
       return .deliver(sdu, nil)
     }
+    if firstBeyondCredit {
+      log.info(
+        "\(self): a K-frame beyond the credits we gave (a grant damaged below L2CAP?); taken,"
+          + " as are any more within the most the peer can hold")
+    }
     switch outcome {
     case .none: break
     case .partial: watchIfOwed()
@@ -372,23 +391,50 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
     return true
   }
 
-  /// Credits from the peer.
+  /// The most credits one of our peers can have given us: its initial
+  /// credits, then back what it read and what its reports showed lost, and
+  /// spare grants while we held less than twice the initial credits by its
+  /// count (`grantSpare`), a quarter of them each.
+  var plausiblePeerCredits: Int { 2 * initialPeerCredits + max(1, initialPeerCredits / 4) }
+
+  /// The same bound for the credits we give: a damaged grant can make the
+  /// peer believe in at most that many more.
+  var plausibleOwnGrant: Int { 2 * initialCredits + max(1, initialCredits / 4) }
+
+  /// Credits from the peer. Once loss is tolerated, a grant that would give
+  /// us more than `plausiblePeerCredits` is a signal damaged below L2CAP
+  /// (the signalling channel has no integrity check, and a flipped bit in
+  /// the count can be worth 32,768 credits): it is dropped like a lost one,
+  /// which the peer's flow report makes good (`repairFlow`).
   func addCredits(_ n: Int) {
-    let overflow = state.withLock { s -> Bool in
+    enum Outcome { case added, damaged(first: Bool), overflow }
+    let outcome = state.withLock { s -> Outcome in
+      guard s.closed == nil else { return .added }
+      if s.tolerant, s.peerCredits + n > plausiblePeerCredits {
+        defer { s.damagedGrants += 1 }
+        return .damaged(first: s.damagedGrants == 0)
+      }
       s.peerCredits += n
       s.creditsReceived &+= UInt32(truncatingIfNeeded: n)
       s.unacknowledged = max(0, s.unacknowledged - n)
       s.lastActivity = .now
-      return s.peerCredits > 65535
+      return s.peerCredits > 65535 ? .overflow : .added
     }
-    if overflow {
+    switch outcome {
+    case .added:
+      sendCredits.release(n)
+    case .damaged(let first):
+      if first {
+        log.info(
+          "\(self): a grant of \(n) credits, more than the peer can have given (damaged below"
+            + " L2CAP?); ignored, as are any more like it, and the peer's flow report makes good a lost grant")
+      }
+    case .overflow:
       log.warning("\(self): credit count above 65535; disconnecting the channel")
       if markClosed("protocol violation: credit overflow") {
         Task { await link.disconnectChannel(self) }
       }
-      return
     }
-    sendCredits.release(n)
   }
 
   /// Marks the channel closed; returns false if it already was. Wakes readers

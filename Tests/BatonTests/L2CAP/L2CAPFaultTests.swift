@@ -155,4 +155,48 @@ import Testing
     // The controller's buffers for the connection came back with it.
     #expect(host.controller.aclStall(handle: 1) == nil)
   }
+
+  /// Once the frame layer recovers lost messages, a credit grant more than
+  /// the peer can have given (a flipped bit in its count) is dropped as
+  /// damaged, not added (which would overflow and close the channel, or
+  /// let us send K-frames the peer never credited); and a K-frame beyond the
+  /// credits we gave (a damaged grant that still looked plausible) is taken,
+  /// within the most the peer can ever hold.
+  @Test func damagedCreditGrantsCostNothingOnceLossIsTolerated() async throws {
+    let (fake, host, _, channel) = try await L2CAPChannelTests.setUp(credits: 1)
+    defer { Task { await host.close() } }
+    channel.tolerateLoss()
+    func grant(_ credits: UInt16, id: UInt8) {
+      fake.inject(
+        FakeController.acl(
+          handle: 1, cid: 5,
+          L2CAPSignal(identifier: id, body: .flowControlCredit(cid: channel.remoteCID, credits: credits))
+            .encoded))
+    }
+    // A damaged grant, then a real one of 1: two credits in all, so a send
+    // of two K-frames (40 bytes at MPS 30) completes, and leaves none.
+    grant(0x4001, id: 9)
+    grant(1, id: 10)
+    try await channel.send([UInt8](repeating: 3, count: 40))
+    #expect(channel.sendWouldWait)
+    #expect(!channel.isClosed)
+    // We gave 64 credits and return none while 16 SDUs wait unread: the
+    // 81st K-frame is beyond them; ten such are taken.
+    for _ in 0..<90 {
+      fake.inject(FakeController.acl(handle: 1, cid: channel.localCID, [1, 0, 0xAB]))
+    }
+    for _ in 0..<90 { #expect(try await channel.receive() == [0xAB]) }
+    #expect(!channel.isClosed)
+  }
+
+  /// Before the frame layer runs (the handshake), a K-frame with no credit
+  /// is the violation the spec says it is.
+  @Test func aKFrameWithNoCreditClosesAChannelThatToleratesNoLoss() async throws {
+    let (fake, host, _, channel) = try await L2CAPChannelTests.setUp()
+    defer { Task { await host.close() } }
+    for _ in 0..<90 {
+      fake.inject(FakeController.acl(handle: 1, cid: channel.localCID, [1, 0, 0xAB]))
+    }
+    #expect(await eventually { channel.isClosed })
+  }
 }
