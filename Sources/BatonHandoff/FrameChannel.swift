@@ -205,6 +205,7 @@ final class FrameChannel: MessageChannel {
       Task { await self.inner.close() }
       return
     }
+    if actions.starved { inner.grantSpare() }
     carryOut(actions)
   }
 }

@@ -117,8 +117,9 @@ struct FrameRecovery: Sendable {
     var peerReport: FlowReport?
     /// The channel cannot go on: close it and tell the layer above.
     var failure: String?
-    /// We asked again for a frame that did not come: the peer may have no
-    /// credits left to send it (`MessageChannel.grantSpare`).
+    /// We asked again for a frame that did not come, or nothing we sent
+    /// was acknowledged for `resendTimeout`: the peer may have no credits
+    /// left to send (`MessageChannel.grantSpare`).
     var starved = false
   }
 
@@ -333,6 +334,9 @@ struct FrameRecovery: Sendable {
       actions.resend.append(oldest.frame)
       counts.resent += 1
       shrink()
+      // The peer may have no credits left to acknowledge with: its frames
+      // lost below L2CAP spent them, and we never saw those frames.
+      actions.starved = true
       // A frame sent again carries the report it was sealed with; this
       // one tells the peer what our flow control has done since.
       actions.transmit.append(control(flags: 0, report: report))

@@ -199,6 +199,13 @@ struct FrameRecoveryTests {
       failure = a.expire(report: Self.none, canSend: true, now: now).failure
     }
     #expect(failure?.contains("acknowledged none") == true)
+    // Each frame sent again after a timeout also asks for spare credits:
+    // the peer may have spent its own on frames lost below L2CAP, and
+    // cannot acknowledge without them.
+    var quiet = FrameRecovery(sendKey: Self.ab, receiveKey: Self.ba, messageSize: 512)
+    _ = quiet.sealData([1], report: Self.none, now: now)
+    let timedOut = quiet.expire(report: Self.none, canSend: true, now: now + FrameRecovery.resendTimeout)
+    #expect(timedOut.resend.count == 1 && timedOut.starved)
     // While the peer's flow control holds our frames, nothing counts as lost.
     var held = FrameRecovery(sendKey: Self.ab, receiveKey: Self.ba, messageSize: 512)
     _ = held.sealData([1], report: Self.none, now: now)
