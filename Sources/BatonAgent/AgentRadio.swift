@@ -99,7 +99,7 @@ final class AgentRadio: Sendable {
 
   /// Our beacon sealed now, and whether to advertise it connectable; while
   /// `baton pair` shows a code, the pairing advertisement instead, always
-  /// connectable (PROTOCOL.md 14.8).
+  /// connectable (PROTOCOL.md 14.7).
   private func sealedBeacon() async -> (data: [UInt8], connectable: Bool) {
     if let session = pairing(), session.isOpen() {
       return (PairingAdvertisement.make(slot: session.offer.code.slot), true)

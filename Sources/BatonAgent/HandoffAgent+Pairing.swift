@@ -1,7 +1,7 @@
 import BatonHandoff
 import BatonSystem
 
-/// `baton pair` in the agent (PROTOCOL.md 14.8, 14.9): a member shows a
+/// `baton pair` in the agent (PROTOCOL.md 14.7, 14.8): a member shows a
 /// code and enrols the newcomer that types it; a device in no group yet
 /// waits for `baton pair CODE`, pairs, stores the enrolment and starts.
 extension HandoffAgent {

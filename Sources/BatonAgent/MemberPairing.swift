@@ -2,7 +2,7 @@ import BatonHandoff
 import BatonSystem
 import Synchronization
 
-/// A member's `baton pair` while its code is shown (PROTOCOL.md 14.8): the
+/// A member's `baton pair` while its code is shown (PROTOCOL.md 14.7): the
 /// offer (one attempt, five minutes), what the radio advertises meanwhile,
 /// and how it ended, for the `baton pair` that waits. It outlives the
 /// agent's generations: a pairing that moves the group to a new epoch

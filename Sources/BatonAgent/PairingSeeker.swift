@@ -4,7 +4,7 @@ import BatonSystem
 import Synchronization
 
 /// The new device's side of `baton pair CODE` on the radio (PROTOCOL.md
-/// 14.8): opens the controller, scans for the pairing advertisement that
+/// 14.7): opens the controller, scans for the pairing advertisement that
 /// shows the code's slot, connects to its advertiser and runs the pairing
 /// over the handoff PSM; then releases the controller, whatever happened.
 /// Nothing is committed here: the caller commits the enrolment returned.

@@ -135,7 +135,7 @@ enum FuzzTargets {
   ) { input in
     _ = Beacon.open(advertisingData: input, keys: keys)
     if input.count >= 8 { _ = BeaconContent(plaintext: Array(input.prefix(8))) }
-    // A pairing advertisement comes in the same reports (PROTOCOL.md 14.8).
+    // A pairing advertisement comes in the same reports (PROTOCOL.md 14.7).
     _ = PairingAdvertisement.slot(in: input)
   }
 
@@ -290,7 +290,7 @@ enum FuzzTargets {
     _ = view.members
     _ = view.needsRekey
     _ = view.digest
-    // The same bytes as a pairing's enrolment for this device (14.9).
+    // The same bytes as a pairing's enrolment for this device (14.8).
     _ = try? Enrolment.open(input, device: memberKeys[1])
   }
 

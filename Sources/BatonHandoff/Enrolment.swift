@@ -1,7 +1,7 @@
 import BatonSystem
 
 /// What a member hands a newcomer at the end of a pairing (PROTOCOL.md
-/// 14.9): the group's membership records as `Membership.encodedRecords`
+/// 14.8): the group's membership records as `Membership.encodedRecords`
 /// carries them, with the two that admit the newcomer (its addition, and
 /// the rekey that seals the new epoch's secret to it). The secret travels
 /// only inside that rekey, sealed to the newcomer's device key, so the

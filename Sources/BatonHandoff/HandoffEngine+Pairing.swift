@@ -1,6 +1,6 @@
 import BatonSystem
 
-/// The member's side of a pairing in the engine (PROTOCOL.md 14.9): the
+/// The member's side of a pairing in the engine (PROTOCOL.md 14.8): the
 /// enrolment for a newcomer that proved the code, and its admission when
 /// the exchange ended (PROTOCOL.md 14.5).
 extension HandoffEngine {

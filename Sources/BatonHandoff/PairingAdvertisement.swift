@@ -1,5 +1,5 @@
 /// What a member advertises while `baton pair` shows a code (PROTOCOL.md
-/// 14.8): the flags AD and a manufacturer-specific AD (company 0xFFFF, as
+/// 14.7): the flags AD and a manufacturer-specific AD (company 0xFFFF, as
 /// the beacon) holding `"bp"`, the pairing version and the code's public
 /// slot. It carries nothing secret and no device id: a newcomer that was
 /// told the code connects to the advertiser showing its slot.

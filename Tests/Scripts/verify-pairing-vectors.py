@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent check of the pairing vectors in Sources/BatonHandoff/PROTOCOL.md (14.7).
+"""Independent check of the pairing vectors in Sources/BatonHandoff/PROTOCOL.md (14.9).
 
 Recomputes the whole fixed-randomness pairing exchange (P1 to P5, the ISK and
 the keys derived from it) from the inputs the section states: ristretto255 and
@@ -66,7 +66,7 @@ def string(s):
 def main():
     doc = documented()
     got = {}
-    # Inputs (14.7).
+    # Inputs (14.9).
     member_key = public_key(bytes(range(32)))
     newcomer_key = public_key(bytes(range(0x20, 0x40)))
     prs = b"042913"

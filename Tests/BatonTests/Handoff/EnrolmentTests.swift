@@ -3,7 +3,7 @@ import Testing
 @testable import BatonHandoff
 
 /// What a member hands a newcomer and how the newcomer finds it
-/// (PROTOCOL.md 14.8, 14.9): the enrolment makes exactly the newcomer a
+/// (PROTOCOL.md 14.7, 14.8): the enrolment makes exactly the newcomer a
 /// member, and anything else is refused with the reason; the pairing
 /// advertisement carries the slot and nothing a scanner could mistake.
 @Suite struct EnrolmentTests {

@@ -4,7 +4,7 @@ import Testing
 @testable import BatonHandoff
 @testable import BatonSystem
 
-/// The pairing vectors of PROTOCOL.md section 14.7: a whole exchange with
+/// The pairing vectors of PROTOCOL.md section 14.9: a whole exchange with
 /// fixed randomness, run through `PairingNewcomer` and `PairingMember`.
 /// Tests/Scripts/verify-pairing-vectors.py recomputes the same values from
 /// the document alone.

@@ -1,4 +1,4 @@
-# Pairing by code beside a real bluetoothd (baton(1) pair, PROTOCOL.md 14.8):
+# Pairing by code beside a real bluetoothd (baton(1) pair, PROTOCOL.md 14.7):
 # agent a (`bluez:hci0`) founds a group from the key file; agent b
 # (`bluez:hci1`) starts with no key file and waits silent on the air. `baton
 # pair` on a prints a code and advertises the pairing advertisement through
