@@ -1,5 +1,4 @@
 import BatonSystem
-import Synchronization
 
 /// A message channel whose every send must finish within `deadline`;
 /// otherwise the channel is closed (which wakes the stuck send) and the send
@@ -22,7 +21,6 @@ final class DeadlineChannel: ChannelWrapper {
 
   let inner: any MessageChannel
   let deadline: Duration
-  private let expired = Mutex(false)
 
   init(_ inner: any MessageChannel, deadline: Duration) {
     self.inner = inner
@@ -30,21 +28,10 @@ final class DeadlineChannel: ChannelWrapper {
   }
 
   func send(_ message: [UInt8]) async throws {
-    let expire: @Sendable () async -> Void = {
-      self.expired.withLock { $0 = true }
-      await self.inner.close()
-    }
-    do {
-      try await Timers.shared.withDeadline(deadline, onExpiry: expire) {
-        try await inner.send(message)
-      }
-    } catch {
-      // A send that failed because the deadline closed the channel says why.
-      if !expired.withLock({ $0 }) { throw error }
-    }
-    if expired.withLock({ $0 }) {
-      throw Expired(operation: "sending", seconds: deadline.components.seconds)
+    switch await inner.withinDeadline(deadline, { try await inner.send(message) }) {
+    case .finished: return
+    case .failed(let error): throw error
+    case .expired: throw Expired(operation: "sending", seconds: deadline.components.seconds)
     }
   }
-
 }

@@ -1,5 +1,4 @@
 import BatonSystem
-import Synchronization
 
 /// Runs a pairing over a connected `MessageChannel`: the async drivers of
 /// `PairingMember` and `PairingNewcomer` (PROTOCOL.md section 14). Each
@@ -128,21 +127,11 @@ public enum Pairing {
   private static func receive(
     _ channel: any MessageChannel, step: String, timeout: Duration, role: PairingRole
   ) async throws(PairingError) -> [UInt8] {
-    final class Expiry: Sendable { let passed = Mutex(false) }
-    let expiry = Expiry()
     let message: [UInt8]?
-    do {
-      message = try await Timers.shared.withDeadline(
-        timeout,
-        onExpiry: {
-          expiry.passed.withLock { $0 = true }
-          await channel.close()
-        }
-      ) { try await channel.receive() }
-    } catch {
-      message = nil
-    }
-    if expiry.passed.withLock({ $0 }) {
+    switch await channel.withinDeadline(timeout, { try await channel.receive() }) {
+    case .finished(let received): message = received
+    case .failed: message = nil
+    case .expired:
       await channel.close()
       throw .timeout(step: step, after: timeout, role)
     }

@@ -551,27 +551,11 @@ package struct SecureChannel: Sendable {
 func receiveWithTimeout(_ channel: any MessageChannel, _ timeout: Duration, peer: String)
   async throws -> [UInt8]?
 {
-  final class Expiry: Sendable {
-    let passed = Mutex(false)
-  }
-  let expiry = Expiry()
-  let expire: @Sendable () async -> Void = {
-    expiry.passed.withLock { $0 = true }
-    await channel.close()
-  }
   // Closing the channel ends the receive, with nil or an error: either way
   // the peer's silence is what the caller learns.
-  let message: [UInt8]?
-  do {
-    message = try await Timers.shared.withDeadline(timeout, onExpiry: expire) {
-      try await channel.receive()
-    }
-  } catch {
-    if !expiry.passed.withLock({ $0 }) { throw error }
-    message = nil
+  switch await channel.withinDeadline(timeout, { try await channel.receive() }) {
+  case .finished(let message): return message
+  case .failed(let error): throw error
+  case .expired: throw HandoffError.timeout(peer: peer, seconds: timeout.secondsValue)
   }
-  if expiry.passed.withLock({ $0 }) {
-    throw HandoffError.timeout(peer: peer, seconds: timeout.secondsValue)
-  }
-  return message
 }
