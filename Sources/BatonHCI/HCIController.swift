@@ -74,9 +74,10 @@ public final class HCIController: Sendable {
     /// A drain of the queues is queued on the writer thread.
     var drainQueued = false
     /// Per handle with a probe out (`mayProbe`): the packets outstanding
-    /// before the first, and when the last went out (a lost probe is
-    /// followed by another).
-    var probing: [UInt16: (before: Int, sentAt: ContinuousClock.Instant)] = [:]
+    /// before the first, the probes sent (a lost probe is followed by
+    /// another), and when the last went out. Probes take no buffer of our
+    /// count.
+    var probing: [UInt16: (before: Int, probes: Int, sentAt: ContinuousClock.Instant)] = [:]
     /// A wake-up of the writer is scheduled for a probe.
     var probeScheduled = false
 
@@ -313,9 +314,10 @@ public final class HCIController: Sendable {
             }
             if probe {
               // Beyond the buffers we count: see `lostPacketAge`.
+              let earlier = s.probing[packet.handle]
               s.probing[packet.handle] = (
-                before: s.probing[packet.handle]?.before ?? s.outstanding[packet.handle] ?? 0,
-                sentAt: .now
+                before: earlier?.before ?? s.outstanding[packet.handle] ?? 0,
+                probes: (earlier?.probes ?? 0) + 1, sentAt: .now
               )
             } else {
               s.aclCredits -= 1
@@ -469,8 +471,8 @@ public final class HCIController: Sendable {
       s.outstanding[handle] = 0
       s.lastCompletion[handle] = nil
       // Probes (`mayProbe`) took no buffer of our count.
-      let counted = s.probing.removeValue(forKey: handle)?.before ?? n
-      s.aclCredits = min(s.aclTotal, s.aclCredits + counted)
+      let counted = n - (s.probing.removeValue(forKey: handle)?.probes ?? 0)
+      s.aclCredits = min(s.aclTotal, s.aclCredits + max(0, counted))
       s.statistics.aclPacketsPresumedLost += n
       return n
     }
@@ -517,16 +519,18 @@ public final class HCIController: Sendable {
         for entry in entries {
           let outstanding = s.outstanding[entry.handle] ?? 0
           let returned = min(outstanding, Int(entry.count))
-          if returned > 0, let before = s.probing.removeValue(forKey: entry.handle)?.before {
-            // The probe went out after `before` packets the controller had
-            // not completed in `lostPacketAge`, and it completes packets
-            // in order: those never reached it. The probe took no buffer
-            // of our count, so it returns none.
-            s.outstanding[entry.handle] = 0
+          if returned > 0, let probe = s.probing.removeValue(forKey: entry.handle) {
+            // The first completion since the probes went out is a probe's,
+            // and the controller completes packets in order: the `before`
+            // packets, and any probe before this one, never reached it.
+            // Probes took no buffer of our count; packets completed with it
+            // (sent with buffers freed meanwhile) return theirs.
+            let lost = probe.before + probe.probes - 1
+            s.outstanding[entry.handle] = max(0, outstanding - lost - returned)
             s.lastCompletion[entry.handle] = .now
-            s.aclCredits = min(s.aclTotal, s.aclCredits + before)
-            s.statistics.aclPacketsPresumedLost += before
-            if before > 0 { lostBeforeProbe.append((entry.handle, before)) }
+            s.aclCredits = min(s.aclTotal, s.aclCredits + probe.before + returned - 1)
+            s.statistics.aclPacketsPresumedLost += lost
+            if lost > 0 { lostBeforeProbe.append((entry.handle, lost)) }
             continue
           }
           s.outstanding[entry.handle] = outstanding - returned
@@ -546,8 +550,8 @@ public final class HCIController: Sendable {
         // The controller frees the buffers of a closed connection.
         // Probes (`mayProbe`) took no buffer of our count.
         let outstanding = s.outstanding.removeValue(forKey: handle) ?? 0
-        let counted = s.probing.removeValue(forKey: handle)?.before ?? outstanding
-        s.aclCredits = min(s.aclTotal, s.aclCredits + counted)
+        let counted = outstanding - (s.probing.removeValue(forKey: handle)?.probes ?? 0)
+        s.aclCredits = min(s.aclTotal, s.aclCredits + max(0, counted))
         s.lastCompletion[handle] = nil
         let kept = s.aclQueue[s.aclQueueHead...].filter { $0.handle != handle }
         s.aclQueue = Array(kept)

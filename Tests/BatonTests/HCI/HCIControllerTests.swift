@@ -72,25 +72,27 @@ struct HCIControllerTests {
   /// completed for `lostPacketAge`, one packet goes out beyond the count; its
   /// completion shows the ones before it lost, and their buffers are used
   /// again, where the connection would otherwise stay stuck.
-  @Test func aProbeShowsPacketsLostBeforeTheControllerAndFreesTheirBuffers() async throws {
+  /// With `lost` 3, the first probe is lost too, and a second follows.
+  @Test(arguments: [2, 3])
+  func aProbeShowsPacketsLostBeforeTheControllerAndFreesTheirBuffers(lost: Int) async throws {
     let fake = FakeController()
     let controller = HCIController(transport: fake)
     controller.start(events: { _ in }, data: { _, _ in }, closed: { _ in })
     defer { controller.close() }
     controller.setACLBuffers(length: 27, count: 2)
-    fake.loseNextACL(2)
+    fake.loseNextACL(lost)
     // Four fragments: the first two are lost, which leaves no buffer.
     let pdu = L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 7, count: 90))
     #expect(ACLPacket.fragments(of: pdu, handle: 1, maximumLength: 27).count == 4)
     try controller.sendACL(handle: 1, pdu: pdu)
     #expect(await eventually(20, "every fragment written") { Self.aclWritten(fake) == 4 })
-    #expect(controller.statistics.aclPacketsPresumedLost == 2)
+    #expect(await eventually(20, "counted lost") { controller.statistics.aclPacketsPresumedLost == lost })
     #expect(await eventually(20, "nothing outstanding") { controller.aclStall(handle: 1) == nil })
     // Both buffers are back: two more fragments go out with no probe.
     try controller.sendACL(
       handle: 1, pdu: L2CAPFrame.encode(cid: 0x40, payload: Array(repeating: 8, count: 40)))
     #expect(await eventually(20, "two more written") { Self.aclWritten(fake) == 6 })
-    #expect(controller.statistics.aclPacketsPresumedLost == 2)
+    #expect(controller.statistics.aclPacketsPresumedLost == lost)
   }
 
   /// The peer's data arriving shows the link alive: our packets that the
