@@ -407,9 +407,9 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   /// the count can be worth 32,768 credits): it is dropped like a lost one,
   /// which the peer's flow report makes good (`repairFlow`).
   func addCredits(_ n: Int) {
-    enum Outcome { case added, damaged(first: Bool), overflow }
+    enum Outcome { case closed, added, damaged(first: Bool), overflow }
     let outcome = state.withLock { s -> Outcome in
-      guard s.closed == nil else { return .added }
+      guard s.closed == nil else { return .closed }
       if s.tolerant, s.peerCredits + n > plausiblePeerCredits {
         defer { s.damagedGrants += 1 }
         return .damaged(first: s.damagedGrants == 0)
@@ -421,6 +421,8 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
       return s.peerCredits > 65535 ? .overflow : .added
     }
     switch outcome {
+    case .closed:
+      break
     case .added:
       sendCredits.release(n)
     case .damaged(let first):
