@@ -158,7 +158,7 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   public func grantSpare() {
     let spare = state.withLock { s -> Bool in
       guard s.closed == nil, s.creditsGiven < 2 * initialCredits else { return false }
-      s.pendingGrant += max(1, initialCredits / 4)
+      s.pendingGrant += Self.spareGrant(initial: initialCredits)
       return true
     }
     if spare { grantIfDue() }
@@ -395,11 +395,19 @@ public final class L2CAPChannel: MessageChannel, Sendable, CustomStringConvertib
   /// credits, then back what it read and what its reports showed lost, and
   /// spare grants while we held less than twice the initial credits by its
   /// count (`grantSpare`), a quarter of them each.
-  var plausiblePeerCredits: Int { 2 * initialPeerCredits + max(1, initialPeerCredits / 4) }
+  var plausiblePeerCredits: Int { Self.mostHeld(initial: initialPeerCredits) }
 
   /// The same bound for the credits we give: a damaged grant can make the
   /// peer believe in at most that many more.
-  var plausibleOwnGrant: Int { 2 * initialCredits + max(1, initialCredits / 4) }
+  var plausibleOwnGrant: Int { Self.mostHeld(initial: initialCredits) }
+
+  /// One spare grant (`grantSpare`) on a channel whose receiver gave
+  /// `initial` credits at the start.
+  static func spareGrant(initial: Int) -> Int { max(1, initial / 4) }
+
+  /// The most credits a sender can hold by its receiver's count: spare
+  /// grants stop at twice the initial credits, so one more at most.
+  static func mostHeld(initial: Int) -> Int { 2 * initial + spareGrant(initial: initial) }
 
   /// Credits from the peer. Once loss is tolerated, a grant that would give
   /// us more than `plausiblePeerCredits` is a signal damaged below L2CAP
