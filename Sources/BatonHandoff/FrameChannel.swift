@@ -129,7 +129,7 @@ final class FrameChannel: MessageChannel {
 
   private func carryOut(_ actions: FrameRecovery.Actions) {
     if !actions.resend.isEmpty {
-      log.debug("\(peerLabel): sending \(actions.resend.count) frames again")
+      log.debug("\(peerLabel): sending \(actions.resend.count) frames or parts again")
     }
     let start = state.withLock { s -> Bool in
       s.queue += actions.transmit

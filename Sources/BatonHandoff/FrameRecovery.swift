@@ -27,11 +27,18 @@ import BatonSystem
 ///   `smallestPayload`), since at a given fault rate per packet below, a
 ///   small frame gets through more often; after `growAfter` frames
 ///   acknowledged without one it doubles them again.
+/// - A kept frame larger than the smallest is never sent again whole: it
+///   is split once into *parts* of the smallest size, each sealed on its own
+///   (marker `partMarker`), and the receiver joins them. A request shows
+///   which parts of the frame it needs next arrived, so only the parts a
+///   fault hit are sent again: a frame sealed large before the first fault
+///   would otherwise meet a fault on nearly every try.
 struct FrameRecovery: Sendable {
   typealias Instant = ContinuousClock.Instant
 
   static let dataMarker: UInt8 = 0x11
   static let controlMarker: UInt8 = 0x12
+  static let partMarker: UInt8 = 0x13
   /// marker, u64 number, u64 ack, u32 frames sent, u32 credits granted, u8 flags.
   static let headerBytes = 26
   /// Header and AEAD tag.
@@ -40,6 +47,21 @@ struct FrameRecovery: Sendable {
   static let handshakeTypes: ClosedRange<UInt8> = 0x01...0x03
   /// Control frame flag: send every data frame from `ack` again.
   static let resendFlag: UInt8 = 0x01
+  /// A part's plaintext: `u8 count || bytes`; its header's flags byte is
+  /// its index (0 to count - 1).
+  static let partCounts: ClosedRange<Int> = 2...255
+  /// The bytes a receiver keeps in parts of frames not yet whole; parts
+  /// beyond it are dropped (and sent again when asked for).
+  static let maxPartBytes = 1 << 20
+  /// Bytes of a parts bitmap: one bit for each of up to 255 parts.
+  static let partBitmapBytes = 32
+  /// A control frame's plaintext at most (`Holding`): the bitmaps of the
+  /// frames held and of the parts of as many frames as fit.
+  static let maxControlPlaintext = 512
+  /// Frames and parts sent again for one request or timeout at most: the
+  /// peer asks again for the rest, and a burst far past its credits would
+  /// only wait behind them.
+  static let resendBudget = 128
 
   /// Data frames a receiver holds past a gap, so that only what is missing
   /// is sent again; a control frame's plaintext is the bitmap of those it
@@ -76,12 +98,19 @@ struct FrameRecovery: Sendable {
       return w.bytes
     }
 
-    /// Data frames and control frames draw nonces from separate spaces.
+    /// Data frames, control frames and parts draw nonces from separate
+    /// spaces; a part's also holds its index.
     var nonce: [UInt8] {
       var w = ByteWriter()
       w.u64(number)
-      w.u8(marker == FrameRecovery.controlMarker ? 1 : 0)
-      return w.bytes + [UInt8](repeating: 0, count: 15)
+      switch marker {
+      case FrameRecovery.controlMarker: w.u8(1)
+      case FrameRecovery.partMarker:
+        w.u8(2)
+        w.u8(flags)
+      default: w.u8(0)
+      }
+      return w.bytes + [UInt8](repeating: 0, count: 24 - w.bytes.count)
     }
 
     init(marker: UInt8, number: UInt64, ack: UInt64, report: FlowReport, flags: UInt8) {
@@ -97,7 +126,8 @@ struct FrameRecovery: Sendable {
       var r = WireReader(Array(frame[0..<FrameRecovery.headerBytes]))
       guard let marker = try? r.u8(), let number = try? r.u64(), let ack = try? r.u64(),
         let sent = try? r.u32(), let granted = try? r.u32(), let flags = try? r.u8(),
-        marker == FrameRecovery.dataMarker || marker == FrameRecovery.controlMarker
+        [FrameRecovery.dataMarker, FrameRecovery.controlMarker, FrameRecovery.partMarker]
+          .contains(marker)
       else { return nil }
       self.init(
         marker: marker, number: number, ack: ack,
@@ -111,7 +141,7 @@ struct FrameRecovery: Sendable {
     var deliver: [[UInt8]] = []
     /// Control frames to send.
     var transmit: [[UInt8]] = []
-    /// Data frames to send again, in order, after `transmit`.
+    /// Data frames and parts to send again, in order, after `transmit`.
     var resend: [[UInt8]] = []
     /// The peer's flow report from a frame that opened.
     var peerReport: FlowReport?
@@ -130,6 +160,69 @@ struct FrameRecovery: Sendable {
     var requests = 0
   }
 
+  /// What a control frame says its sender holds past `ack`: its
+  /// plaintext is empty (nothing), or `u8 n || frames || parts...` with
+  /// `frames` the n-byte bitmap of data frames held (bit i of byte i / 8:
+  /// frame `ack + 1 + i`, at most `window / 8` bytes), then for each frame
+  /// of which some parts arrived, in order, `u16 offset || u8 m || bitmap`:
+  /// the frame `ack + offset` and the m-byte bitmap (1 to 32 bytes) of its
+  /// parts held (bit i: part i).
+  struct Holding: Equatable, Sendable {
+    var frames: [UInt8] = []
+    /// Parts held, by frame offset from `ack`.
+    var parts: [UInt16: [UInt8]] = [:]
+
+    init(frames: [UInt8] = [], parts: [UInt16: [UInt8]] = [:]) {
+      self.frames = frames
+      self.parts = parts
+    }
+
+    init?(_ plain: [UInt8]) {
+      guard !plain.isEmpty else { return }
+      guard plain.count <= FrameRecovery.maxControlPlaintext else { return nil }
+      var r = WireReader(plain)
+      guard let n = try? r.u8(), Int(n) <= FrameRecovery.window / 8,
+        let frames = try? r.take(Int(n))
+      else { return nil }
+      self.frames = frames
+      var last: UInt16?
+      while !r.isAtEnd {
+        guard let offset = try? r.u16(), let m = try? r.u8(),
+          Int(offset) <= FrameRecovery.window, last.map({ offset > $0 }) ?? true,
+          (1...FrameRecovery.partBitmapBytes).contains(Int(m)), let bitmap = try? r.take(Int(m))
+        else { return nil }
+        parts[offset] = bitmap
+        last = offset
+      }
+    }
+
+    var bytes: [UInt8] {
+      guard !frames.isEmpty || !parts.isEmpty else { return [] }
+      var w = ByteWriter()
+      w.u8(UInt8(frames.count))
+      w.raw(frames)
+      for (offset, bitmap) in parts.sorted(by: { $0.key < $1.key }) {
+        w.u16(offset)
+        w.u8(UInt8(bitmap.count))
+        w.raw(bitmap)
+      }
+      return w.bytes
+    }
+
+    static func bit(_ i: UInt64, of bitmap: [UInt8]) -> Bool {
+      guard i < UInt64(bitmap.count) * 8 else { return false }
+      return bitmap[Int(i / 8)] & (1 << (i % 8)) != 0
+    }
+
+    /// A bitmap of `bits`, trailing zero bytes left out.
+    static func bitmap(_ bits: some Sequence<Int>, size: Int) -> [UInt8] {
+      var bitmap = [UInt8](repeating: 0, count: size)
+      for bit in bits where bit >= 0 && bit < size * 8 { bitmap[bit / 8] |= 1 << (bit % 8) }
+      while bitmap.last == 0 { bitmap.removeLast() }
+      return bitmap
+    }
+  }
+
   static func seal(_ plaintext: [UInt8], header: Header, key: [UInt8]) -> [UInt8] {
     let head = header.bytes
     return head + HandoffCrypto.seal(plaintext, ad: head, nonce: header.nonce, key: key)
@@ -143,7 +236,16 @@ struct FrameRecovery: Sendable {
         Array(frame[headerBytes...]), ad: Array(frame[0..<headerBytes]), nonce: header.nonce,
         key: key)
     else { return nil }
-    if header.marker == controlMarker ? plain.count > window / 8 : header.flags != 0 { return nil }
+    switch header.marker {
+    case controlMarker:
+      guard Holding(plain) != nil else { return nil }
+    case partMarker:
+      guard let count = plain.first, partCounts.contains(Int(count)), header.flags < count,
+        plain.count > 1
+      else { return nil }
+    default:
+      guard header.flags == 0 else { return nil }
+    }
     return (header, plain)
   }
 
@@ -155,12 +257,24 @@ struct FrameRecovery: Sendable {
   private(set) var payloadSize: Int
   private var clean = 0
 
+  /// A data frame kept until the peer acknowledges it; once it is sent
+  /// again in parts, only its parts go out.
+  private struct Kept {
+    var number: UInt64
+    var frame: [UInt8]
+    var plaintext: [UInt8]
+    var parts: [[UInt8]]?
+    var bytes: Int { frame.count + plaintext.count + (parts?.reduce(0) { $0 + $1.count } ?? 0) }
+  }
+
   // Sending.
   private var nextNumber: UInt64 = 0
-  private var unacknowledged: [(number: UInt64, frame: [UInt8])] = []
+  private var unacknowledged: [Kept] = []
   private var unacknowledgedBytes = 0
   /// The peer needs data frames from this number on.
   private var peerAck: UInt64 = 0
+  /// The parts the peer said it holds past `peerAck`.
+  private var peerParts: [UInt16: [UInt8]] = [:]
   private var nextSerial: UInt64 = 0
   private var resendDue: Instant?
   private var timeouts = 0
@@ -170,13 +284,24 @@ struct FrameRecovery: Sendable {
   private var expected: UInt64 = 0
   /// Data frames that arrived past a gap, by number.
   private var held: [UInt64: [UInt8]] = [:]
+  /// Parts of data frames not yet whole, by number.
+  private var partial: [UInt64: Partial] = [:]
+  private var partialBytes = 0
   private var lastPeerSerial: UInt64?
   /// Data frames taken since our last frame told the peer.
   private var unacknowledgedByUs = 0
   private var ackDue: Instant?
   private var lastRequest: (ack: UInt64, at: Instant)?
+  /// A request held back by the half timeout, sent then if still needed.
+  private var requestDue: Instant?
   private var badFrames = 0
   private(set) var counts = Counts()
+
+  private struct Partial {
+    var count: Int
+    var parts: [Int: [UInt8]] = [:]
+    var bytes = 0
+  }
 
   // The handshake's tail (PROTOCOL.md section 4, "Repeats").
   /// The initiator's M2 and M3: M2 again is answered with M3 again.
@@ -197,14 +322,7 @@ struct FrameRecovery: Sendable {
   }
 
   /// When `expire` is due, if anything waits for a time.
-  var deadline: Instant? {
-    switch (ackDue, resendDue) {
-    case (let a?, let b?): min(a, b)
-    case (let a?, nil): a
-    case (nil, let b?): b
-    case (nil, nil): nil
-    }
-  }
+  var deadline: Instant? { [ackDue, resendDue, requestDue].compactMap { $0 }.min() }
 
   /// Whether every data frame sent has been acknowledged.
   var allAcknowledged: Bool { unacknowledged.isEmpty }
@@ -219,8 +337,9 @@ struct FrameRecovery: Sendable {
       marker: Self.dataMarker, number: nextNumber, ack: expected, report: report, flags: 0)
     let frame = Self.seal(plaintext, header: header, key: sendKey)
     nextNumber &+= 1
-    unacknowledged.append((header.number, frame))
-    unacknowledgedBytes += frame.count
+    let kept = Kept(number: header.number, frame: frame, plaintext: plaintext)
+    unacknowledged.append(kept)
+    unacknowledgedBytes += kept.bytes
     if resendDue == nil { resendDue = now + Self.resendTimeout }
     // The frame tells the peer what we took.
     unacknowledgedByUs = 0
@@ -268,13 +387,30 @@ struct FrameRecovery: Sendable {
       actions.failure = failure
       return actions
     }
-    if header.marker == Self.controlMarker {
+    switch header.marker {
+    case Self.controlMarker:
+      // `open` checked that it parses.
+      let holding = Holding(plain) ?? Holding()
+      if header.ack == peerAck { peerParts = holding.parts }
       if header.flags & Self.resendFlag != 0 {
-        resend(from: header.ack, holding: plain, report: report, now: now, into: &actions)
+        resend(from: header.ack, holding: holding, report: report, now: now, into: &actions)
       }
-      return actions
+    case Self.partMarker:
+      takePart(
+        number: header.number, index: Int(header.flags), plain, report: report, now: now,
+        into: &actions)
+    default:
+      take(number: header.number, plain, report: report, now: now, into: &actions)
     }
-    if header.number == expected {
+    return actions
+  }
+
+  /// A data frame's plaintext, arrived whole or joined from its parts.
+  private mutating func take(
+    number: UInt64, _ plain: [UInt8], report: FlowReport, now: Instant, into actions: inout Actions
+  ) {
+    if number == expected {
+      dropParts(of: number)
       actions.deliver.append(plain)
       expected &+= 1
       while let next = held.removeValue(forKey: expected) {
@@ -283,7 +419,7 @@ struct FrameRecovery: Sendable {
       }
       unacknowledgedByUs += actions.deliver.count
       lastRequest = nil
-      if !held.isEmpty {
+      if gap {
         // Another gap behind the one just filled.
         requestResend(report: report, now: now, into: &actions)
       } else if unacknowledgedByUs >= Self.ackEvery {
@@ -291,20 +427,60 @@ struct FrameRecovery: Sendable {
       } else if ackDue == nil {
         ackDue = now + Self.ackDelay
       }
-    } else if header.number < expected || held[header.number] != nil {
+    } else if number < expected || held[number] != nil {
       // Sent again though we had it: our acknowledgement may have been lost.
       counts.dropped += 1
       if ackDue == nil { ackDue = now + Self.ackDelay }
     } else {
       // Past a gap: held (within the window), and what is missing asked for.
-      if header.number - expected <= UInt64(Self.window) {
-        held[header.number] = plain
+      if number - expected <= UInt64(Self.window) {
+        dropParts(of: number)
+        held[number] = plain
       } else {
         counts.dropped += 1
       }
       requestResend(report: report, now: now, into: &actions)
     }
-    return actions
+  }
+
+  /// Part `index` of data frame `number` (`plain` = u8 count || bytes):
+  /// kept until the frame is whole, then taken as the frame.
+  private mutating func takePart(
+    number: UInt64, index: Int, _ plain: [UInt8], report: FlowReport, now: Instant,
+    into actions: inout Actions
+  ) {
+    let count = Int(plain[0])
+    let bytes = plain.count - 1
+    guard number >= expected, held[number] == nil, partial[number]?.parts[index] == nil else {
+      // A part of a frame we have, or one we have of a frame we lack.
+      counts.dropped += 1
+      if number < expected || held[number] != nil, ackDue == nil { ackDue = now + Self.ackDelay }
+      return
+    }
+    guard number - expected <= UInt64(Self.window), partial[number].map({ $0.count == count }) ?? true,
+      partialBytes + bytes <= Self.maxPartBytes
+    else {
+      // Beyond what we hold, or not the split its first part announced.
+      counts.dropped += 1
+      requestResend(report: report, now: now, into: &actions)
+      return
+    }
+    var frame = partial[number] ?? Partial(count: count)
+    frame.parts[index] = Array(plain[1...])
+    frame.bytes += bytes
+    partialBytes += bytes
+    partial[number] = frame
+    if frame.parts.count == count {
+      let whole = (0..<count).flatMap { frame.parts[$0]! }
+      take(number: number, whole, report: report, now: now, into: &actions)
+    } else if number > expected || (0..<index).contains(where: { frame.parts[$0] == nil }) {
+      // A gap before this part, or before this frame.
+      requestResend(report: report, now: now, into: &actions)
+    }
+  }
+
+  private mutating func dropParts(of number: UInt64) {
+    if let frame = partial.removeValue(forKey: number) { partialBytes -= frame.bytes }
   }
 
   /// Time passed: a delayed acknowledgement, or frames the peer has not
@@ -314,11 +490,15 @@ struct FrameRecovery: Sendable {
   /// the peer has not taken what it has, so nothing was lost yet.
   mutating func expire(report: FlowReport, canSend: Bool, now: Instant) -> Actions {
     var actions = Actions()
+    if let due = requestDue, now >= due {
+      requestDue = nil
+      if gap { requestResend(report: report, now: now, into: &actions) }
+    }
     if let due = ackDue, now >= due {
       actions.transmit.append(control(flags: 0, report: report))
     }
     if let due = resendDue, now >= due {
-      guard let oldest = unacknowledged.first else {
+      guard !unacknowledged.isEmpty else {
         resendDue = nil
         return actions
       }
@@ -331,9 +511,10 @@ struct FrameRecovery: Sendable {
           + " \((Self.resendTimeout * Self.maxTimeouts).components.seconds) s"
         return actions
       }
-      actions.resend.append(oldest.frame)
-      counts.resent += 1
       shrink()
+      let again = sendAgain(0, holdingParts: peerParts[0] ?? [], report: report)
+      actions.resend += again
+      counts.resent += again.count
       // The peer may have no credits left to acknowledge with: its frames
       // lost below L2CAP spent them, and we never saw those frames.
       actions.starved = true
@@ -344,6 +525,34 @@ struct FrameRecovery: Sendable {
     return actions
   }
 
+  /// What goes out to send kept frame `i` again: the frame if it is no
+  /// larger than the smallest, else its parts (split and sealed the first
+  /// time: `smallestPayload` bytes each, count byte included) less those
+  /// in the peer's bitmap `holdingParts`. Parts are sealed once, so a nonce
+  /// never seals other bytes; they are as small as frames get, since a
+  /// frame sent again has met a fault already.
+  private mutating func sendAgain(_ i: Int, holdingParts: [UInt8], report: FlowReport) -> [[UInt8]] {
+    if unacknowledged[i].parts == nil {
+      let kept = unacknowledged[i]
+      let size = max(Self.smallestPayload - 1, (kept.plaintext.count + 254) / 255)
+      let count = (kept.plaintext.count + size - 1) / size
+      guard kept.plaintext.count > Self.smallestPayload, Self.partCounts.contains(count) else {
+        return [kept.frame]
+      }
+      let parts = (0..<count).map { index in
+        let bytes = kept.plaintext[(index * size)..<min(kept.plaintext.count, (index + 1) * size)]
+        let header = Header(
+          marker: Self.partMarker, number: kept.number, ack: expected, report: report,
+          flags: UInt8(index))
+        return Self.seal([UInt8(count)] + bytes, header: header, key: sendKey)
+      }
+      unacknowledged[i].parts = parts
+      unacknowledgedBytes += unacknowledged[i].bytes - kept.bytes
+    }
+    let parts = unacknowledged[i].parts!
+    return parts.indices.filter { !Holding.bit(UInt64($0), of: holdingParts) }.map { parts[$0] }
+  }
+
   /// The peer took every data frame below `ack`.
   private mutating func acknowledge(_ ack: UInt64, now: Instant) -> String? {
     guard ack <= nextNumber else {
@@ -352,9 +561,10 @@ struct FrameRecovery: Sendable {
     guard ack > peerAck else { return nil }
     let taken = Int(ack - peerAck)
     let drop = min(taken, unacknowledged.count)
-    for entry in unacknowledged[0..<drop] { unacknowledgedBytes -= entry.frame.count }
+    for kept in unacknowledged[0..<drop] { unacknowledgedBytes -= kept.bytes }
     unacknowledged.removeFirst(drop)
     peerAck = ack
+    peerParts = [:]
     timeouts = 0
     resendDue = unacknowledged.isEmpty ? nil : now + Self.resendTimeout
     clean += taken
@@ -366,27 +576,31 @@ struct FrameRecovery: Sendable {
   }
 
   /// Sends again every kept frame from `from` on within the window that the
-  /// peer's bitmap `holding` does not show (once per half timeout for the
-  /// same `from`), and seals smaller frames from now on.
+  /// peer's bitmap does not show held, or of a frame sent in parts the
+  /// parts it does not show, up to `resendBudget` of them (once per half
+  /// timeout for the same `from`); seals smaller frames from now on.
   private mutating func resend(
-    from: UInt64, holding: [UInt8], report: FlowReport, now: Instant,
+    from: UInt64, holding: Holding, report: FlowReport, now: Instant,
     into actions: inout Actions
   ) {
     if let last = lastResend, last.from == from, now - last.at < Self.resendTimeout / 2 { return }
     lastResend = (from, now)
-    func held(_ number: UInt64) -> Bool {
-      guard number > from else { return false }
-      let bit = number - from - 1
-      guard bit < UInt64(holding.count * 8) else { return false }
-      return holding[Int(bit / 8)] & (1 << (bit % 8)) != 0
+    let wanted = unacknowledged.indices.filter {
+      let number = unacknowledged[$0].number
+      return number >= from && number - from <= UInt64(Self.window)
+        && !(number > from && Holding.bit(number - from - 1, of: holding.frames))
     }
-    let frames = unacknowledged.filter {
-      $0.number >= from && $0.number - from <= UInt64(Self.window) && !held($0.number)
-    }.map(\.frame)
-    guard !frames.isEmpty else { return }
-    actions.resend += frames
-    counts.resent += frames.count
+    guard !wanted.isEmpty else { return }
     shrink()
+    var budget = Self.resendBudget
+    for i in wanted where budget > 0 {
+      let offset = UInt16(unacknowledged[i].number - from)
+      let again = sendAgain(i, holdingParts: holding.parts[offset] ?? [], report: report)
+        .prefix(budget)
+      budget -= again.count
+      actions.resend += again
+      counts.resent += again.count
+    }
     if actions.transmit.isEmpty { actions.transmit.append(control(flags: 0, report: report)) }
     resendDue = now + Self.resendTimeout
   }
@@ -396,14 +610,25 @@ struct FrameRecovery: Sendable {
     payloadSize = max(Self.smallestPayload, payloadSize / 2)
   }
 
+  /// Frames or parts arrived past one we lack.
+  private var gap: Bool { !held.isEmpty || partial[expected] != nil }
+
+  /// Asks for what we lack, at once or, within half a timeout of asking
+  /// for the same, when that has passed.
   private mutating func requestResend(report: FlowReport, now: Instant, into actions: inout Actions)
   {
     if let last = lastRequest, last.ack == expected {
-      if now - last.at < Self.resendTimeout / 2 { return }
+      if now - last.at < Self.resendTimeout / 2 {
+        if requestDue == nil { requestDue = last.at + Self.resendTimeout / 2 }
+        return
+      }
       actions.starved = true
     }
+    requestDue = nil
     lastRequest = (expected, now)
     counts.requests += 1
+    // A fault on the way here: ours would meet them too.
+    shrink()
     actions.transmit.append(control(flags: Self.resendFlag, report: report))
   }
 
@@ -414,20 +639,28 @@ struct FrameRecovery: Sendable {
     nextSerial &+= 1
     unacknowledgedByUs = 0
     ackDue = nil
-    return Self.seal(holding, header: header, key: sendKey)
+    return Self.seal(holding.bytes, header: header, key: sendKey)
   }
 
-  /// The bitmap of the data frames held past `expected`, trailing zero
-  /// bytes left out.
-  private var holding: [UInt8] {
-    guard !held.isEmpty else { return [] }
-    var bitmap = [UInt8](repeating: 0, count: Self.window / 8)
-    for number in held.keys {
-      let bit = number &- expected &- 1
-      guard bit < UInt64(Self.window) else { continue }
-      bitmap[Int(bit / 8)] |= 1 << (bit % 8)
+  /// What we hold past `expected`: whole data frames, and the parts of as
+  /// many frames as fit in a control frame no larger than the data frames
+  /// we seal now (a large one would meet the faults that small frames
+  /// avoid); a frame or part left out is only sent again.
+  private var holding: Holding {
+    var holding = Holding(
+      frames: Array(
+        Holding.bitmap(
+          held.keys.compactMap { $0 > expected ? Int(exactly: $0 - expected - 1) : nil },
+          size: Self.window / 8
+        ).prefix(payloadSize - 1)))
+    var room = min(Self.maxControlPlaintext, payloadSize) - 1 - holding.frames.count
+    for (number, frame) in partial.sorted(by: { $0.key < $1.key }) {
+      guard number >= expected, let offset = UInt16(exactly: number - expected) else { continue }
+      let bitmap = Holding.bitmap(frame.parts.keys, size: Self.partBitmapBytes)
+      guard !bitmap.isEmpty, room >= 3 + bitmap.count else { break }
+      room -= 3 + bitmap.count
+      holding.parts[offset] = bitmap
     }
-    while bitmap.last == 0 { bitmap.removeLast() }
-    return bitmap
+    return holding
   }
 }

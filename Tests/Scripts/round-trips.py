@@ -14,7 +14,8 @@ control frames (PROTOCOL.md section 5: marker 0x12, sent to acknowledge
 or to ask again), which never wait on anything. Each packet is labelled
 with what can be told without the session keys: the channel's signalling
 commands, the handshake's M1, M2 and M3 (marker 01, 02, 03), data frames
-(0x11; their kind is sealed) with the L2CAP bytes of each.
+(0x11; their kind is sealed) and parts of frames sent again (0x13), with the
+L2CAP bytes of each.
 
 A connection's packets are cut into bursts where nothing crossed for
 --gap MS (default 500): a first contact and its catch-up are one burst,
@@ -149,6 +150,8 @@ def label(packets: list[Packet], acks: bool) -> None:
             marker = p.payload[2] if len(p.payload) > 2 else -1
             if marker == 0x11:
                 p.label = "frame"
+            elif marker == 0x13:
+                p.label = "part"
             elif marker == 0x12:
                 p.label = "ack"
                 p.data = acks

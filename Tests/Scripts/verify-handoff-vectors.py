@@ -128,8 +128,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 7]) + b"\x11" * 32
-    head2 = bytes([2, 7]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 8]) + b"\x11" * 32
+    head2 = bytes([2, 8]) + b"\x22" * 32 + e_r + b"\x33" * 24
     id_r = ident(pk_b, "bob")
     id_r += dev_b.sign(b"baton-device-R" + m1 + head2 + id_r)
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, id_r, b"baton-auth-R" + m1 + head2)
@@ -173,10 +173,22 @@ def main():
     got["have_plaintext"] = bytes([16, 0]) + struct.pack("<I", 1) + entry
     got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
     # The responder's control frame 0: it took frames 0 to 2 (ack 3), holds 4
-    # and 6 (bitmap 0x05), asks for the rest again (flag 1), and reports 7
-    # K-frames sent and 70 credits granted; nonce: serial, 0x01, 0^15
+    # and 6 (frames bitmap 0x05, one byte) and parts 0, 2 and 3 of frame 3
+    # (offset 0, one-byte parts bitmap 0x0d), asks for the rest again (flag
+    # 1), and reports 7 K-frames sent and 70 credits granted; nonce: serial,
+    # 0x01, 0^15
+    holding = bytes([1, 0x05]) + struct.pack("<HB", 0, 1) + bytes([0x0d])
     ch = bytes([0x12]) + struct.pack("<QQIIB", 0, 3, 7, 70, 1)
-    got["control_frame"] = ch + xchacha20poly1305_seal(okm[32:], ch[1:9] + b"\x01" + bytes(15), b"\x05", ch)
+    got["control_plaintext"] = holding
+    got["control_frame"] = ch + xchacha20poly1305_seal(okm[32:], ch[1:9] + b"\x01" + bytes(15), holding, ch)
+    # The NOTE of frame 5 sent again in parts of 47 bytes: part 1 (flags 1)
+    # of ceil(len / 47), plaintext u8 count || bytes; nonce: number, 0x02,
+    # index, 0^14
+    size = 47
+    count = (len(frame_plain) + size - 1) // size
+    ph = bytes([0x13]) + struct.pack("<QQIIB", 5, 0, 0, 0, 1)
+    got["part_frame"] = ph + xchacha20poly1305_seal(
+        okm[:32], ph[1:9] + b"\x02\x01" + bytes(14), bytes([count]) + frame_plain[size:2 * size], ph)
 
     # Beacon hashes
     ah = hashlib.blake2b(string("org.example.notes") + string("a.md") + version, digest_size=32).digest()

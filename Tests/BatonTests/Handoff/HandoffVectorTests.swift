@@ -22,32 +22,32 @@ import Testing
     "hs_ephemeral_i": "38ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67",
     "hs_ephemeral_r": "219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf424",
     "hs_shared": "559ed2171b98fa0c0f417b78b5c5a43e971990d7605860038d940284d3245142",
-    "hs_m1": "01071111111111111111111111111111111111111111111111111111111111111111",
+    "hs_m1": "01081111111111111111111111111111111111111111111111111111111111111111",
     "hs_m2":
-      "02072222222222222222222222222222222222222222222222222222222222222222219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf42433333333333333333333333333333333333333333333333369509b937eb50ecb2a18832ee8c1d712b506f4ecf49c33f85deb03723792d0d5fd46f3746d259384ebada47ec582b9a1cdba13213029b9e978c51fda14c201ea01b77d99ab9e8ae4fc746a690d043c54c64c666bee2c9a3fc4b3ee8eb35f9c3453585881ab25597c7675c328db8f6c397b09d7350c",
+      "02082222222222222222222222222222222222222222222222222222222222222222219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf42433333333333333333333333333333333333333333333333369509b937eb50ecb2a18832ee8c1d712b506f4ecf49c33f85deb03723792d0d5fd46f3746dd31daef1e6c3bea385b2cef9fa23e157f60678927987a11246465a2ed7e1008df391c96b871e0c513591245b7bdae91cc4b2d3109f6583c08481daa13d6cbaa76629b9f358bf630020c94c92e6331ded",
     "hs_m3":
-      "0338ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67444444444444444444444444444444444444444444444444f492cd46d5e0aa3ba2727ef0c8b0155e37cbd384e64e1d4ea5aea5a96934510a6c0c46d4a009156eafc53a7ec361f4af696d89a93ec06a9e7c5946f54078a686f28a0f4cff192bb6a3e7b8a05d74988c54db1e2512c58ffd5d09c0ad74b11c0212ebcd41037180e3f11daa76e63034c2f909fff87a77f1",
-    "k_initiator_to_responder": "7a8828cc75ac9bad483a37cd2eb2012de1ecd308f341a41ef06e0704417b04f7",
-    "k_responder_to_initiator": "a8aba42247c7afa762f64e36ec253a82ff3780354a8c03c74297e63e7e28e610",
+      "0338ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67444444444444444444444444444444444444444444444444f492cd46d5e0aa3ba2727ef0c8b0155e37cbd384e64e1d4ea5aea5a96934510a6c0c46d4a00915550e886667482aa8deb4e37810fad1d63e3af6432abe8bc51dab5a0cc070071e8b3262a4c67ee0964725678d76aa723b89e56838a8e40b9ee2c2339c81937484b98b16448a317be10c40bda8a461daa4",
+    "k_initiator_to_responder": "5e18d907ee630af5934c508c3c87916784519909da3731364735a30d1fc54fe3",
+    "k_responder_to_initiator": "82130a59d180aeb2fcdfe5dee5606705f62df08c3e59a817f15cb70477237a08",
     "content_hash": "d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8",
     "version_vector": "02005f73d65dbe2e3019020000000000000078177288f3c4a7f40100000000000000",
     "frame_plaintext":
       "060011006f72672e6578616d706c652e6e6f746573020048690400612e6d6402005f73d65dbe2e3019020000000000000078177288f3c4a7f401000000000000005f73d65dbe2e30190500616c696365d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e805000000232048690a",
     "frame":
-      "1105000000000000000000000000000000000000000000000000f88e218606790020ccc0a4695d79d8b0775d144e31e3763c6948fb0c4430782adbb56a7b08a3d65e8b6857a1bf62eeb872655b11c0f7efc14b1f7639e6d30cf39741c3326ad16a1742cf19959f6277bf06c017fc6f0712c78f65345bbfa3e5e7162e051c30c4f1075448bf5846ffb3d30bd182ab1b69cf3a10af53786831a4b24eea9519fae49159bb",
+      "1105000000000000000000000000000000000000000000000000f7434c3fe44cd0e42fd68fcbdf90d6fb41eec0adc32ed55c86a908d522cce735bd1d106b92416af892d30e61117f94ec6945dbf726c0c6936093d342d57ddac9624a5de244faadea2b924cd30b4c54dc59cb47d9d09d23f1fafc91bbb8ccd41ddb32e89a11c3a441b91d92a96ab4dfe3f27ad45893faaeeeb6709baa84a6b53b6e9a19b2bc7edabf6c",
     "link_plaintext": "0d0000001000",
     "link_frame":
-      "11000000000000000000000000000000000000000000000000001403aaa1449f34b51c43d8d9c8df789f6791eff1f812",
+      "1100000000000000000000000000000000000000000000000000a60a07c2f459658ad413d06bf932b6fa299df60ed227",
     "ping_frame":
-      "11000000000000000000000000000000000000000000000000008d5103b04806a7094b29c0aa999e928c34d5",
+      "1100000000000000000000000000000000000000000000000000029f226e8c13e774c8aafae5a1deadd8c926",
     "pong_frame":
-      "11010000000000000000000000000000000000000000000000004c7245eb384c02b6105706e5896250f0aaa7",
+      "1101000000000000000000000000000000000000000000000000ebea360d4b089ebf43a9c344711c29b03f80",
     "have_plaintext":
       "10000100000011006f72672e6578616d706c652e6e6f7465730400612e6d64d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8050000000000000002005f73d65dbe2e3019020000000000000078177288f3c4a7f401000000000000005f73d65dbe2e301900",
     "have_frame":
-      "1102000000000000000000000000000000000000000000000000dbe71c7bc8cc738d98273f7dd9dd06484deffcd67dfa4a9afedddff223e995c50a72d729f8e80d43578b80bb48adc8e96fad610dc411b4ba9eb49470f5f2b3b4490f8dfe5e4ecbcf80332f85ef394feb924fa7ec39f068bd369d8a97855d8e989d38c7709068ad1f96c0aa949c6f9f232d7eec68e447ee0a1959de21deaa5a0fa39c",
+      "1102000000000000000000000000000000000000000000000000d23a44d316917886f80f81c48c2958fcda2df79cd3f79eb2e4c93cc7608a2ec1604919d29393583ad2ec2939ed98b044a84d46f9a24c641bc7386fcc4298f72d199a2f4285113675c9eadfaa5ac925c7967cad824046de971dcd9cfbd0a5b581e334cc0a07d103c9c71adbb0c26cf18fa9c5d660f39ff15a0543b3e23f8770fd3beb",
     "control_frame":
-      "1200000000000000000300000000000000070000004600000001e09885010ddd696ea287608bc500d4d0a8",
+      "120000000000000000030000000000000007000000460000000173d06d5bd80b417ed3cbb86a181def91430ef6718742",
     "activity_hash": "a2155a",
     "index_digest": "52514333",
     "index_position": "bc279351",
@@ -72,6 +72,8 @@ import Testing
     "beacon_flags_plaintext": "31563412efcdab89",
     "beacon_resolvable_nonce": "a0a1a2a3a4d33a08",
     "beacon_flags": "0201061bffffffa0a1a2a3a4d33a08091d46f049631414c3d19ee2b53fd151",
+    "control_plaintext": "01050000010d",
+    "part_frame": "1305000000000000000000000000000000000000000000000001e8487a14e63a380e8647d38f25299d7b6a85c49fc92eb1d47c64bacf4052838a27b5eae994eab1f1cbe133d03fc40ac6894d97cc49cb31c7ce77440b0ab484dd",
   ]
 
   let keys = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!)
@@ -154,15 +156,18 @@ import Testing
     out["have_plaintext"] = have.hexString
     out["have_frame"] = SecureChannel.sealFrame(have, counter: 2, key: ir).hexString
     // The responder's control frame 0 (section 5): frames 0 to 2 taken,
-    // 4 and 6 held, the rest asked for again; 7 K-frames sent, 70 credits
-    // granted.
+    // 4 and 6 held, and parts 0, 2 and 3 of frame 3; the rest asked for
+    // again; 7 K-frames sent, 70 credits granted.
+    out["control_plaintext"] = FrameRecovery.Holding(frames: [0x05], parts: [0: [0x0d]]).bytes.hexString
     out["control_frame"] = FrameRecovery.seal(
-      [0x05],
+      FrameRecovery.Holding(frames: [0x05], parts: [0: [0x0d]]).bytes,
       header: FrameRecovery.Header(
         marker: FrameRecovery.controlMarker, number: 0, ack: 3,
         report: FlowReport(framesSent: 7, creditsGranted: 70), flags: FrameRecovery.resendFlag),
       key: ri
     ).hexString
+    // The NOTE of frame 5 sent again in parts (section 5, "Parts"): part 1.
+    out["part_frame"] = Self.parts(of: plain, number: 5, key: ir)[1].hexString
     let entry = HandoffIndexEntry(
       activityType: "org.example.notes", path: "a.md", hash: payload.hash, size: 5,
       version: version, origin: alice.device)
@@ -235,6 +240,25 @@ import Testing
     out["beacon_resolvable_nonce"] = nonce.hexString
     out["beacon_flags"] = Beacon.seal(flagged, keys: keys, nonce: nonce).hexString
     return out
+  }
+
+  /// The parts the frame layer sends for data frame `number` (its
+  /// plaintext `plain`) when the peer asks for it again: a sender that
+  /// sealed frames 0 to `number`, asked from `number` on.
+  static func parts(of plain: [UInt8], number: UInt64, key: [UInt8]) -> [[UInt8]] {
+    let peerKey = [UInt8](repeating: 0xee, count: 32)
+    let none = FlowReport(framesSent: 0, creditsGranted: 0)
+    var sender = FrameRecovery(sendKey: key, receiveKey: peerKey, messageSize: 2048)
+    let now = ContinuousClock.now
+    for _ in 0..<number { _ = sender.sealData([14, 0], report: none, now: now) }
+    _ = sender.sealData(plain, report: none, now: now)
+    let request = FrameRecovery.seal(
+      [],
+      header: FrameRecovery.Header(
+        marker: FrameRecovery.controlMarker, number: 0, ack: number, report: none,
+        flags: FrameRecovery.resendFlag),
+      key: peerKey)
+    return sender.receive(request, report: none, now: now).resend
   }
 
   @Test func codeMatchesFrozenVectors() {

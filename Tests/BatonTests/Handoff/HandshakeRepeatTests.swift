@@ -98,7 +98,7 @@ import Testing
   /// at most as often as repeats are allowed, and drops any other
   /// handshake message; none of them counts as a damaged frame.
   @Test func theFrameLayerAnswersARepeatedM2WithM3() {
-    let m2: [UInt8] = [0x02, 0x07] + [UInt8](repeating: 0xaa, count: 100)
+    let m2: [UInt8] = [0x02, SecureChannel.handshakeVersion] + [UInt8](repeating: 0xaa, count: 100)
     let m3: [UInt8] = [0x03] + [UInt8](repeating: 0xbb, count: 80)
     let key = [UInt8](repeating: 1, count: 32)
     var machine = FrameRecovery(

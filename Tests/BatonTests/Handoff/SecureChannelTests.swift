@@ -294,26 +294,27 @@ final class TamperingChannel: MessageChannel {
     #expect(text.contains("speaks baton protocol 8") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 7 (device keys) refuses a protocol 3 to 6 hello with the
-  /// version notice `02 07` and the upgrade message: their identities are
-  /// not this one's.
-  @Test(arguments: [3, 4, 5, 6] as [UInt8])
+  /// Protocol 8 refuses a protocol 3 to 7 hello with the version notice
+  /// `02 08` and the upgrade message: protocols 3 to 6 have no device keys,
+  /// and 7 sends a frame again only whole, with control frames 8 reads
+  /// otherwise.
+  @Test(arguments: [3, 4, 5, 6, 7] as [UInt8])
   func olderInitiatorGetsTheUpgradeMessage(version: UInt8) async throws {
-    #expect(SecureChannel.handshakeVersion == 7)
+    #expect(SecureChannel.handshakeVersion == 8)
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, version] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 7])
+    #expect(try await old.receive() == [0x02, 8])
     guard case .failure(let error) = await session else {
       Issue.record("a protocol \(version) hello was accepted")
       return
     }
     #expect(
       "\(error)".contains(
-        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 7)"))
+        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 8)"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
