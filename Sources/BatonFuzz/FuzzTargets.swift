@@ -17,9 +17,9 @@ enum FuzzTargets {
   static let maxNoteSize = 1 << 20
 
   static let all: [FuzzTarget] = [
-    h4, hciEvent, acl, l2capSignal, advertisingReports, beacon, handshake, frame, handoffMessage,
-    linkMessage, versionVector, membership, keyFile, configuration, noteNames, dbusProperties,
-    pairing,
+    h4, hciEvent, acl, l2capSignal, advertisingReports, beacon, handshake, frame, frameRecovery,
+    handoffMessage, linkMessage, versionVector, membership, keyFile, configuration, noteNames,
+    dbusProperties, pairing,
   ]
 
   // MARK: HCI and L2CAP
@@ -173,6 +173,62 @@ enum FuzzTargets {
         kind: plain[0], body: Array(plain[2...]), maxNoteSize: maxNoteSize)
     }
   }
+
+  /// A key holder's frames driving the frame layer's state machine
+  /// (PROTOCOL.md section 5): each record `u8 op || u8 number || u8 ack ||
+  /// u8 flags || u8 n || n bytes` is sealed with the peer's key as a data
+  /// frame (op 0), a control frame (1) or a part (2), or taken as it is (3);
+  /// op 4 seals a frame of ours of those bytes, then lets `number` × 10 ms
+  /// pass (flags bit 0: our flow control holds frames back).
+  static let frameRecovery = FuzzTarget(name: "frame-recovery", seeds: frameRecoverySeeds) { input in
+    let none = FlowReport(framesSent: 0, creditsGranted: 0)
+    var machine = FrameRecovery(sendKey: ourFrameKey, receiveKey: frameKey, messageSize: 256)
+    var now = ContinuousClock.now
+    var rest = input[...]
+    while rest.count >= 5 {
+      let op = rest.removeFirst() % 5
+      let (number, ack, flags) = (rest.removeFirst(), rest.removeFirst(), rest.removeFirst())
+      let n = min(Int(rest.removeFirst()), rest.count)
+      let bytes = Array(rest.prefix(n))
+      rest = rest.dropFirst(n)
+      let actions: FrameRecovery.Actions
+      switch op {
+      case 4:
+        _ = machine.sealData(Array(bytes.prefix(machine.largestPayload)), report: none, now: now)
+        now += .milliseconds(10 * Int(number))
+        actions = machine.expire(report: none, canSend: flags & 1 == 0, now: now)
+      case 3:
+        actions = machine.receive(bytes, report: none, now: now)
+      default:
+        let marker = [FrameRecovery.dataMarker, FrameRecovery.controlMarker, FrameRecovery.partMarker][
+          Int(op)]
+        let header = FrameRecovery.Header(
+          marker: marker, number: UInt64(number), ack: UInt64(ack), report: none, flags: flags)
+        actions = machine.receive(
+          FrameRecovery.seal(bytes, header: header, key: frameKey), report: none, now: now)
+      }
+      if actions.failure != nil { return }
+    }
+  }
+  static let ourFrameKey = [UInt8](repeating: 8, count: 32)
+
+  /// Frames in order; a frame lost and asked for, sent again in parts; a
+  /// control frame showing frames and parts held; a damaged frame.
+  static let frameRecoverySeeds: [[UInt8]] = {
+    func record(_ op: UInt8, _ number: UInt8, ack: UInt8 = 0, flags: UInt8 = 0, _ bytes: [UInt8])
+      -> [UInt8]
+    { [op, number, ack, flags, UInt8(bytes.count)] + bytes }
+    let note = [UInt8](repeating: 0x61, count: 120)
+    return [
+      record(0, 0, [6, 0, 1, 2]) + record(0, 1, [14, 0]) + record(4, 5, [15, 0]),
+      record(4, 0, note) + record(4, 0, [14, 0]) + record(1, 0, flags: 1, [1, 2])
+        + record(4, 160, [14, 0]) + record(1, 1, ack: 2, []),
+      record(0, 1, [14, 0]) + record(2, 0, flags: 1, [3] + note.prefix(47))
+        + record(2, 0, flags: 0, [3] + note.prefix(47)) + record(2, 0, flags: 2, [3] + note.prefix(26)),
+      record(4, 0, note) + record(1, 0, flags: 1, [1, 0, 0, 0, 1, 5]) + record(4, 75, [14, 0]),
+      record(3, 0, [0x11] + [UInt8](repeating: 0, count: 60)) + record(0, 0, [14, 0]),
+    ]
+  }()
 
   static let sampleVersion = VersionVector([
     DeviceID(rawValue: 1): 3, DeviceID(rawValue: 2): .max, DeviceID(rawValue: 0xFFFF_FFFF): 1,

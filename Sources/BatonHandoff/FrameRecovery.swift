@@ -33,12 +33,12 @@ import BatonSystem
 ///   which parts of the frame it needs next arrived, so only the parts a
 ///   fault hit are sent again: a frame sealed large before the first fault
 ///   would otherwise meet a fault on nearly every try.
-struct FrameRecovery: Sendable {
-  typealias Instant = ContinuousClock.Instant
+package struct FrameRecovery: Sendable {
+  package typealias Instant = ContinuousClock.Instant
 
-  static let dataMarker: UInt8 = 0x11
-  static let controlMarker: UInt8 = 0x12
-  static let partMarker: UInt8 = 0x13
+  package static let dataMarker: UInt8 = 0x11
+  package static let controlMarker: UInt8 = 0x12
+  package static let partMarker: UInt8 = 0x13
   /// marker, u64 number, u64 ack, u32 frames sent, u32 credits granted, u8 flags.
   static let headerBytes = 26
   /// Header and AEAD tag.
@@ -46,7 +46,7 @@ struct FrameRecovery: Sendable {
   /// First bytes of M1, M2 and M3 (section 4), which no frame starts with.
   static let handshakeTypes: ClosedRange<UInt8> = 0x01...0x03
   /// Control frame flag: send every data frame from `ack` again.
-  static let resendFlag: UInt8 = 0x01
+  package static let resendFlag: UInt8 = 0x01
   /// A part's plaintext: `u8 count || bytes`; its header's flags byte is
   /// its index (0 to count - 1).
   static let partCounts: ClosedRange<Int> = 2...255
@@ -80,7 +80,7 @@ struct FrameRecovery: Sendable {
   static let growAfter = 32
 
   /// A frame's header, authenticated as the AEAD's associated data.
-  struct Header: Equatable, Sendable {
+  package struct Header: Equatable, Sendable {
     var marker: UInt8
     var number: UInt64
     var ack: UInt64
@@ -113,7 +113,7 @@ struct FrameRecovery: Sendable {
       return w.bytes + [UInt8](repeating: 0, count: 24 - w.bytes.count)
     }
 
-    init(marker: UInt8, number: UInt64, ack: UInt64, report: FlowReport, flags: UInt8) {
+    package init(marker: UInt8, number: UInt64, ack: UInt64, report: FlowReport, flags: UInt8) {
       self.marker = marker
       self.number = number
       self.ack = ack
@@ -136,9 +136,9 @@ struct FrameRecovery: Sendable {
   }
 
   /// What the driver does after a step.
-  struct Actions: Sendable {
+  package struct Actions: Sendable {
     /// Plaintexts of data frames, in order.
-    var deliver: [[UInt8]] = []
+    package var deliver: [[UInt8]] = []
     /// Control frames to send.
     var transmit: [[UInt8]] = []
     /// Data frames and parts to send again, in order, after `transmit`.
@@ -146,7 +146,7 @@ struct FrameRecovery: Sendable {
     /// The peer's flow report from a frame that opened.
     var peerReport: FlowReport?
     /// The channel cannot go on: close it and tell the layer above.
-    var failure: String?
+    package var failure: String?
     /// We asked again for a frame that did not come, or nothing we sent
     /// was acknowledged for `resendTimeout`: the peer may have no credits
     /// left to send (`MessageChannel.grantSpare`).
@@ -223,7 +223,7 @@ struct FrameRecovery: Sendable {
     }
   }
 
-  static func seal(_ plaintext: [UInt8], header: Header, key: [UInt8]) -> [UInt8] {
+  package static func seal(_ plaintext: [UInt8], header: Header, key: [UInt8]) -> [UInt8] {
     let head = header.bytes
     return head + HandoffCrypto.seal(plaintext, ad: head, nonce: header.nonce, key: key)
   }
@@ -252,7 +252,7 @@ struct FrameRecovery: Sendable {
   private let sendKey: [UInt8]
   private let receiveKey: [UInt8]
   /// The largest plaintext a data frame carries on this channel.
-  let largestPayload: Int
+  package let largestPayload: Int
   /// The plaintext size sealed now (halved after a fault).
   private(set) var payloadSize: Int
   private var clean = 0
@@ -310,7 +310,7 @@ struct FrameRecovery: Sendable {
   /// Handshake messages received after the handshake, all dropped.
   private var handshakeStrays = 0
 
-  init(
+  package init(
     sendKey: [UInt8], receiveKey: [UInt8], messageSize: Int,
     handshakeAnswer: (question: [UInt8], answer: [UInt8])? = nil
   ) {
@@ -322,15 +322,15 @@ struct FrameRecovery: Sendable {
   }
 
   /// When `expire` is due, if anything waits for a time.
-  var deadline: Instant? { [ackDue, resendDue, requestDue].compactMap { $0 }.min() }
+  package var deadline: Instant? { [ackDue, resendDue, requestDue].compactMap { $0 }.min() }
 
   /// Whether every data frame sent has been acknowledged.
-  var allAcknowledged: Bool { unacknowledged.isEmpty }
+  package var allAcknowledged: Bool { unacknowledged.isEmpty }
 
   /// Seals `plaintext` (at most `largestPayload` bytes) as the next data
   /// frame, kept until the peer acknowledges it; nil (and the channel
   /// fails) once a peer that acknowledges nothing left too much to keep.
-  mutating func sealData(_ plaintext: [UInt8], report: FlowReport, now: Instant) -> [UInt8]? {
+  package mutating func sealData(_ plaintext: [UInt8], report: FlowReport, now: Instant) -> [UInt8]? {
     precondition(plaintext.count <= largestPayload)
     guard unacknowledgedBytes <= Self.maxUnacknowledgedBytes else { return nil }
     let header = Header(
@@ -348,7 +348,7 @@ struct FrameRecovery: Sendable {
   }
 
   /// One frame from the peer.
-  mutating func receive(_ frame: [UInt8], report: FlowReport, now: Instant) -> Actions {
+  package mutating func receive(_ frame: [UInt8], report: FlowReport, now: Instant) -> Actions {
     var actions = Actions()
     if let first = frame.first, Self.handshakeTypes.contains(first) {
       // The peer repeats a handshake message: ours to it was lost. Not a
@@ -488,7 +488,7 @@ struct FrameRecovery: Sendable {
   /// then asks for the rest, if it lost them). `canSend`: a frame would go
   /// out without waiting for the peer's flow control; while it would wait,
   /// the peer has not taken what it has, so nothing was lost yet.
-  mutating func expire(report: FlowReport, canSend: Bool, now: Instant) -> Actions {
+  package mutating func expire(report: FlowReport, canSend: Bool, now: Instant) -> Actions {
     var actions = Actions()
     if let due = requestDue, now >= due {
       requestDue = nil

@@ -255,7 +255,7 @@ struct HostileGenerator {
     #expect(
       Set(DecoderFuzzer.targets.map(\.name)) == [
         "h4", "hci-event", "acl", "l2cap-signal", "advertising-report", "beacon", "handshake",
-        "frame", "handoff-message", "link-message", "version-vector", "membership", "key-file",
+        "frame", "frame-recovery", "handoff-message", "link-message", "version-vector", "membership", "key-file",
         "config", "note-names", "dbus-properties", "pairing",
       ])
   }
