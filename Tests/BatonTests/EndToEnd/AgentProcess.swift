@@ -111,6 +111,11 @@ final class AgentProcess: @unchecked Sendable {
 
   var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+  /// The lines of the log that contain `text`: what a user reads there.
+  func logLines(containing text: String) -> [String] {
+    log.split(separator: "\n").filter { $0.contains(text) }.map(String.init)
+  }
+
   /// Writes a note the way an editor would (write to a temp file, rename).
   func save(_ relativePath: String, _ text: String) throws {
     try save(relativePath, Array(text.utf8))

@@ -163,6 +163,7 @@ import Testing
       #expect(peer.trashFiles().count == 1, "\(group.logs)")
       #expect(counter(peer, "trashed") == 1, "\(group.logs)")
     }
+    print("issue 30, folder replaced: the trash of B and C: \([b, c].map { $0.trashFiles() })")
     // The withdrawn notes stay with the peers; A's new folder holds only its new note.
     #expect(a.files() == ["new.md"], "\(group.logs)")
     // A withdrawn note edited on a peer comes back to A with the edit.
@@ -173,6 +174,9 @@ import Testing
       }, "\(group.logs)")
     #expect(a.files() == ["new.md", "one.md"], "\(group.logs)")
     #expect(!a.log.contains("one.md was deleted here"), "\(group.logs)")
+    print(
+      "issue 30, folder replaced (gap: \(gap)): A's log: "
+        + "\(a.logLines(containing: "withdrawn") + a.logLines(containing: "is there again;"))")
   }
 
   /// Issue 30: the folder replaced while its agent is stopped (another
@@ -234,9 +238,13 @@ import Testing
     #expect(listing.contains("n00.md  deleted here"), "\(listing)")
     let (_, shown) = try a.run(["status"])
     #expect(shown.contains("deletions held: 15"), "\(shown)")
+    print(
+      "issue 30, rm of 15 of 20: A's log: \(a.logLines(containing: "hold-deletions"))\n"
+        + "baton status:\n\(shown)baton deletions:\n\(listing)")
 
     let (rejected, said) = try a.run(["deletions", "reject"])
     #expect(rejected == 0 && said.contains("15 deleted here come back"), "\(said)")
+    print("issue 30, baton deletions reject: \(said)")
     #expect(
       await eventually(60, "the notes back in A") {
         notes.allSatisfy { a.read($0.key) == Array($0.value.utf8) }

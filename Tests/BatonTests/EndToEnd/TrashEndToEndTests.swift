@@ -48,10 +48,14 @@ import Testing
     #expect(listing.contains("1 version in the trash, \(v1.utf8.count) bytes:"), "\(listing)")
     let line = listing.split(separator: "\n").first { $0.contains("overwritten") } ?? ""
     #expect(line.contains("  \(v1.utf8.count) bytes  ") && line.hasSuffix("/n.md"), "\(listing)")
+    print(
+      "issue 30, overwrite: A's log: \(a.logLines(containing: "the version it replaced"))\n"
+        + "baton trash:\n\(listing)")
 
     // baton restore: v1 back in A as a local edit; v2 kept in A's trash.
     let (restored, said) = try a.run(["restore", a.notes.appendingPathComponent("n.md").path])
     #expect(restored == 0 && said.contains("restored n.md from .baton-trash/"), "\(said)")
+    print("issue 30, baton restore: \(said)")
     #expect(a.read("n.md") == Array(v1.utf8))
     #expect(trash(a) == ["n.md": v1, "n-2.md": v2], "\(trash(a))")
     // It travels: B gets v1 back, and keeps the v2 it replaces.
