@@ -258,7 +258,7 @@ package struct FrameRecovery: Sendable {
   private var clean = 0
 
   /// A data frame kept until the peer acknowledges it; once it is sent
-  /// again in parts, only its parts go out.
+  /// again in parts, only its parts are kept and go out.
   private struct Kept {
     var number: UInt64
     var frame: [UInt8]
@@ -471,7 +471,8 @@ package struct FrameRecovery: Sendable {
     partialBytes += bytes
     partial[number] = frame
     if frame.parts.count == count {
-      let whole = (0..<count).flatMap { frame.parts[$0]! }
+      // Every index is below `count` (`open`), so all are there.
+      let whole = (0..<count).compactMap { frame.parts[$0] }.flatMap { $0 }
       take(number: number, whole, report: report, now: now, into: &actions)
     } else if number > expected || (0..<index).contains(where: { frame.parts[$0] == nil }) {
       // A gap before this part, or before this frame.
@@ -546,10 +547,11 @@ package struct FrameRecovery: Sendable {
           flags: UInt8(index))
         return Self.seal([UInt8(count)] + bytes, header: header, key: sendKey)
       }
-      unacknowledged[i].parts = parts
+      // Never sent whole again: only the parts are kept.
+      unacknowledged[i] = Kept(number: kept.number, frame: [], plaintext: [], parts: parts)
       unacknowledgedBytes += unacknowledged[i].bytes - kept.bytes
     }
-    let parts = unacknowledged[i].parts!
+    let parts = unacknowledged[i].parts ?? []
     return parts.indices.filter { !Holding.bit(UInt64($0), of: holdingParts) }.map { parts[$0] }
   }
 
