@@ -289,9 +289,10 @@ final class TamperingChannel: MessageChannel {
   }
 
   @Test func newerPeerIsToldToUpgradeThisAgent() {
-    let error = HandoffError.peerProtocolVersion(peer: "p", version: 8)
+    let newer = SecureChannel.handshakeVersion + 1
+    let error = HandoffError.peerProtocolVersion(peer: "p", version: newer)
     let text = "\(error)"
-    #expect(text.contains("speaks baton protocol 8") && text.contains("upgrade this agent"))
+    #expect(text.contains("speaks baton protocol \(newer)") && text.contains("upgrade this agent"))
   }
 
   /// Protocol 8 refuses a protocol 3 to 7 hello with the version notice
