@@ -64,8 +64,8 @@ package struct FrameRecovery: Sendable {
   static let resendBudget = 128
 
   /// Data frames a receiver holds past a gap, so that only what is missing
-  /// is sent again; a control frame's plaintext is the bitmap of those it
-  /// holds (bit i of byte i / 8: frame `ack + 1 + i`).
+  /// is sent again; a control frame's `Holding` shows those it holds, and
+  /// the parts it holds of frames not yet whole.
   static let window = 512
   static let ackEvery = 16
   static let ackDelay: Duration = .milliseconds(50)
