@@ -233,15 +233,24 @@ enum FuzzTargets {
   static let sampleVersion = VersionVector([
     DeviceID(rawValue: 1): 3, DeviceID(rawValue: 2): .max, DeviceID(rawValue: 0xFFFF_FFFF): 1,
   ])
+  /// Two devices' vouchers (PROTOCOL.md section 7.5); a decoder reads any
+  /// 64 bytes as a signature.
+  static let sampleVouchers: Vouchers = {
+    var v = Vouchers()
+    v.set([UInt8](repeating: 7, count: 64), for: DeviceID(rawValue: 1))
+    v.set([UInt8](repeating: 9, count: 64), for: DeviceID(rawValue: 0xFFFF_FFFF))
+    return v
+  }()
   static let sampleEntry = HandoffIndexEntry(
     activityType: "org.baton.note", path: "dir/a.md", hash: ContentHash(of: Array("x".utf8)),
-    size: 1, version: sampleVersion, origin: DeviceID(rawValue: 1))
+    size: 1, version: sampleVersion, vouchers: sampleVouchers, origin: DeviceID(rawValue: 1))
 
   /// `kind || body` of every message.
   static let messageSeeds: [[UInt8]] = {
     let payload = ActivityPayload(
       activityType: "org.baton.note", title: "A title", path: "dir/a.md", version: sampleVersion,
-      origin: DeviceID(rawValue: 1), originName: "alice", hash: ContentHash(of: Array("x".utf8)),
+      vouchers: sampleVouchers, origin: DeviceID(rawValue: 1), originName: "alice",
+      hash: ContentHash(of: Array("x".utf8)),
       content: Array("# A title\nbody\n".utf8))
     let messages: [HandoffMessage] = [
       .getActivity, .getIndex, .activity(sampleEntry, title: "t", indexDigest: [UInt8](repeating: 7, count: 32)),

@@ -9,7 +9,7 @@ import BatonSystem
 /// else is an edit not recorded yet, which the deletion did not see).
 extension HandoffEngine {
   /// Applies a peer's tombstone, already checked like any entry
-  /// (`admissible`).
+  /// (`admitted`).
   func applyTombstone(_ e: HandoffIndexEntry, from peer: String) {
     let key = Self.key(e.activityType, e.path)
     guard let local = index[key] else {
@@ -18,14 +18,14 @@ extension HandoffEngine {
       adopt(StoredNote(entry: e), key)
       return
     }
-    let order = e.version.compare(local.entry.version)
+    let order = order(of: e.version, vouchers: e.vouchers, against: local.entry)
     if local.deleted {
       if order == .newer {
         adopt(StoredNote(entry: e), key)
       } else if order == .concurrent, local.entry.deleted {
         // Deleted on both sides: the same join everywhere.
         var both = local
-        both.entry.version = local.entry.version.merged(with: e.version)
+        both.entry.absorb(e.version, vouchers: e.vouchers)
         adopt(both, key)
       }
       return
@@ -75,11 +75,12 @@ extension HandoffEngine {
   private func keepEdit(
     _ local: StoredNote, _ key: String, deletedOn peer: String, tombstone e: HandoffIndexEntry
   ) {
-    guard let version = local.entry.version.merged(with: e.version).incremented(by: me.device)
-    else { return }
     var note = local
+    note.entry.absorb(e.version, vouchers: e.vouchers)
+    guard let version = note.entry.version.incremented(by: me.device) else { return }
     note.entry.version = version
     note.entry.origin = me.device
+    note.entry = vouched(note.entry)
     index[key] = note
     localRevision &+= 1
     persistSave(note)
@@ -123,7 +124,7 @@ extension HandoffEngine {
     }
     adopt(StoredNote(entry: gone), oldKey)
     var entry = new
-    entry.version = (index[newKey]?.entry.version ?? VersionVector()).merged(with: new.version)
+    if let old = index[newKey]?.entry { entry.absorb(old.version, vouchers: old.vouchers) }
     adopt(StoredNote(entry: entry), newKey)
     count(HandoffCounter.renamed)
     logger.info(

@@ -200,10 +200,11 @@ extension HandoffEngine {
         deletionHold.release(key)
         guard var note = index[key], !note.deleted else { continue }
         if let t = held.tombstone {
-          guard let version = note.entry.version.merged(with: t.version).incremented(by: me.device)
-          else { continue }
+          note.entry.absorb(t.version, vouchers: t.vouchers)
+          guard let version = note.entry.version.incremented(by: me.device) else { continue }
           note.entry.version = version
           note.entry.origin = me.device
+          note.entry = vouched(note.entry)
           kept += 1
         } else {
           let d = held.deletion

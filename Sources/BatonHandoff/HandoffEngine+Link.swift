@@ -352,8 +352,8 @@ extension HandoffEngine {
     link.peerHolds(Self.key(from.activityType, from.path), version: from.version, hash: from.hash)
     link.peerHolds(newKey, version: to.version, hash: to.hash)
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
-    guard admissible(from, from: link.peerLabel, summary: &summary),
-      admissible(to, from: link.peerLabel, summary: &summary)
+    guard let from = admitted(from, from: link.peerLabel, summary: &summary),
+      let to = admitted(to, from: link.peerLabel, summary: &summary)
     else { return }
     var moved = false
     batched { moved = applyMove(from, to: to, from: link.peerLabel) }

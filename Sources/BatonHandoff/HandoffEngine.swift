@@ -235,7 +235,10 @@ public actor HandoffEngine {
     }
     adoptInterruptedWrites()
     var changedWhileAway: [(type: String, path: String)] = []
-    batched { changedWhileAway = scanFolders() }
+    batched {
+      vouchForOwnCounters()
+      changedWhileAway = scanFolders()
+    }
     restoreCurrentActivity(changedWhileAway: changedWhileAway)
   }
 
@@ -365,6 +368,7 @@ public actor HandoffEngine {
     var note = gone
     if fileGone, let version = gone.entry.version.incremented(by: me.device) {
       note = .tombstone(of: gone.entry, version: version, origin: me.device)
+      note.entry = vouched(note.entry)
       if let newPath {
         logger.info("\(type):\(path) was renamed to \(newPath) here; peers rename their copy")
       } else {
@@ -488,9 +492,10 @@ public actor HandoffEngine {
       return false
     }
     let note = StoredNote(
-      entry: HandoffIndexEntry(
-        activityType: type, path: path, hash: hash, size: size, version: version, origin: me.device)
-    )
+      entry: vouched(
+        HandoffIndexEntry(
+          activityType: type, path: path, hash: hash, size: size, version: version,
+          vouchers: existing?.entry.vouchers ?? Vouchers(), origin: me.device)))
     index[key] = note
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1

@@ -10,6 +10,9 @@ public struct HandoffIndexEntry: Hashable, Sendable {
   public var hash: ContentHash
   public var size: Int
   public var version: VersionVector
+  /// The devices' signatures for their counters in `version` (PROTOCOL.md
+  /// section 7.5).
+  public var vouchers: Vouchers
   /// The device whose change made this version.
   public var origin: DeviceID
   /// A tombstone (PROTOCOL.md section 7.2): the note was deleted at this
@@ -18,15 +21,23 @@ public struct HandoffIndexEntry: Hashable, Sendable {
 
   public init(
     activityType: String, path: String, hash: ContentHash, size: Int, version: VersionVector,
-    origin: DeviceID, deleted: Bool = false
+    vouchers: Vouchers = Vouchers(), origin: DeviceID, deleted: Bool = false
   ) {
     self.activityType = activityType
     self.path = path
     self.hash = hash
     self.size = size
     self.version = version
+    self.vouchers = vouchers
     self.origin = origin
     self.deleted = deleted
+  }
+
+  /// Takes a peer's `version` into this entry's: merge(this, `version`),
+  /// each counter with the voucher of the side that has it larger.
+  mutating func absorb(_ version: VersionVector, vouchers: Vouchers) {
+    self.vouchers = Vouchers.merged(self.vouchers, of: self.version, vouchers, of: version)
+    self.version = self.version.merged(with: version)
   }
 
   /// What two entries of the same note must share to be the same: the
@@ -44,6 +55,7 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     w.raw(hash.bytes)
     w.u64(UInt64(size))
     version.encode(into: &w)
+    vouchers.encode(into: &w)
     w.u64(origin.rawValue)
     w.u8(deleted ? Self.tombstoneFlag : 0)
   }
@@ -60,12 +72,13 @@ public struct HandoffIndexEntry: Hashable, Sendable {
     // `Int.max` (2^63 - 1) read as `Int.max`, over every limit just the same.
     let size = Int(clamping: try r.u64())
     let version = try VersionVector.decode(from: &r)
+    let vouchers = try Vouchers.decode(from: &r, for: version)
     let origin = DeviceID(rawValue: try r.u64())
     let flags = try r.u8()
     guard flags & ~tombstoneFlag == 0 else { throw WireError("index entry flags \(flags)") }
     return HandoffIndexEntry(
-      activityType: type, path: path, hash: hash, size: size, version: version, origin: origin,
-      deleted: flags == tombstoneFlag)
+      activityType: type, path: path, hash: hash, size: size, version: version,
+      vouchers: vouchers, origin: origin, deleted: flags == tombstoneFlag)
   }
 
   /// Why this entry cannot be offered to peers (a field over its wire limit,
@@ -96,8 +109,8 @@ public struct HandoffIndexEntry: Hashable, Sendable {
 
   /// The bytes `encode(into:)` writes.
   var encodedSize: Int {
-    2 + activityType.utf8.count + 2 + path.utf8.count + 32 + 8 + 2 + 16 * version.deviceCount + 8
-      + 1
+    2 + activityType.utf8.count + 2 + path.utf8.count + 32 + 8 + 2 + 16 * version.deviceCount
+      + vouchers.encodedSize + 8 + 1
   }
 }
 
@@ -108,19 +121,24 @@ public struct ActivityPayload: Sendable, Equatable {
   public var title: String
   public var path: String
   public var version: VersionVector
+  /// The devices' signatures for their counters in `version` (PROTOCOL.md
+  /// section 7.5).
+  public var vouchers: Vouchers
   public var origin: DeviceID
   public var originName: String
   public var hash: ContentHash
   public var content: [UInt8]
 
   package init(
-    activityType: String, title: String, path: String, version: VersionVector, origin: DeviceID,
-    originName: String, hash: ContentHash, content: [UInt8]
+    activityType: String, title: String, path: String, version: VersionVector,
+    vouchers: Vouchers = Vouchers(), origin: DeviceID, originName: String, hash: ContentHash,
+    content: [UInt8]
   ) {
     self.activityType = activityType
     self.title = title
     self.path = path
     self.version = version
+    self.vouchers = vouchers
     self.origin = origin
     self.originName = originName
     self.hash = hash
@@ -143,6 +161,7 @@ public struct ActivityPayload: Sendable, Equatable {
     w.string(title, max: HandoffLimits.maxTitleBytes)
     w.string(path, max: HandoffLimits.maxPathBytes)
     version.encode(into: &w)
+    vouchers.encode(into: &w)
     w.u64(origin.rawValue)
     w.string(originName, max: HandoffLimits.maxNameBytes)
     w.raw(hash.bytes)
@@ -155,13 +174,14 @@ public struct ActivityPayload: Sendable, Equatable {
     let title = try r.string(max: HandoffLimits.maxTitleBytes)
     let path = try r.string(max: HandoffLimits.maxPathBytes)
     let version = try VersionVector.decode(from: &r)
+    let vouchers = try Vouchers.decode(from: &r, for: version)
     let origin = DeviceID(rawValue: try r.u64())
     let originName = try r.string(max: HandoffLimits.maxNameBytes)
     guard let hash = ContentHash(bytes: try r.raw(32)) else { throw WireError("hash") }
     let content = try r.blob(max: maxContent)
     return ActivityPayload(
-      activityType: type, title: title, path: path, version: version, origin: origin,
-      originName: originName, hash: hash, content: content)
+      activityType: type, title: title, path: path, version: version, vouchers: vouchers,
+      origin: origin, originName: originName, hash: hash, content: content)
   }
 }
 
@@ -494,7 +514,7 @@ package enum HandoffMessage: Equatable {
   /// `u32 n || n × entry`.
   private static func decodeEntries(_ r: inout WireReader) throws(WireError) -> [HandoffIndexEntry] {
     let count = Int(try r.u32())
-    guard count <= r.remaining / 61 + 1 else { throw WireError("index count \(count)") }
+    guard count <= r.remaining / 63 + 1 else { throw WireError("index count \(count)") }
     var entries: [HandoffIndexEntry] = []
     entries.reserveCapacity(count)
     for _ in 0..<count { entries.append(try HandoffIndexEntry.decode(from: &r)) }

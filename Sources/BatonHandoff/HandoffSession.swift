@@ -251,7 +251,8 @@ extension HandoffEngine {
     var fresh: [HandoffIndexEntry] = []
     var updates: [HandoffIndexEntry] = []
     var tombstones: [HandoffIndexEntry] = []
-    for e in peerIndex where admissible(e, from: peer, summary: &summary) {
+    for offered in peerIndex {
+      guard let e = admitted(offered, from: peer, summary: &summary) else { continue }
       if e.deleted {
         tombstones.append(e)
         continue
@@ -262,7 +263,7 @@ extension HandoffEngine {
         continue
       }
       let sameContent = local.entry.hash == e.hash
-      switch e.version.compare(local.entry.version) {
+      switch order(of: e.version, vouchers: e.vouchers, against: local.entry) {
       case .older:
         continue
       case .equal:
@@ -274,7 +275,7 @@ extension HandoffEngine {
       case .newer, .concurrent:
         if sameContent && !local.deleted {
           // Same bytes reached by another history: adopt the merged version, no transfer.
-          local.entry.version = local.entry.version.merged(with: e.version)
+          local.entry.absorb(e.version, vouchers: e.vouchers)
           index[key] = local
           persistSave(local)
         } else if local.deleted {
@@ -290,40 +291,53 @@ extension HandoffEngine {
     return fresh + updates
   }
 
-  /// Whether a peer's entry may be taken at all: its folder is declared
-  /// here, it fits the size limit (a tombstone always does), its path is
-  /// safe and acceptable to the folder, and its version is plausible. A
-  /// refused entry is declined or failed, and counted.
-  func admissible(_ e: HandoffIndexEntry, from peer: String, summary: inout SessionSummary) -> Bool {
+  /// A peer's entry as it may be taken, or nil when it may not be taken at
+  /// all: its folder is declared here, it fits the size limit (a tombstone
+  /// always does), its path is safe and acceptable to the folder, and its
+  /// version is plausible and vouched for (section 7.5; the entry comes back
+  /// with the vouchers this agent keeps). A refused entry is declined or
+  /// failed, and counted.
+  func admitted(_ e: HandoffIndexEntry, from peer: String, summary: inout SessionSummary)
+    -> HandoffIndexEntry?
+  {
     guard folders[e.activityType] != nil else {
       decline(e, from: peer, reason: "no folder declares activity type \(e.activityType)")
       summary.declined += 1
-      return false
+      return nil
     }
     guard e.deleted || e.size <= policy.maxNoteSize else {
       decline(
         e, from: peer,
         reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
       summary.declined += 1
-      return false
+      return nil
     }
     guard Self.isSafePath(e.path) else {
       fail(
         activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
       summary.failed += 1
-      return false
+      return nil
     }
     if let reason = folders[e.activityType]?.refusal(of: e.path) {
       decline(e, from: peer, reason: "the folder refuses the name: \(reason)")
       summary.declined += 1
-      return false
+      return nil
     }
     if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
       fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
-      return false
+      return nil
     }
-    return true
+    switch checkedVouchers(e.version, e.vouchers, type: e.activityType, path: e.path) {
+    case .failure(let refusal):
+      fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(refusal)")
+      summary.failed += 1
+      return nil
+    case .success(let kept):
+      var out = e
+      out.vouchers = kept
+      return out
+    }
   }
 
   /// Why a peer's version of a note cannot be genuine, or nil if it can be.
@@ -532,11 +546,20 @@ extension HandoffEngine {
       summary.failed += 1
       return nil
     }
+    var p = p
+    switch checkedVouchers(p.version, p.vouchers, type: type, path: p.path) {
+    case .failure(let refusal):
+      fail(activityType: type, peer: peer, reason: "bad payload: \(refusal)")
+      summary.failed += 1
+      return nil
+    case .success(let kept):
+      p.vouchers = kept
+    }
     let key = Self.key(type, p.path)
     let stored = index[key]
     var conflict = false
     if let stored {
-      switch p.version.compare(stored.entry.version) {
+      switch order(of: p.version, vouchers: p.vouchers, against: stored.entry) {
       case .older:
         return nil  // an old or replayed version (even of a deleted note): nothing to do
       case .equal:
@@ -573,6 +596,9 @@ extension HandoffEngine {
     let incoming = StoredNote(
       entry: HandoffIndexEntry(
         activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
+        vouchers: Vouchers.merged(
+          p.vouchers, of: p.version, stored?.entry.vouchers ?? Vouchers(),
+          of: stored?.entry.version ?? VersionVector()),
         origin: p.origin))
     return IncomingNote(
       payload: p, key: key, incoming: incoming, local: stored.flatMap { $0.deleted ? nil : $0 },
@@ -627,6 +653,7 @@ extension HandoffEngine {
             activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
             origin: me.device))
       note.entry.version = merged
+      note.entry.vouchers = n.incoming.entry.vouchers
       note.deleted = false
       index[key] = note
       persistCompleteWrite(type, p.path, saving: note)
@@ -736,8 +763,8 @@ extension HandoffEngine {
       ? me.name : ((try? store.peers())?.first { $0.device == note.entry.origin }?.name ?? "")
     let payload = ActivityPayload(
       activityType: type, title: ActivityPayload.title(of: bytes, path: path), path: path,
-      version: note.entry.version, origin: note.entry.origin, originName: originName, hash: hash,
-      content: bytes)
+      version: note.entry.version, vouchers: note.entry.vouchers, origin: note.entry.origin,
+      originName: originName, hash: hash, content: bytes)
     let sent = note.entry
     try await ch.send(.note(payload))
     summary.sent.append("\(type):\(path)")

@@ -56,10 +56,10 @@ package struct SecureChannel: Sendable {
   /// summaries of versions 4 and 5 never match; version 6 numbers frames so
   /// that a lost or damaged one is sent again; version 7 authenticates each side
   /// by its device key (`DeviceKey`); version 8 sends a frame again in
-  /// parts, and its control frames show the parts held; the beacon's own
-  /// format version stays `Beacon.protocolVersion` (PROTOCOL.md section 4,
-  /// "Versions").
-  package static let handshakeVersion: UInt8 = 8
+  /// parts, and its control frames show the parts held; version 9 carries
+  /// each version's vouchers (`Vouchers`); the beacon's own format version
+  /// stays `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
+  package static let handshakeVersion: UInt8 = 9
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03

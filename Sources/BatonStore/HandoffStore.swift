@@ -150,7 +150,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       CREATE TABLE IF NOT EXISTS notes (
         activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
         version BLOB NOT NULL, origin INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (activity_type, path));
+        vouchers BLOB, PRIMARY KEY (activity_type, path));
       CREATE TABLE IF NOT EXISTS peers (
         device INTEGER PRIMARY KEY, name TEXT NOT NULL, last_seen REAL NOT NULL);
       CREATE INDEX IF NOT EXISTS peers_by_last_seen ON peers (last_seen);
@@ -159,7 +159,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       CREATE TABLE IF NOT EXISTS pending (
         activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL, size INTEGER NOT NULL,
         version BLOB NOT NULL, origin INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (activity_type, path));
+        vouchers BLOB, PRIMARY KEY (activity_type, path));
       CREATE TABLE IF NOT EXISTS stamps (
         activity_type TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL,
         mtime_sec INTEGER NOT NULL, mtime_nsec INTEGER NOT NULL, inode INTEGER NOT NULL,
@@ -168,6 +168,14 @@ public final class HandoffStore: HandoffStateStore, Sendable {
         id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, activity_type TEXT NOT NULL,
         peer TEXT NOT NULL, reason TEXT NOT NULL);
       """)
+    // Protocol 9 keeps each note's vouchers (PROTOCOL.md section 7.5); a
+    // database of protocol 8 or before gains the column, empty.
+    for table in ["notes", "pending"] {
+      let columns = try db.query("PRAGMA table_info(\(table))").compactMap { $0.count > 1 ? $0[1].text : nil }
+      if !columns.contains("vouchers") {
+        try db.execute("ALTER TABLE \(table) ADD COLUMN vouchers BLOB")
+      }
+    }
     let keys = try db.query("SELECT value FROM meta WHERE key = 'device_key'")
     if let seed = keys.first?.first?.blob, let key = DeviceKey(seed: seed) {
       return (db, key, nil)
@@ -213,7 +221,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
       var types: [String: String] = [:]
       var notes: [StoredNote] = []
       try db.forEachRow(
-        "SELECT activity_type, path, hash, size, version, origin, deleted FROM notes"
+        "SELECT activity_type, path, hash, size, version, origin, deleted, vouchers FROM notes"
       ) { row in
         guard var note = HandoffStore.note(from: row) else { return }
         let type = note.entry.activityType
@@ -232,7 +240,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     try with { db throws(SQLiteError) in
       try db.query(
         """
-        SELECT activity_type, path, hash, size, version, origin, deleted FROM notes
+        SELECT activity_type, path, hash, size, version, origin, deleted, vouchers FROM notes
         WHERE activity_type = ? AND path = ?
         """, [.text(activityType), .text(path)]
       ).compactMap(HandoffStore.note(from:)).first
@@ -250,13 +258,15 @@ public final class HandoffStore: HandoffStateStore, Sendable {
     let e = note.entry
     try db.query(
       """
-      INSERT OR REPLACE INTO \(table) (activity_type, path, hash, size, version, origin, deleted)
-      VALUES (?, ?, ?, ?, ?, ?, ?)
+      INSERT OR REPLACE INTO \(table)
+        (activity_type, path, hash, size, version, origin, deleted, vouchers)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       """,
       [
         .text(e.activityType), .text(e.path), .blob(e.hash.bytes), .integer(Int64(e.size)),
         .blob(e.version.encoded), .integer(Int64(bitPattern: e.origin.rawValue)),
         .integer(e.deleted ? 2 : note.wanted ? 3 : note.deleted ? 1 : 0),
+        e.vouchers.storedBytes.map(SQLiteDatabase.Value.blob) ?? .null,
       ])
   }
 
@@ -274,7 +284,7 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   /// file and recording it.
   public func pendingWrites() throws(SQLiteError) -> [StoredNote] {
     try with { db throws(SQLiteError) in
-      try db.query("SELECT activity_type, path, hash, size, version, origin, deleted FROM pending")
+      try db.query("SELECT activity_type, path, hash, size, version, origin, deleted, vouchers FROM pending")
         .compactMap(HandoffStore.note(from:))
     }
   }
@@ -326,15 +336,19 @@ public final class HandoffStore: HandoffStateStore, Sendable {
   }
 
   private static func note(from row: [SQLiteDatabase.Value]) -> StoredNote? {
-    guard row.count == 7, let type = row[0].text, let path = row[1].text,
+    guard row.count == 8, let type = row[0].text, let path = row[1].text,
       let hash = row[2].blob.flatMap(ContentHash.init(bytes:)), let size = row[3].integer,
       let versionBytes = row[4].blob, let version = try? VersionVector.decode(versionBytes),
       let origin = row[5].integer, let deleted = row[6].integer
     else { return nil }
+    // Vouchers that do not read back whole are dropped: the note's counters
+    // then count as made before protocol 9 (PROTOCOL.md section 7.5).
+    let vouchers = row[7].blob.flatMap(Vouchers.init(storedBytes:))?.restricted(to: version)
     return StoredNote(
       entry: HandoffIndexEntry(
         activityType: type, path: path, hash: hash, size: Int(size), version: version,
-        origin: DeviceID(rawValue: UInt64(bitPattern: origin)), deleted: deleted == 2),
+        vouchers: vouchers ?? Vouchers(), origin: DeviceID(rawValue: UInt64(bitPattern: origin)),
+        deleted: deleted == 2),
       deleted: deleted != 0, wanted: deleted == 3)
   }
 

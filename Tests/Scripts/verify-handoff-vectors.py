@@ -128,8 +128,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 8]) + b"\x11" * 32
-    head2 = bytes([2, 8]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 9]) + b"\x11" * 32
+    head2 = bytes([2, 9]) + b"\x22" * 32 + e_r + b"\x33" * 24
     id_r = ident(pk_b, "bob")
     id_r += dev_b.sign(b"baton-device-R" + m1 + head2 + id_r)
     m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, id_r, b"baton-auth-R" + m1 + head2)
@@ -142,12 +142,28 @@ def main():
     got["hs_m1"], got["hs_m2"], got["hs_m3"] = m1, m2, m3
     got["k_initiator_to_responder"], got["k_responder_to_initiator"] = okm[:32], okm[32:]
 
+    # Vouchers (section 7.5): a device's Ed25519 signature over
+    # "baton-vouch-1" || string type || string path || u64 device || u64 counter;
+    # on the wire u16 k || k x (u64 device || signature), devices ascending
+    signers = {alice: dev_a, bob: dev_b}
+    def voucher_message(typ, path, device, counter):
+        return b"baton-vouch-1" + string(typ) + string(path) + struct.pack("<QQ", device, counter)
+    def vouchers(typ, path, pairs):
+        out = struct.pack("<H", len(pairs))
+        for device, counter in sorted(pairs):
+            out += struct.pack("<Q", device) + signers[device].sign(voucher_message(typ, path, device, counter))
+        return out
+
     # A NOTE message in frame 5 from the initiator
     content = b"# Hi\n"
     chash = hashlib.blake2b(content, digest_size=32).digest()
     version = vv([(alice, 2), (bob, 1)])
-    body = (string("org.example.notes") + string("Hi") + string("a.md") + version + struct.pack("<Q", alice)
-            + string("alice") + chash + struct.pack("<I", len(content)) + content)
+    vouched = vouchers("org.example.notes", "a.md", [(alice, 2), (bob, 1)])
+    got["voucher_message_alice"] = voucher_message("org.example.notes", "a.md", alice, 2)
+    got["voucher_alice"] = dev_a.sign(got["voucher_message_alice"])
+    got["voucher_bob"] = dev_b.sign(voucher_message("org.example.notes", "a.md", bob, 1))
+    body = (string("org.example.notes") + string("Hi") + string("a.md") + version + vouched
+            + struct.pack("<Q", alice) + string("alice") + chash + struct.pack("<I", len(content)) + content)
     frame_plain = bytes([6, 0]) + body
     # Data frame: 0x11, u64 number, u64 ack, u32 frames sent, u32 credits granted,
     # u8 flags (all 0 here); nonce: number, 0x00, 0^15 (section 5)
@@ -169,7 +185,7 @@ def main():
     got["pong_frame"] = seal_frame(okm[:32], 1, bytes([15, 0]))
     # HAVE with the NOTE's index entry (size 5, origin alice), the initiator's frame 2
     entry = (string("org.example.notes") + string("a.md") + chash + struct.pack("<Q", len(content))
-             + version + struct.pack("<Q", alice) + bytes([0]))
+             + version + vouched + struct.pack("<Q", alice) + bytes([0]))
     got["have_plaintext"] = bytes([16, 0]) + struct.pack("<I", 1) + entry
     got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
     # The responder's control frame 0: it took frames 0 to 2 (ack 3), holds 4
@@ -208,8 +224,8 @@ def main():
     digest = hashlib.blake2b(struct.pack("<Q", root_count) + root_fp.to_bytes(16, "little"), digest_size=32).digest()
     got["index_digest_full"] = digest
     got["index_digest"] = digest[:4]
-    entry = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + version + struct.pack("<Q", alice)
-             + bytes([0]))
+    entry = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + version + vouched
+             + struct.pack("<Q", alice) + bytes([0]))
     # GET_NODES: the root (children or entries, as the responder likes) and
     # the depth-1 node holding the note, entries wanted (flag 0x80)
     got["get_nodes"] = bytes([11]) + struct.pack("<H", 2) + bytes([0]) + struct.pack("<I", 0) \
@@ -227,7 +243,7 @@ def main():
     # {alice: 3, bob: 1}, then the same bytes as b.md at {alice: 1}
     deleted_version = vv([(alice, 3), (bob, 1)])
     tombstone = (string(typ) + string(path) + chash + struct.pack("<Q", 5) + deleted_version
-                 + struct.pack("<Q", alice) + bytes([1]))
+                 + vouchers(typ, path, [(alice, 3), (bob, 1)]) + struct.pack("<Q", alice) + bytes([1]))
     got["tombstone_fingerprint"] = fingerprint(typ, path, chash, deleted=True).to_bytes(16, "little")
     # A node holding a.md and b.md (same bytes): the sum of their fingerprints
     # modulo 2^128, and the digest of an index holding just those two
@@ -239,7 +255,7 @@ def main():
         struct.pack("<Q", 2) + pair.to_bytes(16, "little"), digest_size=32).digest()
     got["gone"] = bytes([17]) + struct.pack("<I", 1) + tombstone
     renamed = (string(typ) + string("b.md") + chash + struct.pack("<Q", 5) + vv([(alice, 1)])
-               + struct.pack("<Q", alice) + bytes([0]))
+               + vouchers(typ, "b.md", [(alice, 1)]) + struct.pack("<Q", alice) + bytes([0]))
     got["moved"] = bytes([18]) + tombstone + renamed
 
     # Alice's resolvable address with the random part a1 b2 43 (little-endian)

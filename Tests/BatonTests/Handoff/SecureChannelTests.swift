@@ -295,27 +295,27 @@ final class TamperingChannel: MessageChannel {
     #expect(text.contains("speaks baton protocol \(newer)") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 8 refuses a protocol 3 to 7 hello with the version notice
-  /// `02 08` and the upgrade message: protocols 3 to 6 have no device keys,
-  /// and 7 sends a frame again only whole, with control frames 8 reads
-  /// otherwise.
-  @Test(arguments: [3, 4, 5, 6, 7] as [UInt8])
+  /// Protocol 9 refuses a protocol 3 to 8 hello with the version notice
+  /// `02 09` and the upgrade message: protocols 3 to 6 have no device keys,
+  /// 7 sends a frame again only whole, with control frames 8 reads
+  /// otherwise, and 8 carries no vouchers in its entries.
+  @Test(arguments: [3, 4, 5, 6, 7, 8] as [UInt8])
   func olderInitiatorGetsTheUpgradeMessage(version: UInt8) async throws {
-    #expect(SecureChannel.handshakeVersion == 8)
+    #expect(SecureChannel.handshakeVersion == 9)
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, version] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 8])
+    #expect(try await old.receive() == [0x02, 9])
     guard case .failure(let error) = await session else {
       Issue.record("a protocol \(version) hello was accepted")
       return
     }
     #expect(
       "\(error)".contains(
-        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 8)"))
+        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 9)"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)

@@ -1,0 +1,87 @@
+/// Versions a device vouches for (PROTOCOL.md section 7.5): this device signs
+/// every counter of its own it raises, and a peer's raise of another device's
+/// counter is taken only with that device's voucher, or, for counters made
+/// before protocol 9, where this agent holds no voucher of that device for
+/// the note.
+extension HandoffEngine {
+  /// `entry` with this device's voucher for its counter in the entry's
+  /// version (every place that raises the counter calls this).
+  func vouched(_ entry: HandoffIndexEntry) -> HandoffIndexEntry {
+    var e = entry
+    e.vouchers = e.vouchers.signed(
+      by: me.key, type: e.activityType, path: e.path, version: e.version)
+    return e
+  }
+
+  /// What the vouchers of a peer's version of a note come to against the
+  /// local entry: the vouchers this agent keeps (each checked with its
+  /// device's key from the membership records), or why the version is
+  /// forged. A voucher is checked where it counts: where the peer's counter
+  /// is above the local one (a raise), or where the local counter has none
+  /// (it would be adopted, or outrank that counter, `order`). One that does
+  /// not verify under its device's key makes the version forged; one whose
+  /// device's key is not known here is dropped. A raise without a voucher is
+  /// refused where the local counter of that device has one.
+  func checkedVouchers(
+    _ version: VersionVector, _ vouchers: Vouchers, type: String, path: String
+  ) -> Result<Vouchers, VoucherRefusal> {
+    let local = index[Self.key(type, path)]?.entry
+    let (localVersion, localVouchers) = (local?.version ?? VersionVector(), local?.vouchers ?? Vouchers())
+    var kept = Vouchers()
+    for device in version.devices where device != me.device {
+      let (counter, localCounter) = (version[device], localVersion[device])
+      let localVouched = localVouchers[device] != nil
+      var verified = false
+      if let signature = vouchers[device], counter > localCounter || !localVouched {
+        if let key = membership.keys[device] {
+          guard vouchers.verifies(device, counter: counter, key: key, type: type, path: path)
+          else {
+            return .failure(.doesNotVerify(path: path, device: device, counter: counter))
+          }
+          kept.set(signature, for: device)
+          verified = true
+        }
+      }
+      if counter > localCounter, !verified, localVouched {
+        return .failure(
+          .unvouchedRaise(path: path, device: device, counter: counter, vouched: localCounter))
+      }
+    }
+    return .success(kept)
+  }
+
+  /// How a peer's version (its vouchers checked: `checkedVouchers`) relates
+  /// to the local entry: as the vectors compare, except that a peer's
+  /// version that looks older because of a local counter with no voucher,
+  /// where the peer's counter of that device has one, is *concurrent*. The
+  /// local claim of more changes by that device is not proven, the peer's
+  /// is: the peer's version is kept as a conflict copy, never dropped.
+  func order(
+    of version: VersionVector, vouchers: Vouchers, against local: HandoffIndexEntry
+  ) -> VersionOrder {
+    let order = version.compare(local.version)
+    guard order == .older, !vouchers.isEmpty else { return order }
+    for device in vouchers.devices
+    where version[device] < local.version[device] && local.vouchers[device] == nil {
+      return .concurrent
+    }
+    return order
+  }
+
+  /// Signs this device's counters that carry no voucher yet (a database of
+  /// protocol 8 or before), once, at the first scan.
+  func vouchForOwnCounters() {
+    var signed = 0
+    for note in index.values
+    where note.entry.version[me.device] > 0 && note.entry.vouchers[me.device] == nil {
+      var n = note
+      n.entry = vouched(n.entry)
+      index[Self.key(n.entry.activityType, n.entry.path)] = n
+      persistSave(n)
+      signed += 1
+    }
+    if signed > 0 {
+      logger.info("vouched for this device's counters of \(signed) notes (protocol 9)")
+    }
+  }
+}
