@@ -235,13 +235,51 @@ import Testing
       _ = try HandoffStore(directory: "/nonexistent/baton-state")
     }
   }
+
+  /// Protocol 9: a note's vouchers are kept; a database of protocol 8 (no
+  /// vouchers column) gains the column, and its notes read with none.
+  @Test func vouchersAreKeptAndAnOlderDatabaseGainsTheirColumn() throws {
+    let dir = try TestEnvironment.temporaryDirectory("store").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let path = dir + "/" + HandoffStore.fileName
+    let key = DeviceKey.generate()
+    var e = HandoffIndexEntry(
+      activityType: "org.example.notes", path: "a.md", hash: ContentHash(of: Array("A".utf8)),
+      size: 1, version: VersionVector([key.deviceID: 3]), origin: key.deviceID)
+    e.vouchers = Vouchers().signed(by: key, type: e.activityType, path: e.path, version: e.version)
+    do {
+      let store = try HandoffStore(path: path, machineID: "aaaa1111")
+      try store.save(StoredNote(entry: e))
+      #expect(try store.note(activityType: e.activityType, path: "a.md")?.entry.vouchers == e.vouchers)
+    }
+    do {
+      // What a protocol 8 agent left: the same table without the column.
+      let db = try SQLiteDatabase(path: path)
+      try db.execute(
+        """
+        CREATE TABLE old (
+          activity_type TEXT NOT NULL, path TEXT NOT NULL, hash BLOB NOT NULL,
+          size INTEGER NOT NULL, version BLOB NOT NULL, origin INTEGER NOT NULL,
+          deleted INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (activity_type, path));
+        INSERT INTO old SELECT activity_type, path, hash, size, version, origin, deleted FROM notes;
+        DROP TABLE notes; ALTER TABLE old RENAME TO notes;
+        """)
+    }
+    let upgraded = try HandoffStore(path: path, machineID: "aaaa1111")
+    let read = try #require(try upgraded.note(activityType: e.activityType, path: "a.md"))
+    #expect(read.entry.version == e.version && read.entry.vouchers.isEmpty)
+    try upgraded.save(StoredNote(entry: e))
+    #expect(try upgraded.note(activityType: e.activityType, path: "a.md")?.entry.vouchers == e.vouchers)
+  }
 }
 
 extension HandoffStore {
   func journalMode() throws -> String? {
     try SQLiteDatabase(path: path).query("PRAGMA journal_mode").first?.first?.text
   }
+
 }
+
 
 @Suite struct PeersTableBoundTests {
   /// A key holder that claims a new device id on every connection adds a
