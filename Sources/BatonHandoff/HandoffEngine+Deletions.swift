@@ -80,7 +80,6 @@ extension HandoffEngine {
     guard let version = note.entry.version.incremented(by: me.device) else { return }
     note.entry.version = version
     note.entry.origin = me.device
-    note.entry = vouched(note.entry)
     index[key] = note
     localRevision &+= 1
     persistSave(note)

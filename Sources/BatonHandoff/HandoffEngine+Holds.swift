@@ -204,7 +204,6 @@ extension HandoffEngine {
           guard let version = note.entry.version.incremented(by: me.device) else { continue }
           note.entry.version = version
           note.entry.origin = me.device
-          note.entry = vouched(note.entry)
           kept += 1
         } else {
           let d = held.deletion

@@ -1,18 +1,11 @@
-/// Versions a device vouches for (PROTOCOL.md section 7.5): this device signs
-/// every counter of its own it raises, and a peer's raise of another device's
-/// counter is taken only with that device's voucher, or, for counters made
-/// before protocol 9, where this agent holds no voucher of that device for
-/// the note.
+/// Versions a device vouches for (PROTOCOL.md section 7.5): a peer's raise
+/// of another device's counter is taken only with that device's voucher, or,
+/// for counters made before protocol 9, where this agent holds no voucher of
+/// that device for the note. This device's own vouchers are not kept: it
+/// signs its counter again each time it sends an entry (`SecureChannel.send`;
+/// Ed25519 gives the same bytes each time), so the index holds only the
+/// vouchers of other devices.
 extension HandoffEngine {
-  /// `entry` with this device's voucher for its counter in the entry's
-  /// version (every place that raises the counter calls this).
-  func vouched(_ entry: HandoffIndexEntry) -> HandoffIndexEntry {
-    var e = entry
-    e.vouchers = e.vouchers.signed(
-      by: me.key, type: e.activityType, path: e.path, version: e.version)
-    return e
-  }
-
   /// What the vouchers of a peer's version of a note come to against the
   /// local entry: the vouchers this agent keeps (each checked with its
   /// device's key from the membership records), or why the version is
@@ -66,22 +59,5 @@ extension HandoffEngine {
       return .concurrent
     }
     return order
-  }
-
-  /// Signs this device's counters that carry no voucher yet (a database of
-  /// protocol 8 or before), once, at the first scan.
-  func vouchForOwnCounters() {
-    var signed = 0
-    for note in index.values
-    where note.entry.version[me.device] > 0 && note.entry.vouchers[me.device] == nil {
-      var n = note
-      n.entry = vouched(n.entry)
-      index[Self.key(n.entry.activityType, n.entry.path)] = n
-      persistSave(n)
-      signed += 1
-    }
-    if signed > 0 {
-      logger.info("vouched for this device's counters of \(signed) notes (protocol 9)")
-    }
   }
 }

@@ -235,10 +235,7 @@ public actor HandoffEngine {
     }
     adoptInterruptedWrites()
     var changedWhileAway: [(type: String, path: String)] = []
-    batched {
-      vouchForOwnCounters()
-      changedWhileAway = scanFolders()
-    }
+    batched { changedWhileAway = scanFolders() }
     restoreCurrentActivity(changedWhileAway: changedWhileAway)
   }
 
@@ -368,7 +365,6 @@ public actor HandoffEngine {
     var note = gone
     if fileGone, let version = gone.entry.version.incremented(by: me.device) {
       note = .tombstone(of: gone.entry, version: version, origin: me.device)
-      note.entry = vouched(note.entry)
       if let newPath {
         logger.info("\(type):\(path) was renamed to \(newPath) here; peers rename their copy")
       } else {
@@ -492,10 +488,9 @@ public actor HandoffEngine {
       return false
     }
     let note = StoredNote(
-      entry: vouched(
-        HandoffIndexEntry(
-          activityType: type, path: path, hash: hash, size: size, version: version,
-          vouchers: existing?.entry.vouchers ?? Vouchers(), origin: me.device)))
+      entry: HandoffIndexEntry(
+        activityType: type, path: path, hash: hash, size: size, version: version,
+        vouchers: existing?.entry.vouchers ?? Vouchers(), origin: me.device))
     index[key] = note
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1

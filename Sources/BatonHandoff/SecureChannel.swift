@@ -40,6 +40,8 @@ package struct SecureChannel: Sendable {
   let frames: FrameChannel
   let peer: PeerIdentity
   let peerLabel: String
+  /// This device's key, which vouches for its counters in what it sends.
+  let deviceKey: DeviceKey
   /// How long a receive waits for each frame; zero waits as long as the
   /// channel is open (a link's reader, whose liveness `HandoffLink` watches).
   var timeout: Duration
@@ -316,8 +318,8 @@ package struct SecureChannel: Sendable {
       receiveKey: initiator ? toInitiator : toResponder, peerLabel: label,
       handshakeAnswer: initiator ? (m2, m3) : nil)
     return SecureChannel(
-      channel: frames, frames: frames, peer: peer, peerLabel: label, timeout: timeout,
-      maxNoteSize: maxNoteSize)
+      channel: frames, frames: frames, peer: peer, peerLabel: label, deviceKey: me.key,
+      timeout: timeout, maxNoteSize: maxNoteSize)
   }
 
   /// M1: `0x01, version, challenge[32]`.
@@ -481,11 +483,13 @@ package struct SecureChannel: Sendable {
     return plain
   }
 
-  /// Sends one message, split into as many frames as the channel's size needs.
+  /// Sends one message, split into as many frames as the channel's size needs,
+  /// with this device's vouchers (`HandoffMessage.vouched(by:)`).
   /// Each frame's plaintext is `kind, more, fragment`.
   /// A message over its kind's limit (section 9) is not sent at all: the peer
   /// would reject it, so the session ends here with `oversizeMessage`.
   mutating func send(_ message: HandoffMessage) async throws {
+    let message = message.vouched(by: deviceKey)
     let body = message.body
     let limit = HandoffMessage.limit(for: message.kind, maxNoteSize: maxNoteSize)
     guard body.count <= limit else {
