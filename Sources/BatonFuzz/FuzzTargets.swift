@@ -179,14 +179,16 @@ enum FuzzTargets {
   /// u8 flags || u8 n || n bytes` is sealed with the peer's key as a data
   /// frame (op 0), a control frame (1) or a part (2), or taken as it is (3);
   /// op 4 seals a frame of ours of those bytes, then lets `number` × 10 ms
-  /// pass (flags bit 0: our flow control holds frames back).
+  /// pass (flags bit 0: our flow control holds frames back; bit 1: hours,
+  /// not 10 ms). The op byte's two high bits are the key phase to seal in.
   static let frameRecovery = FuzzTarget(name: "frame-recovery", seeds: frameRecoverySeeds) { input in
     let none = FlowReport(framesSent: 0, creditsGranted: 0)
     var machine = FrameRecovery(sendKey: ourFrameKey, receiveKey: frameKey, messageSize: 256)
     var now = ContinuousClock.now
     var rest = input[...]
     while rest.count >= 5 {
-      let op = rest.removeFirst() % 5
+      let raw = rest.removeFirst()
+      let (op, phase) = ((raw & 0x3F) % 5, raw >> 6)
       let (number, ack, flags) = (rest.removeFirst(), rest.removeFirst(), rest.removeFirst())
       let n = min(Int(rest.removeFirst()), rest.count)
       let bytes = Array(rest.prefix(n))
@@ -195,7 +197,7 @@ enum FuzzTargets {
       switch op {
       case 4:
         _ = machine.sealData(Array(bytes.prefix(machine.largestPayload)), report: none, now: now)
-        now += .milliseconds(10 * Int(number))
+        now += flags & 2 == 0 ? .milliseconds(10 * Int(number)) : .seconds(3600 * Int(number))
         actions = machine.expire(report: none, canSend: flags & 1 == 0, now: now)
       case 3:
         actions = machine.receive(bytes, report: none, now: now)
@@ -203,14 +205,22 @@ enum FuzzTargets {
         let marker = [FrameRecovery.dataMarker, FrameRecovery.controlMarker, FrameRecovery.partMarker][
           Int(op)]
         let header = FrameRecovery.Header(
-          marker: marker, number: UInt64(number), ack: UInt64(ack), report: none, flags: flags)
+          marker: marker, phase: phase, number: UInt64(number), ack: UInt64(ack), report: none,
+          flags: flags)
         actions = machine.receive(
-          FrameRecovery.seal(bytes, header: header, key: frameKey), report: none, now: now)
+          FrameRecovery.seal(bytes, header: header, key: phaseKeys[Int(phase)]), report: none,
+          now: now)
       }
       if actions.failure != nil { return }
     }
   }
   static let ourFrameKey = [UInt8](repeating: 8, count: 32)
+  /// The peer's keys of key phases 0 to 3 (PROTOCOL.md section 5, "Key updates").
+  static let phaseKeys: [[UInt8]] = {
+    var keys = [frameKey]
+    for _ in 1...3 { keys.append(FrameRecovery.nextKey(keys.last!)) }
+    return keys
+  }()
 
   /// Frames in order; a frame lost and asked for, sent again in parts; a
   /// control frame showing frames and parts held; a damaged frame.
@@ -227,6 +237,8 @@ enum FuzzTargets {
         + record(2, 0, flags: 0, [3] + note.prefix(47)) + record(2, 0, flags: 2, [3] + note.prefix(26)),
       record(4, 0, note) + record(1, 0, flags: 1, [1, 0, 0, 0, 1, 5]) + record(4, 75, [14, 0]),
       record(3, 0, [0x11] + [UInt8](repeating: 0, count: 60)) + record(0, 0, [14, 0]),
+      // An hour passes; we seal in phase 1; the peer's frame of phase 1.
+      record(4, 1, flags: 2, [14, 0]) + record(4, 0, [15, 0]) + record(0x40, 0, [14, 0]),
     ]
   }()
 

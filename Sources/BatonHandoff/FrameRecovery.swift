@@ -33,12 +33,23 @@ import BatonSystem
 ///   which parts of the frame it needs next arrived, so only the parts a
 ///   fault hit are sent again: a frame sealed large before the first fault
 ///   would otherwise meet a fault on nearly every try.
+/// - Each side updates the key it seals with at least every
+///   `keyUpdateInterval` (a *key phase*, two bits of the marker byte), so a
+///   link that runs for days does not keep one key: a key a thief takes
+///   opens at most the last two phases it captured. A side moves on only
+///   once the peer acknowledged everything it sealed in the phase before,
+///   so a receiver needs its current key, the one before it, and the next.
 package struct FrameRecovery: Sendable {
   package typealias Instant = ContinuousClock.Instant
 
   package static let dataMarker: UInt8 = 0x11
   package static let controlMarker: UInt8 = 0x12
   package static let partMarker: UInt8 = 0x13
+  /// The marker byte's two high bits: the key phase, modulo 4.
+  static let phaseShift: UInt8 = 6
+  /// How long a side seals with one key at most (PROTOCOL.md section 5,
+  /// "Key updates").
+  package static let keyUpdateInterval: Duration = .seconds(3600)
   /// marker, u64 number, u64 ack, u32 frames sent, u32 credits granted, u8 flags.
   static let headerBytes = 26
   /// Header and AEAD tag.
@@ -81,7 +92,10 @@ package struct FrameRecovery: Sendable {
 
   /// A frame's header, authenticated as the AEAD's associated data.
   package struct Header: Equatable, Sendable {
+    /// The kind: `dataMarker`, `controlMarker` or `partMarker`.
     var marker: UInt8
+    /// The sender's key phase modulo 4, in the marker byte's high bits.
+    var phase: UInt8 = 0
     var number: UInt64
     var ack: UInt64
     var report: FlowReport
@@ -89,7 +103,7 @@ package struct FrameRecovery: Sendable {
 
     var bytes: [UInt8] {
       var w = ByteWriter()
-      w.u8(marker)
+      w.u8(marker | phase << FrameRecovery.phaseShift)
       w.u64(number)
       w.u64(ack)
       w.u32(report.framesSent)
@@ -113,8 +127,12 @@ package struct FrameRecovery: Sendable {
       return w.bytes + [UInt8](repeating: 0, count: 24 - w.bytes.count)
     }
 
-    package init(marker: UInt8, number: UInt64, ack: UInt64, report: FlowReport, flags: UInt8) {
+    package init(
+      marker: UInt8, phase: UInt8 = 0, number: UInt64, ack: UInt64, report: FlowReport,
+      flags: UInt8
+    ) {
       self.marker = marker
+      self.phase = phase & 3
       self.number = number
       self.ack = ack
       self.report = report
@@ -124,13 +142,16 @@ package struct FrameRecovery: Sendable {
     init?(_ frame: [UInt8]) {
       guard frame.count >= FrameRecovery.overhead else { return nil }
       var r = WireReader(Array(frame[0..<FrameRecovery.headerBytes]))
-      guard let marker = try? r.u8(), let number = try? r.u64(), let ack = try? r.u64(),
-        let sent = try? r.u32(), let granted = try? r.u32(), let flags = try? r.u8(),
+      guard let byte = try? r.u8(), let number = try? r.u64(), let ack = try? r.u64(),
+        let sent = try? r.u32(), let granted = try? r.u32(), let flags = try? r.u8()
+      else { return nil }
+      let marker = byte & ~(3 << FrameRecovery.phaseShift)
+      guard
         [FrameRecovery.dataMarker, FrameRecovery.controlMarker, FrameRecovery.partMarker]
           .contains(marker)
       else { return nil }
       self.init(
-        marker: marker, number: number, ack: ack,
+        marker: marker, phase: byte >> FrameRecovery.phaseShift, number: number, ack: ack,
         report: FlowReport(framesSent: sent, creditsGranted: granted), flags: flags)
     }
   }
@@ -231,6 +252,16 @@ package struct FrameRecovery: Sendable {
   /// The header and plaintext of `frame` if it opens under `key`.
   static func open(_ frame: [UInt8], key: [UInt8]) -> (Header, [UInt8])? {
     guard let header = Header(frame) else { return nil }
+    return open(frame, header: header, key: key)
+  }
+
+  /// The key of the phase after the one `key` seals: BLAKE2b-256 keyed with
+  /// `key` of `"baton-key-update-1"` (PROTOCOL.md section 5, "Key updates").
+  package static func nextKey(_ key: [UInt8]) -> [UInt8] {
+    HandoffCrypto.hash(Array("baton-key-update-1".utf8), key: key)
+  }
+
+  private static func open(_ frame: [UInt8], header: Header, key: [UInt8]) -> (Header, [UInt8])? {
     guard
       let plain = HandoffCrypto.open(
         Array(frame[headerBytes...]), ad: Array(frame[0..<headerBytes]), nonce: header.nonce,
@@ -249,8 +280,15 @@ package struct FrameRecovery: Sendable {
     return (header, plain)
   }
 
-  private let sendKey: [UInt8]
-  private let receiveKey: [UInt8]
+  /// The key frames are sealed with now, its phase, and when it began.
+  private var sendKey: [UInt8]
+  private var sendPhase: UInt64 = 0
+  private var sendPhaseBegan: Instant?
+  /// The key the peer's frames open with now, its phase, and the key of
+  /// the phase before (frames sealed then may still be sent again).
+  private var receiveKey: [UInt8]
+  private var receivePhase: UInt64 = 0
+  private var previousReceiveKey: [UInt8]?
   /// The largest plaintext a data frame carries on this channel.
   package let largestPayload: Int
   /// The plaintext size sealed now (halved after a fault).
@@ -261,6 +299,8 @@ package struct FrameRecovery: Sendable {
   /// again in parts, only its parts are kept and go out.
   private struct Kept {
     var number: UInt64
+    /// The key phase its frame, or its parts once split, were sealed in.
+    var phase: UInt64
     var frame: [UInt8]
     var plaintext: [UInt8]
     var parts: [[UInt8]]?
@@ -333,11 +373,13 @@ package struct FrameRecovery: Sendable {
   package mutating func sealData(_ plaintext: [UInt8], report: FlowReport, now: Instant) -> [UInt8]? {
     precondition(plaintext.count <= largestPayload)
     guard unacknowledgedBytes <= Self.maxUnacknowledgedBytes else { return nil }
+    updateSendKeyIfDue(now: now)
     let header = Header(
-      marker: Self.dataMarker, number: nextNumber, ack: expected, report: report, flags: 0)
+      marker: Self.dataMarker, phase: UInt8(truncatingIfNeeded: sendPhase), number: nextNumber,
+      ack: expected, report: report, flags: 0)
     let frame = Self.seal(plaintext, header: header, key: sendKey)
     nextNumber &+= 1
-    let kept = Kept(number: header.number, frame: frame, plaintext: plaintext)
+    let kept = Kept(number: header.number, phase: sendPhase, frame: frame, plaintext: plaintext)
     unacknowledged.append(kept)
     unacknowledgedBytes += kept.bytes
     if resendDue == nil { resendDue = now + Self.resendTimeout }
@@ -364,7 +406,7 @@ package struct FrameRecovery: Sendable {
       }
       return actions
     }
-    guard let (header, plain) = Self.open(frame, key: receiveKey) else {
+    guard let (header, plain) = openFromPeer(frame) else {
       // Damaged below us (or not from the peer): whatever it was, ask for
       // what we need next.
       counts.dropped += 1
@@ -543,12 +585,13 @@ package struct FrameRecovery: Sendable {
       let parts = (0..<count).map { index in
         let bytes = kept.plaintext[(index * size)..<min(kept.plaintext.count, (index + 1) * size)]
         let header = Header(
-          marker: Self.partMarker, number: kept.number, ack: expected, report: report,
-          flags: UInt8(index))
+          marker: Self.partMarker, phase: UInt8(truncatingIfNeeded: sendPhase),
+          number: kept.number, ack: expected, report: report, flags: UInt8(index))
         return Self.seal([UInt8(count)] + bytes, header: header, key: sendKey)
       }
       // Never sent whole again: only the parts are kept.
-      unacknowledged[i] = Kept(number: kept.number, frame: [], plaintext: [], parts: parts)
+      unacknowledged[i] = Kept(
+        number: kept.number, phase: sendPhase, frame: [], plaintext: [], parts: parts)
       unacknowledgedBytes += unacknowledged[i].bytes - kept.bytes
     }
     let parts = unacknowledged[i].parts ?? []
@@ -607,6 +650,51 @@ package struct FrameRecovery: Sendable {
     resendDue = now + Self.resendTimeout
   }
 
+  // MARK: Key updates
+
+  /// Moves to the next send key once the current one has sealed for
+  /// `keyUpdateInterval` and the peer acknowledged every frame and part
+  /// sealed in the phase before (the peer keeps only that phase's key).
+  private mutating func updateSendKeyIfDue(now: Instant) {
+    guard let began = sendPhaseBegan else {
+      sendPhaseBegan = now
+      return
+    }
+    guard now - began >= Self.keyUpdateInterval,
+      unacknowledged.allSatisfy({ $0.phase == sendPhase })
+    else { return }
+    sendKey = Self.nextKey(sendKey)
+    sendPhase &+= 1
+    sendPhaseBegan = now
+  }
+
+  /// A frame of the peer's, opened with the key of the phase it names: the
+  /// current one, the one before, or the next (which then becomes current,
+  /// and the oldest key is forgotten). Phases further apart never open.
+  private mutating func openFromPeer(_ frame: [UInt8]) -> (Header, [UInt8])? {
+    guard let header = Header(frame) else { return nil }
+    let current = UInt8(truncatingIfNeeded: receivePhase) & 3
+    switch header.phase {
+    case current:
+      return Self.open(frame, header: header, key: receiveKey)
+    case (current &+ 1) & 3:
+      let next = Self.nextKey(receiveKey)
+      guard let opened = Self.open(frame, header: header, key: next) else { return nil }
+      previousReceiveKey = receiveKey
+      receiveKey = next
+      receivePhase &+= 1
+      return opened
+    case (current &+ 3) & 3:
+      guard let previous = previousReceiveKey else { return nil }
+      return Self.open(frame, header: header, key: previous)
+    default:
+      return nil
+    }
+  }
+
+  /// The key phases this side seals and opens in (for tests and status).
+  package var keyPhases: (send: UInt64, receive: UInt64) { (sendPhase, receivePhase) }
+
   private mutating func shrink() {
     clean = 0
     payloadSize = max(Self.smallestPayload, payloadSize / 2)
@@ -637,7 +725,8 @@ package struct FrameRecovery: Sendable {
   /// A control frame with our acknowledgement.
   private mutating func control(flags: UInt8, report: FlowReport) -> [UInt8] {
     let header = Header(
-      marker: Self.controlMarker, number: nextSerial, ack: expected, report: report, flags: flags)
+      marker: Self.controlMarker, phase: UInt8(truncatingIfNeeded: sendPhase), number: nextSerial,
+      ack: expected, report: report, flags: flags)
     nextSerial &+= 1
     unacknowledgedByUs = 0
     ackDue = nil

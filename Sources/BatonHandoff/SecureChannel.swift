@@ -59,7 +59,8 @@ package struct SecureChannel: Sendable {
   /// that a lost or damaged one is sent again; version 7 authenticates each side
   /// by its device key (`DeviceKey`); version 8 sends a frame again in
   /// parts, and its control frames show the parts held; version 9 carries
-  /// each version's vouchers (`Vouchers`); the beacon's own format version
+  /// each version's vouchers (`Vouchers`) and moves the frame keys to a new
+  /// key phase every hour (`FrameRecovery`); the beacon's own format version
   /// stays `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
   package static let handshakeVersion: UInt8 = 9
   package static let hello: UInt8 = 0x01

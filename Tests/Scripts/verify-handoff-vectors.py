@@ -197,6 +197,13 @@ def main():
     ch = bytes([0x12]) + struct.pack("<QQIIB", 0, 3, 7, 70, 1)
     got["control_plaintext"] = holding
     got["control_frame"] = ch + xchacha20poly1305_seal(okm[32:], ch[1:9] + b"\x01" + bytes(15), holding, ch)
+    # Key updates (section 5): phase 1's key is BLAKE2b-256 keyed with phase
+    # 0's of "baton-key-update-1"; PONG as the initiator's frame 3 in phase 1
+    # (marker 0x11 | 1 << 6)
+    k_next = hashlib.blake2b(b"baton-key-update-1", digest_size=32, key=okm[:32]).digest()
+    got["k_initiator_to_responder_phase1"] = k_next
+    h1 = bytes([0x51]) + struct.pack("<QQIIB", 3, 0, 0, 0, 0)
+    got["phase1_frame"] = h1 + xchacha20poly1305_seal(k_next, h1[1:9] + bytes(16), bytes([15, 0]), h1)
     # The NOTE of frame 5 sent again in parts of 47 bytes: part 1 (flags 1)
     # of ceil(len / 47), plaintext u8 count || bytes; nonce: number, 0x02,
     # index, 0^14

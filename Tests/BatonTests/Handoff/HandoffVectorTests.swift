@@ -76,6 +76,8 @@ import Testing
     "beacon_resolvable_nonce": "a0a1a2a3a4d33a08",
     "beacon_flags": "0201061bffffffa0a1a2a3a4d33a08091d46f049631414c3d19ee2b53fd151",
     "control_plaintext": "01050000010d",
+    "k_initiator_to_responder_phase1": "ab543c897a66348891486ccb67ca7e2e4824be3757c21cf41859f57f0ff7a85f",
+    "phase1_frame": "51030000000000000000000000000000000000000000000000009f979912d642c917e78a628b4b71a30319dc",
     "part_frame": "1305000000000000000000000000000000000000000000000001401310d9b5bd4f1e8a372281f9f18f4605b7a6a16924bfe6318432b5738d6cdd7970b9d731485e9dd52a7a9461e308696902edb30cf89ffbfe827364b41cc25c",
   ]
 
@@ -180,6 +182,17 @@ import Testing
         marker: FrameRecovery.controlMarker, number: 0, ack: 3,
         report: FlowReport(framesSent: 7, creditsGranted: 70), flags: FrameRecovery.resendFlag),
       key: ri
+    ).hexString
+    // Section 5, "Key updates": the initiator's key of phase 1, and PONG
+    // as its frame 3 in phase 1.
+    let nextIR = FrameRecovery.nextKey(ir)
+    out["k_initiator_to_responder_phase1"] = nextIR.hexString
+    out["phase1_frame"] = FrameRecovery.seal(
+      plaintext(.pong),
+      header: FrameRecovery.Header(
+        marker: FrameRecovery.dataMarker, phase: 1, number: 3, ack: 0,
+        report: FlowReport(framesSent: 0, creditsGranted: 0), flags: 0),
+      key: nextIR
     ).hexString
     // The NOTE of frame 5 sent again in parts (section 5, "Parts"): part 1.
     out["part_frame"] = Self.parts(of: plain, number: 5, key: ir)[1].hexString
