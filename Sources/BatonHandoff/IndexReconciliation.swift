@@ -9,7 +9,7 @@ import BatonSystem
 /// round trips, whatever n is.
 ///
 /// This type is the walk's state and decisions, with no I/O: the session
-/// (`HandoffSession`, the catch-up step) sends `nextRequest()` as GET_NODES,
+/// (`HandoffEngine+Session`, the catch-up step) sends `nextRequest()` as GET_NODES,
 /// gives the NODES answer to `absorb`, pulls the peer entries it returns, and
 /// finally offers `offer(from:)` in TURN. The responder answers with
 /// `answer(_:from:)`.
