@@ -199,8 +199,9 @@ public enum HandoffLimits {
   /// merging a peer's (decoders accept 4096): with at most this many, every
   /// message carrying the vector stays under its kind's limit.
   public static let maxMergedDevices = 1024
-  /// The largest index a peer accepts (reassembled), 16 MiB.
-  public static let maxIndexBytes = 16 << 20
+  /// The largest index a peer accepts (reassembled), 32 MiB: an INDEX of
+  /// 100,000 notes, each with a voucher, is about 17 MB.
+  public static let maxIndexBytes = 32 << 20
   /// Slack above the note size for a NOTE message's metadata.
   public static let noteMetadataSlack = 64 << 10
   /// Any other message.

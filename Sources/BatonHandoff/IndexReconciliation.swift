@@ -74,9 +74,11 @@ package struct IndexReconciliation {
   /// The most nodes one walk asks for: a peer's tree of n entries needs at
   /// most about 8n; more means a peer making the walk up (a hostile key holder).
   static let maxNodesPerWalk = 1 << 22
-  /// TURN's entries stop short of its 16 MiB limit; what is left is offered
-  /// in the next session (the digests still differ).
-  static let turnBudget = HandoffLimits.maxIndexBytes - (1 << 20)
+  /// TURN's entries stop at 15 MiB, well short of its limit; what is left is
+  /// offered in the next session (the digests still differ). Each entry
+  /// counts with a voucher more than it holds here: the sender's own, made
+  /// when it is sent (`HandoffMessage.vouched(by:)`).
+  static let turnBudget = 15 << 20
 
   private var pending: [Request] = [Request(depth: 0, prefix: 0, wantsEntries: false)]
   private var head = 0
@@ -185,7 +187,7 @@ package struct IndexReconciliation {
     for key in offered.sorted() {
       guard let note = mine[key], mine.isOffered(note), peerHashes[key] != note.entry.contentState
       else { continue }
-      bytes += note.entry.encodedSize
+      bytes += note.entry.encodedSize + Vouchers.recordBytes
       if bytes > Self.turnBudget { break }
       out.append(note.entry)
     }
@@ -203,7 +205,7 @@ package struct IndexReconciliation {
         || ((r.wantsEntries || node.count <= leafSize) && bytes < answerBudget)
       {
         let entries = index.offeredEntries(depth: r.depth, prefix: r.prefix)
-        bytes += entries.reduce(5) { $0 + $1.encodedSize }
+        bytes += entries.reduce(5) { $0 + $1.encodedSize + Vouchers.recordBytes }
         return .entries(entries)
       }
       bytes += 1 + 16 * 12

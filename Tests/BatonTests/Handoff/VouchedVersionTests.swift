@@ -65,6 +65,30 @@ import Testing
     #expect(e.vouchers.verifies(b.deviceID, counter: 3, key: b.publicKey, type: Self.type, path: "n.md"))
   }
 
+  /// 100,000 notes, each with its device's voucher, fit one INDEX: the
+  /// limit of index messages is 32 MiB since protocol 9 (16 MiB before,
+  /// which such an INDEX, about 17 MB, would pass).
+  @Test func anIndexOfAHundredThousandVouchedNotesFitsItsLimit() throws {
+    let key = DeviceKey.generate()
+    let signature = key.sign(Array("any 64 bytes will do".utf8))
+    var vouchers = Vouchers()
+    vouchers.set(signature, for: key.deviceID)
+    let entries = (0..<100_000).map { i in
+      HandoffIndexEntry(
+        activityType: "org.example.notes", path: "notes/\(i).md", hash: ContentHash(of: [UInt8(i & 0xff)]),
+        size: 100, version: VersionVector([key.deviceID: 3]), vouchers: vouchers,
+        origin: key.deviceID)
+    }
+    let body = HandoffMessage.index(entries).body
+    #expect(body.count > 16 << 20 && body.count <= HandoffLimits.maxIndexBytes)
+    let decoded = try HandoffMessage.decode(kind: HandoffMessage.Kind.index.rawValue, body: body, maxNoteSize: 1 << 20)
+    guard case .index(let back) = decoded else {
+      Issue.record("not an INDEX")
+      return
+    }
+    #expect(back.count == 100_000 && back.last == entries.last)
+  }
+
   // MARK: The rules
 
   /// Alice's note reached the victim vouched; mallory, a key holder, claims
