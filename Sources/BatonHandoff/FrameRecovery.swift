@@ -33,7 +33,7 @@ import BatonSystem
 ///   which parts of the frame it needs next arrived, so only the parts a
 ///   fault hit are sent again: a frame sealed large before the first fault
 ///   would otherwise meet a fault on nearly every try.
-/// - Each side updates the key it seals with at least every
+/// - Each side updates the key it seals with about every
 ///   `keyUpdateInterval` (a *key phase*, two bits of the marker byte), so a
 ///   link that runs for days does not keep one key: a key a thief takes
 ///   opens at most the last two phases it captured. A side moves on only
@@ -692,7 +692,7 @@ package struct FrameRecovery: Sendable {
     }
   }
 
-  /// The key phases this side seals and opens in (for tests and status).
+  /// The key phases this side seals and opens in (for tests).
   package var keyPhases: (send: UInt64, receive: UInt64) { (sendPhase, receivePhase) }
 
   private mutating func shrink() {

@@ -323,12 +323,15 @@ extension HandoffEngine {
       summary.declined += 1
       return nil
     }
-    if let reason = implausibility(of: e.version, type: e.activityType, path: e.path) {
+    let local = index[Self.key(e.activityType, e.path)]?.entry
+    if let reason = implausibility(of: e.version, path: e.path, against: local) {
       fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
       return nil
     }
-    switch checkedVouchers(e.version, e.vouchers, type: e.activityType, path: e.path) {
+    switch checkedVouchers(
+      e.version, e.vouchers, type: e.activityType, path: e.path, against: local)
+    {
     case .failure(let refusal):
       fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(refusal)")
       summary.failed += 1
@@ -345,8 +348,10 @@ extension HandoffEngine {
   /// by this device than the index holds is forged (adopting it would exhaust
   /// the counter); and one that would grow the merged vector past the limit
   /// could no longer be sent to anyone.
-  func implausibility(of version: VersionVector, type: String, path: String) -> String? {
-    let local = index[Self.key(type, path)]?.entry.version ?? VersionVector()
+  func implausibility(of version: VersionVector, path: String, against entry: HandoffIndexEntry?)
+    -> String?
+  {
+    let local = entry?.version ?? VersionVector()
     let claimed = version[me.device]
     if claimed > local[me.device] {
       return "forged version of \(path): it claims \(claimed) changes by this device"
@@ -541,13 +546,16 @@ extension HandoffEngine {
       summary.failed += 1
       return nil
     }
-    if let reason = implausibility(of: p.version, type: type, path: p.path) {
+    let key = Self.key(type, p.path)
+    let stored = index[key]
+    if let reason = implausibility(of: p.version, path: p.path, against: stored?.entry) {
       fail(activityType: type, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
       return nil
     }
     var p = p
-    switch checkedVouchers(p.version, p.vouchers, type: type, path: p.path) {
+    switch checkedVouchers(p.version, p.vouchers, type: type, path: p.path, against: stored?.entry)
+    {
     case .failure(let refusal):
       fail(activityType: type, peer: peer, reason: "bad payload: \(refusal)")
       summary.failed += 1
@@ -555,8 +563,6 @@ extension HandoffEngine {
     case .success(let kept):
       p.vouchers = kept
     }
-    let key = Self.key(type, p.path)
-    let stored = index[key]
     var conflict = false
     if let stored {
       switch order(of: p.version, vouchers: p.vouchers, against: stored.entry) {

@@ -16,9 +16,9 @@ extension HandoffEngine {
   /// device's key is not known here is dropped. A raise without a voucher is
   /// refused where the local counter of that device has one.
   func checkedVouchers(
-    _ version: VersionVector, _ vouchers: Vouchers, type: String, path: String
+    _ version: VersionVector, _ vouchers: Vouchers, type: String, path: String,
+    against local: HandoffIndexEntry?
   ) -> Result<Vouchers, VoucherRefusal> {
-    let local = index[Self.key(type, path)]?.entry
     let (localVersion, localVouchers) = (local?.version ?? VersionVector(), local?.vouchers ?? Vouchers())
     var kept = Vouchers()
     for device in version.devices where device != me.device {

@@ -7,8 +7,8 @@ extension HandoffMessage {
   /// whose version counts changes by `key`'s device (one already there is
   /// replaced: a voucher is for the counter in the vector it travels with).
   func vouched(by key: DeviceKey) -> HandoffMessage {
+    // `Vouchers.signed` leaves a version without a counter of ours as it is.
     func entry(_ e: HandoffIndexEntry) -> HandoffIndexEntry {
-      guard e.version[key.deviceID] > 0 else { return e }
       var out = e
       out.vouchers = e.vouchers.signed(
         by: key, type: e.activityType, path: e.path, version: e.version)
@@ -29,7 +29,6 @@ extension HandoffMessage {
           return $0
         })
     case .note(let payload):
-      guard payload.version[key.deviceID] > 0 else { return self }
       var out = payload
       out.vouchers = payload.vouchers.signed(
         by: key, type: payload.activityType, path: payload.path, version: payload.version)
