@@ -140,24 +140,40 @@ enum FuzzTargets {
   }
 
   static let me = LocalIdentity(key: DeviceKey(seed: [UInt8](repeating: 42, count: 32))!, name: "fuzz")
-  static let hello = SecureChannel.makeHello(challenge: [UInt8](repeating: 1, count: 32))
+  /// The two sides' ephemeral secrets, fixed so that the seeds are the same on
+  /// every run.
+  static let initiatorSecret = [UInt8](repeating: 5, count: 32)
+  static let responderSecret = [UInt8](repeating: 6, count: 32)
+  static let hello = SecureChannel.makeHello(
+    ephemeral: HandoffCrypto.x25519PublicKey(secret: initiatorSecret))
+  static let shared = HandoffCrypto.x25519(
+    secret: initiatorSecret, peerPublic: HandoffCrypto.x25519PublicKey(secret: responderSecret))!
   static let challengeResponse = SecureChannel.makeChallengeResponse(
-    hello: hello, challenge: [UInt8](repeating: 2, count: 32),
-    ephemeral: [UInt8](repeating: 5, count: 32), nonce: [UInt8](repeating: 3, count: 24), me: me,
-    keys: keys)
+    hello: hello, ephemeral: HandoffCrypto.x25519PublicKey(secret: responderSecret),
+    nonce: [UInt8](repeating: 3, count: 24), shared: shared, me: me, keys: keys)
   static let response = SecureChannel.makeResponse(
-    hello: hello, challengeResponse: challengeResponse,
-    ephemeral: [UInt8](repeating: 6, count: 32), nonce: [UInt8](repeating: 4, count: 24), me: me,
-    keys: keys)
+    hello: hello, challengeResponse: challengeResponse, nonce: [UInt8](repeating: 4, count: 24),
+    shared: shared, me: me, keys: keys)
 
-  /// The responder checks M1's shape; both sides open M2 or M3 with the key.
+  /// The responder checks M1's shape and makes the X25519 secret of its key;
+  /// the initiator makes it from M2's key and opens M2; the responder opens M3.
   static let handshake = FuzzTarget(
     name: "handshake", seeds: [hello, challengeResponse, response]
   ) { input in
-    _ = input.count == 34 && input[0] == SecureChannel.hello && input[1] == SecureChannel.handshakeVersion
-    _ = SecureChannel.openChallengeResponse(input, hello: hello, keys: keys)
+    if input.count == SecureChannel.helloBytes, input[0] == SecureChannel.hello,
+      input[1] == SecureChannel.handshakeVersion
+    {
+      _ = HandoffCrypto.x25519(
+        secret: responderSecret, peerPublic: Array(input[SecureChannel.initiatorEphemeralRange]))
+    }
+    if input.count > SecureChannel.challengeResponseHeaderBytes,
+      let dh = HandoffCrypto.x25519(
+        secret: initiatorSecret, peerPublic: Array(input[SecureChannel.responderEphemeralRange]))
+    {
+      _ = SecureChannel.openChallengeResponse(input, hello: hello, shared: dh, keys: keys)
+    }
     _ = SecureChannel.openResponse(
-      input, hello: hello, challengeResponse: challengeResponse, keys: keys)
+      input, hello: hello, challengeResponse: challengeResponse, shared: shared, keys: keys)
   }
 
   static let frameKey = [UInt8](repeating: 9, count: 32)

@@ -33,7 +33,7 @@ public struct HandoffKeys: Sendable {
 
 /// Thin wrappers over the libsodium primitives the handoff protocol uses.
 /// Nothing here is home-made: only libsodium calls and byte shuffling.
-enum HandoffCrypto {
+package enum HandoffCrypto {
   static let aeadNonceBytes = 24  // crypto_aead_xchacha20poly1305_ietf_NPUBBYTES
   static let aeadTagBytes = 16  // crypto_aead_xchacha20poly1305_ietf_ABYTES
 
@@ -88,7 +88,7 @@ enum HandoffCrypto {
 
   /// `crypto_scalarmult_base`: the X25519 public key of a 32-byte secret key
   /// (clamped by libsodium, as RFC 7748 says).
-  static func x25519PublicKey(secret: [UInt8]) -> [UInt8] {
+  package static func x25519PublicKey(secret: [UInt8]) -> [UInt8] {
     Sodium.ensureInitialized()
     precondition(secret.count == x25519Bytes)
     var out = [UInt8](repeating: 0, count: x25519Bytes)
@@ -99,7 +99,7 @@ enum HandoffCrypto {
   /// `crypto_scalarmult`: the X25519 shared secret of our secret key and the
   /// peer's public key; nil when the peer's key is not 32 bytes or is a
   /// low-order point (libsodium refuses an all-zero result).
-  static func x25519(secret: [UInt8], peerPublic: [UInt8]) -> [UInt8]? {
+  package static func x25519(secret: [UInt8], peerPublic: [UInt8]) -> [UInt8]? {
     Sodium.ensureInitialized()
     guard secret.count == x25519Bytes, peerPublic.count == x25519Bytes else { return nil }
     var out = [UInt8](repeating: 0, count: x25519Bytes)

@@ -207,7 +207,8 @@ public enum HandoffLimits {
   /// Any other message.
   public static let maxControlBytes = 64 << 10
   /// The smallest `maximumMessageSize` a channel must offer: M2 of the
-  /// handshake with a 64-byte name is 268 bytes (PROTOCOL.md section 4).
+  /// handshake with a 64-byte name is 236 bytes (268 before protocol 10;
+  /// the bound stays, PROTOCOL.md section 4).
   public static let minimumMessageSize = 272
 
   /// `text` cut at a character boundary so that its UTF-8 fits in `toBytes` bytes.

@@ -60,26 +60,30 @@ package struct SecureChannel: Sendable {
   /// by its device key (`DeviceKey`); version 8 sends a frame again in
   /// parts, and its control frames show the parts held; version 9 carries
   /// each version's vouchers (`Vouchers`) and moves the frame keys to a new
-  /// key phase every hour (`FrameRecovery`); the beacon's own format version
-  /// stays `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  package static let handshakeVersion: UInt8 = 9
+  /// key phase every hour (`FrameRecovery`); version 10 seals each identity
+  /// under a key the ephemeral exchange makes (M1 carries the initiator's
+  /// ephemeral key); the beacon's own format version stays
+  /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
+  package static let handshakeVersion: UInt8 = 10
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03
   static let labelResponder = Array("baton-auth-R".utf8)
   static let labelInitiator = Array("baton-auth-I".utf8)
-  static let labelSession = Array("baton-session-3".utf8)
+  static let labelSession = Array("baton-session-4".utf8)
+  static let labelIdentity = Array("baton-identity-1".utf8)
   static let signatureResponder = Array("baton-device-R".utf8)
   static let signatureInitiator = Array("baton-device-I".utf8)
   /// Byte sizes: M1; the headers (everything before the sealed identity) of M2 and M3;
-  /// where each ephemeral public key sits in its message.
-  static let helloBytes = 34
+  /// where each ephemeral public key sits in its message (the initiator's in
+  /// M1, the responder's in M2).
+  package static let helloBytes = 34
   /// The version notice: `0x02, version`.
   static let versionNoticeBytes = 2
-  static let challengeResponseHeaderBytes = 90
-  static let responseHeaderBytes = 57
-  static let responderEphemeralRange = 34..<66
-  static let initiatorEphemeralRange = 1..<33
+  package static let challengeResponseHeaderBytes = 58
+  static let responseHeaderBytes = 25
+  package static let responderEphemeralRange = 2..<34
+  package static let initiatorEphemeralRange = 2..<34
 
   /// Runs the three-message handshake; throws `HandoffError.authenticationFailed`
   /// (after closing the channel) when the peer does not prove the group key, and
@@ -122,12 +126,14 @@ package struct SecureChannel: Sendable {
     let m2: [UInt8]
     let m3: [UInt8]
     let peer: PeerIdentity
-    var shared: [UInt8]
+    // The X25519 secret of the two ephemeral keys, wiped on the way out.
+    var shared: [UInt8] = []
+    defer { HandoffCrypto.wipe(&shared) }
     if initiator {
-      m1 = makeHello(challenge: HandoffCrypto.random(32))
+      m1 = makeHello(ephemeral: ephemeralPublic)
       try await channel.send(m1)
       let repeater = HandshakeRepeater(m1, over: channel)
-      var opened: (m2: [UInt8], id: PeerIdentity)?
+      var opened: (m2: [UInt8], id: PeerIdentity, shared: [UInt8])?
       // The version an M2 of another version claimed: believed once it comes
       // twice, or the peer ends the channel (an M2 damaged in its version
       // byte comes right the second time).
@@ -169,8 +175,22 @@ package struct SecureChannel: Sendable {
           await channel.close()
           throw HandoffError.peerProtocolVersion(peer: peerLabel, version: answer[1])
         }
-        switch openChallengeResponse(answer, hello: m1, keys: keys) {
-        case .identity(let id): opened = (answer, id)
+        // The identity is sealed under a key the ephemeral exchange makes
+        // (an M2 too short to hold a key does not open). A low-order key
+        // is no damage a radio makes: closed at once, before M3.
+        var dh: [UInt8]?
+        if answer.count > challengeResponseHeaderBytes {
+          dh = HandoffCrypto.x25519(
+            secret: ephemeralSecret, peerPublic: Array(answer[responderEphemeralRange]))
+          if dh == nil {
+            await repeater.stop()
+            throw await fail(Self.lowOrderFailure, keyMayDiffer: false)
+          }
+        }
+        switch dh.map({ openChallengeResponse(answer, hello: m1, shared: $0, keys: keys) })
+          ?? .sealBroken
+        {
+        case .identity(let id): opened = (answer, id, dh!)
         case .sealBroken:
           // Damaged on the way, or sealed under another key: ask again while
           // repeats are left (the responder answers a repeated hello with the
@@ -184,8 +204,9 @@ package struct SecureChannel: Sendable {
         }
       }
       await repeater.stop()
-      guard let (answer, id) = opened else { throw HandoffError.channelClosed(peer: peerLabel) }
+      guard let (answer, id, dh) = opened else { throw HandoffError.channelClosed(peer: peerLabel) }
       m2 = answer
+      shared = dh
       // Refused before M3 goes out (PROTOCOL.md section 4): M3 would prove
       // our identity to whoever reflected our own.
       guard id.device != me.device else {
@@ -194,21 +215,27 @@ package struct SecureChannel: Sendable {
             + " agent's state directory used by another agent); closed before answering",
           keyMayDiffer: false)
       }
-      guard
-        let dh = HandoffCrypto.x25519(
-          secret: ephemeralSecret, peerPublic: Array(m2[responderEphemeralRange]))
-      else {
-        throw await fail("its ephemeral key is not a usable X25519 key", keyMayDiffer: false)
-      }
       peer = id
-      shared = dh
       m3 = makeResponse(
-        hello: m1, challengeResponse: m2, ephemeral: ephemeralPublic,
-        nonce: HandoffCrypto.random(24), me: me, keys: keys)
+        hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), shared: shared, me: me,
+        keys: keys)
       try await channel.send(m3)
     } else {
+      // M2 for a hello, and the X25519 secret it was sealed under; nil if the
+      // hello's ephemeral key is a low-order point (section 4).
+      func answer(_ hello: [UInt8]) -> (m2: [UInt8], shared: [UInt8])? {
+        guard
+          let dh = HandoffCrypto.x25519(
+            secret: ephemeralSecret, peerPublic: Array(hello[initiatorEphemeralRange]))
+        else { return nil }
+        let m2 = makeChallengeResponse(
+          hello: hello, ephemeral: ephemeralPublic, nonce: HandoffCrypto.random(24), shared: dh,
+          me: me, keys: keys)
+        return (m2, dh)
+      }
       // The hello; a damaged one is dropped, since the initiator repeats it.
       var hello: [UInt8]?
+      var answered: (m2: [UInt8], shared: [UInt8])?
       var malformed = 0
       while hello == nil {
         let m = try await next()
@@ -219,7 +246,11 @@ package struct SecureChannel: Sendable {
           throw HandoffError.peerProtocolVersion(peer: peerLabel, version: m[1])
         }
         if m.count == helloBytes, m[0] == Self.hello {
+          guard let a = answer(m) else {
+            throw await fail(Self.lowOrderFailure, keyMayDiffer: false)
+          }
           hello = m
+          answered = a
         } else {
           malformed += 1
           guard malformed <= HandshakeRepeater.limit else {
@@ -227,13 +258,11 @@ package struct SecureChannel: Sendable {
           }
         }
       }
-      guard var hello else { throw HandoffError.channelClosed(peer: peerLabel) }
-      func answer(_ hello: [UInt8]) -> [UInt8] {
-        makeChallengeResponse(
-          hello: hello, challenge: HandoffCrypto.random(32), ephemeral: ephemeralPublic,
-          nonce: HandoffCrypto.random(24), me: me, keys: keys)
+      guard var hello, let first = answered else {
+        throw HandoffError.channelClosed(peer: peerLabel)
       }
-      var challengeResponse = answer(hello)
+      var challengeResponse = first.m2
+      shared = first.shared
       try await channel.send(challengeResponse)
       var repeater = HandshakeRepeater(challengeResponse, over: channel)
       var opened: (m3: [UInt8], id: PeerIdentity)?
@@ -257,12 +286,13 @@ package struct SecureChannel: Sendable {
           continue
         }
         if m.count == helloBytes, m[0] == Self.hello, m[1] == handshakeVersion,
-          restarts < HandshakeRepeater.limit
+          restarts < HandshakeRepeater.limit, let fresh = answer(m)
         {
           restarts += 1
           await repeater.stop()
           hello = m
-          challengeResponse = answer(hello)
+          HandoffCrypto.wipe(&shared)
+          (challengeResponse, shared) = fresh
           try await channel.send(challengeResponse)
           repeater = HandshakeRepeater(challengeResponse, over: channel)
           continue
@@ -275,7 +305,9 @@ package struct SecureChannel: Sendable {
           }
           continue
         }
-        switch openResponse(m, hello: hello, challengeResponse: challengeResponse, keys: keys) {
+        switch openResponse(
+          m, hello: hello, challengeResponse: challengeResponse, shared: shared, keys: keys)
+        {
         case .identity(let id): opened = (m, id)
         case .sealBroken:
           // Damaged on the way (an initiator that opened M2 holds the key):
@@ -293,16 +325,8 @@ package struct SecureChannel: Sendable {
       m1 = hello
       m2 = challengeResponse
       m3 = answer
-      guard
-        let dh = HandoffCrypto.x25519(
-          secret: ephemeralSecret, peerPublic: Array(m3[initiatorEphemeralRange]))
-      else {
-        throw await fail("its ephemeral key is not a usable X25519 key", keyMayDiffer: false)
-      }
       peer = id
-      shared = dh
     }
-    defer { HandoffCrypto.wipe(&shared) }
     guard peer.device != me.device else {
       throw await fail(
         "it claims this agent's own device id (a reflected handshake, or a copy of this"
@@ -323,58 +347,95 @@ package struct SecureChannel: Sendable {
       timeout: timeout, maxNoteSize: maxNoteSize)
   }
 
-  /// M1: `0x01, version, challenge[32]`.
-  package static func makeHello(challenge: [UInt8]) -> [UInt8] {
-    [hello, handshakeVersion] + challenge
+  /// M1: `0x01, version, ephemeral[32]`: the initiator's ephemeral X25519
+  /// public key, fresh for each handshake, is also its challenge.
+  package static func makeHello(ephemeral: [UInt8]) -> [UInt8] {
+    [hello, handshakeVersion] + ephemeral
   }
 
-  /// M2: `0x02, version, challenge[32], ephemeral[32], nonce[24], seal(identity)` with AD
-  /// `"baton-auth-R" || M1 || the first 90 bytes of M2`; the identity's
-  /// signature is over `"baton-device-R" || M1 || those 90 bytes || key || name`.
+  /// The keys that seal the two identities: BLAKE2b-512 keyed with `k_auth`
+  /// over `"baton-identity-1" || M1 || the header of M2 || shared`; the first
+  /// 32 bytes seal the responder's identity, the last 32 the initiator's. A
+  /// capture opens them only with an ephemeral secret, not with the group key
+  /// alone (PROTOCOL.md section 4, "Forward secrecy").
+  static func identityKeys(
+    hello m1: [UInt8], challengeResponseHeader head: [UInt8], shared: [UInt8], keys: HandoffKeys
+  ) -> (responder: [UInt8], initiator: [UInt8]) {
+    var okm = HandoffCrypto.hash(labelIdentity + m1 + head + shared, key: keys.auth, length: 64)
+    defer { HandoffCrypto.wipe(&okm) }
+    return (Array(okm[0..<32]), Array(okm[32..<64]))
+  }
+
+  /// M2: `0x02, version, ephemeral[32], nonce[24], seal(identity)` with AD
+  /// `"baton-auth-R" || M1 || the first 58 bytes of M2`, under the responder's
+  /// identity key (`identityKeys`); the identity's signature is over
+  /// `"baton-device-R" || M1 || those 58 bytes || key || name`.
   package static func makeChallengeResponse(
-    hello m1: [UInt8], challenge: [UInt8], ephemeral: [UInt8], nonce: [UInt8], me: LocalIdentity,
+    hello m1: [UInt8], ephemeral: [UInt8], nonce: [UInt8], shared: [UInt8], me: LocalIdentity,
     keys: HandoffKeys
   ) -> [UInt8] {
-    let head = [challengeResponse, handshakeVersion] + challenge + ephemeral + nonce
+    let head = [challengeResponse, handshakeVersion] + ephemeral + nonce
+    var key = identityKeys(hello: m1, challengeResponseHeader: head, shared: shared, keys: keys)
+      .responder
+    defer { HandoffCrypto.wipe(&key) }
     return head
       + HandoffCrypto.seal(
         signedIdentity(me, label: signatureResponder, transcript: m1 + head),
-        ad: labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+        ad: labelResponder + m1 + head, nonce: nonce, key: key)
   }
 
-  package static func openChallengeResponse(_ m2: [UInt8], hello m1: [UInt8], keys: HandoffKeys)
-    -> IdentityOpening
-  {
-    openIdentity(
+  /// Opens M2 with the X25519 secret of the initiator's ephemeral key and the
+  /// one M2 carries.
+  package static func openChallengeResponse(
+    _ m2: [UInt8], hello m1: [UInt8], shared: [UInt8], keys: HandoffKeys
+  ) -> IdentityOpening {
+    guard m2.count > challengeResponseHeaderBytes else { return .sealBroken }
+    var key = identityKeys(
+      hello: m1, challengeResponseHeader: Array(m2[0..<challengeResponseHeaderBytes]),
+      shared: shared, keys: keys
+    ).responder
+    defer { HandoffCrypto.wipe(&key) }
+    return openIdentity(
       m2, headerBytes: challengeResponseHeaderBytes, type: challengeResponse,
-      sealLabel: labelResponder, signatureLabel: signatureResponder, transcript: m1,
-      key: keys.auth)
+      sealLabel: labelResponder, signatureLabel: signatureResponder, transcript: m1, key: key)
   }
 
-  /// M3: `0x03, ephemeral[32], nonce[24], seal(identity)` with AD
-  /// `"baton-auth-I" || M1 || M2 || the first 57 bytes of M3`; the identity's
-  /// signature is over `"baton-device-I" || M1 || M2 || those 57 bytes || key || name`.
+  /// M3: `0x03, nonce[24], seal(identity)` with AD
+  /// `"baton-auth-I" || M1 || M2 || the first 25 bytes of M3`, under the
+  /// initiator's identity key (`identityKeys`); the identity's signature is
+  /// over `"baton-device-I" || M1 || M2 || those 25 bytes || key || name`.
   package static func makeResponse(
-    hello m1: [UInt8], challengeResponse m2: [UInt8], ephemeral: [UInt8], nonce: [UInt8],
+    hello m1: [UInt8], challengeResponse m2: [UInt8], nonce: [UInt8], shared: [UInt8],
     me: LocalIdentity, keys: HandoffKeys
   ) -> [UInt8] {
-    let head = [response] + ephemeral + nonce
+    let head = [response] + nonce
+    var key = identityKeys(
+      hello: m1, challengeResponseHeader: Array(m2.prefix(challengeResponseHeaderBytes)),
+      shared: shared, keys: keys
+    ).initiator
+    defer { HandoffCrypto.wipe(&key) }
     return head
       + HandoffCrypto.seal(
         signedIdentity(me, label: signatureInitiator, transcript: m1 + m2 + head),
-        ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: keys.auth)
+        ad: labelInitiator + m1 + m2 + head, nonce: nonce, key: key)
   }
 
   package static func openResponse(
-    _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], keys: HandoffKeys
+    _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], shared: [UInt8],
+    keys: HandoffKeys
   ) -> IdentityOpening {
-    openIdentity(
+    var key = identityKeys(
+      hello: m1, challengeResponseHeader: Array(m2.prefix(challengeResponseHeaderBytes)),
+      shared: shared, keys: keys
+    ).initiator
+    defer { HandoffCrypto.wipe(&key) }
+    return openIdentity(
       m3, headerBytes: responseHeaderBytes, type: response, sealLabel: labelInitiator,
-      signatureLabel: signatureInitiator, transcript: m1 + m2, key: keys.auth)
+      signatureLabel: signatureInitiator, transcript: m1 + m2, key: key)
   }
 
   /// The two session keys: BLAKE2b-512 keyed with the payload key over
-  /// `"baton-session-3" || M1 || M2 || M3 || u64 initiator || u64 responder || shared`,
+  /// `"baton-session-4" || M1 || M2 || M3 || u64 initiator || u64 responder || shared`,
   /// where `shared` is the X25519 secret of the two ephemeral keys; the first
   /// 32 bytes key initiator-to-responder frames, the last 32 the reverse. Both
   /// the group key and the ephemeral secrets are needed to make them.
@@ -426,12 +487,15 @@ package struct SecureChannel: Sendable {
     }
   }
 
+  static let lowOrderFailure =
+    "its ephemeral key is not a usable X25519 key (a low-order point); closed"
+
   static let signatureFailure =
     "its device key's signature does not verify, though it holds the group key (a key holder"
     + " altering the handshake, or a broken agent); closed"
 
-  /// Opens M2 (header: type, version, challenge, ephemeral, nonce) or M3 (header:
-  /// type, ephemeral, nonce): the seal's AD is `sealLabel || transcript` followed by
+  /// Opens M2 (header: type, version, ephemeral, nonce) or M3 (header: type,
+  /// nonce) with its identity key: the seal's AD is `sealLabel || transcript` followed by
   /// the message's own header, the signature is over `signatureLabel || transcript ||
   /// header || key || name`.
   static func openIdentity(

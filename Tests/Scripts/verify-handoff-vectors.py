@@ -120,7 +120,8 @@ def main():
     got["device_id_alice"], got["device_id_bob"] = struct.pack("<Q", alice), struct.pack("<Q", bob)
 
     # Handshake (section 4): identity = key || string name || signature over
-    # label || transcript || header || key || name.
+    # label || transcript || header || key || name, sealed under identity keys
+    # made from k_auth and the X25519 secret of the two ephemeral keys.
     ident = lambda pk, n: pk + string(n)
     sk_i = X25519PrivateKey.from_private_bytes(b"\x55" * 32)
     sk_r = X25519PrivateKey.from_private_bytes(b"\x66" * 32)
@@ -128,16 +129,19 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 9]) + b"\x11" * 32
-    head2 = bytes([2, 9]) + b"\x22" * 32 + e_r + b"\x33" * 24
+    m1 = bytes([1, 10]) + e_i
+    head2 = bytes([2, 10]) + e_r + b"\x33" * 24
+    hk = hashlib.blake2b(b"baton-identity-1" + m1 + head2 + shared, digest_size=64,
+                         key=got["k_auth"]).digest()
+    got["k_identity_r"], got["k_identity_i"] = hk[:32], hk[32:]
     id_r = ident(pk_b, "bob")
     id_r += dev_b.sign(b"baton-device-R" + m1 + head2 + id_r)
-    m2 = head2 + xchacha20poly1305_seal(got["k_auth"], b"\x33" * 24, id_r, b"baton-auth-R" + m1 + head2)
-    head3 = bytes([3]) + e_i + b"\x44" * 24
+    m2 = head2 + xchacha20poly1305_seal(hk[:32], b"\x33" * 24, id_r, b"baton-auth-R" + m1 + head2)
+    head3 = bytes([3]) + b"\x44" * 24
     id_i = ident(pk_a, "alice")
     id_i += dev_a.sign(b"baton-device-I" + m1 + m2 + head3 + id_i)
-    m3 = head3 + xchacha20poly1305_seal(got["k_auth"], b"\x44" * 24, id_i, b"baton-auth-I" + m1 + m2 + head3)
-    okm = hashlib.blake2b(b"baton-session-3" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob) + shared,
+    m3 = head3 + xchacha20poly1305_seal(hk[32:], b"\x44" * 24, id_i, b"baton-auth-I" + m1 + m2 + head3)
+    okm = hashlib.blake2b(b"baton-session-4" + m1 + m2 + m3 + struct.pack("<QQ", alice, bob) + shared,
                           digest_size=64, key=got["k_payload"]).digest()
     got["hs_m1"], got["hs_m2"], got["hs_m3"] = m1, m2, m3
     got["k_initiator_to_responder"], got["k_responder_to_initiator"] = okm[:32], okm[32:]

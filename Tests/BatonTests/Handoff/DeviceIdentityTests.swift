@@ -13,45 +13,59 @@ import Testing
 
   /// M2 with bob's public key and name, signed by mallory's key (she holds
   /// the group key, so the seal opens): the signature does not verify.
-  @Test func anIdentitySignedByAnotherKeyIsRefused() {
+  @Test func anIdentitySignedByAnotherKeyIsRefused() throws {
     let bob = DeviceKey.generate()
     let mallory = DeviceKey.generate()
-    let m1 = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
+    let (initiator, responder) = (EphemeralKey(), EphemeralKey())
+    let shared = try #require(initiator.shared(with: responder.publicKey))
+    let m1 = SecureChannel.makeHello(ephemeral: initiator.publicKey)
     let nonce = HandoffCrypto.random(24)
     let head =
-      [SecureChannel.challengeResponse, SecureChannel.handshakeVersion] + HandoffCrypto.random(32)
-      + HandoffCrypto.x25519PublicKey(secret: HandoffCrypto.random(32)) + nonce
+      [SecureChannel.challengeResponse, SecureChannel.handshakeVersion] + responder.publicKey
+      + nonce
+    let sealKey = SecureChannel.identityKeys(
+      hello: m1, challengeResponseHeader: head, shared: shared, keys: keys
+    ).responder
     let claimed = SecureChannel.identityBytes(PeerIdentity(key: bob.publicKey, name: "bob"))
     let forged =
       claimed + mallory.sign(SecureChannel.signatureResponder + m1 + head + claimed)
     let m2 =
       head
       + HandoffCrypto.seal(
-        forged, ad: SecureChannel.labelResponder + m1 + head, nonce: nonce, key: keys.auth)
-    #expect(SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys) == .signatureBroken)
+        forged, ad: SecureChannel.labelResponder + m1 + head, nonce: nonce, key: sealKey)
+    #expect(
+      SecureChannel.openChallengeResponse(m2, hello: m1, shared: shared, keys: keys)
+        == .signatureBroken)
     // Signed by bob's own key, the same bytes open as bob.
     let honest = claimed + bob.sign(SecureChannel.signatureResponder + m1 + head + claimed)
     let m2Honest =
       head
       + HandoffCrypto.seal(
-        honest, ad: SecureChannel.labelResponder + m1 + head, nonce: nonce, key: keys.auth)
+        honest, ad: SecureChannel.labelResponder + m1 + head, nonce: nonce, key: sealKey)
     #expect(
-      SecureChannel.openChallengeResponse(m2Honest, hello: m1, keys: keys)
+      SecureChannel.openChallengeResponse(m2Honest, hello: m1, shared: shared, keys: keys)
         == .identity(PeerIdentity(key: bob.publicKey, name: "bob")))
   }
 
   /// A recorded M2 of bob's does not serve in another handshake: its seal and
-  /// signature are bound to the initiator's fresh challenge.
-  @Test func aRecordedIdentityDoesNotServeAnotherHandshake() {
+  /// signature are bound to the initiator's fresh ephemeral key.
+  @Test func aRecordedIdentityDoesNotServeAnotherHandshake() throws {
     let bob = LocalIdentity(key: DeviceKey.generate(), name: "bob")
-    let m1 = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
+    let (initiator, responder) = (EphemeralKey(), EphemeralKey())
+    let shared = try #require(initiator.shared(with: responder.publicKey))
+    let m1 = SecureChannel.makeHello(ephemeral: initiator.publicKey)
     let m2 = SecureChannel.makeChallengeResponse(
-      hello: m1, challenge: HandoffCrypto.random(32),
-      ephemeral: HandoffCrypto.x25519PublicKey(secret: HandoffCrypto.random(32)),
-      nonce: HandoffCrypto.random(24), me: bob, keys: keys)
-    #expect(SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys).peer == bob.peer)
-    let other = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
-    #expect(SecureChannel.openChallengeResponse(m2, hello: other, keys: keys) == .sealBroken)
+      hello: m1, ephemeral: responder.publicKey, nonce: HandoffCrypto.random(24), shared: shared,
+      me: bob, keys: keys)
+    #expect(
+      SecureChannel.openChallengeResponse(m2, hello: m1, shared: shared, keys: keys).peer
+        == bob.peer)
+    let another = EphemeralKey()
+    let other = SecureChannel.makeHello(ephemeral: another.publicKey)
+    let otherShared = try #require(another.shared(with: responder.publicKey))
+    #expect(
+      SecureChannel.openChallengeResponse(m2, hello: other, shared: otherShared, keys: keys)
+        == .sealBroken)
   }
 
   /// An initiator that holds the group key and claims alice's device id in
@@ -65,13 +79,17 @@ import Testing
     async let served = Result(catching: {
       try await bob.engine.runSession(over: theirs, initiator: false, peerAddress: "m")
     })
-    let m1 = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
+    let mine = EphemeralKey()
+    let m1 = SecureChannel.makeHello(ephemeral: mine.publicKey)
     try await hostile.send(m1)
     let m2 = try #require(try await hostile.receive())
+    let shared = try #require(mine.shared(with: Array(m2[SecureChannel.responderEphemeralRange])))
+    let sealKey = SecureChannel.identityKeys(
+      hello: m1, challengeResponseHeader: Array(m2[0..<SecureChannel.challengeResponseHeaderBytes]),
+      shared: shared, keys: keys
+    ).initiator
     let nonce = HandoffCrypto.random(24)
-    let head =
-      [SecureChannel.response] + HandoffCrypto.x25519PublicKey(secret: HandoffCrypto.random(32))
-      + nonce
+    let head = [SecureChannel.response] + nonce
     let claimed = SecureChannel.identityBytes(PeerIdentity(key: alice.publicKey, name: "alice"))
     let forged =
       claimed + mallory.sign(SecureChannel.signatureInitiator + m1 + m2 + head + claimed)
@@ -79,7 +97,7 @@ import Testing
       head
         + HandoffCrypto.seal(
           forged, ad: SecureChannel.labelInitiator + m1 + m2 + head, nonce: nonce,
-          key: keys.auth))
+          key: sealKey))
     guard case .failure(let error) = await served else {
       Issue.record("a key holder claiming another device's id was admitted")
       return

@@ -22,13 +22,15 @@ import Testing
     "hs_ephemeral_i": "38ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67",
     "hs_ephemeral_r": "219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf424",
     "hs_shared": "559ed2171b98fa0c0f417b78b5c5a43e971990d7605860038d940284d3245142",
-    "hs_m1": "01091111111111111111111111111111111111111111111111111111111111111111",
+    "k_identity_r": "285bc9cd7237d9a9ae1bea059e37ef178a113f57d703786b909ff0496eca083d",
+    "k_identity_i": "77783ed59314f5dfe0984251199d2efee2ebdb77c195c6440deb5dddde584369",
+    "hs_m1": "010a38ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67",
     "hs_m2":
-      "02092222222222222222222222222222222222222222222222222222222222222222219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf42433333333333333333333333333333333333333333333333369509b937eb50ecb2a18832ee8c1d712b506f4ecf49c33f85deb03723792d0d5fd46f3746d8c247632e2083f1720ab89b596413a94630fd2c12c5975a02fd73f1ee4d203d175357ceb42db9c1bd9e28f85a50ad8c3ec1b44d647d76d238d2da3b885abf9aec98190eb7cdd5731b628b18884935a31",
+      "020a219e4d800da968d2a5fcb009c784f4746c7138edb9ee4844b739e830b05cf4243333333333333333333333333333333333333333333333338723563c6f6649af0640d46b150ca9fa156b60a8ffd9392fb7d0bb93a4c1db1748adb544bad4f0a4208da8100667eda778c2c86c7eb45c0458452fc6364518bed845b22831157abbae40888d647955c98a34db39b0d23ff3f7c7f85277680c847730a2dabd515c04564137e47e4387fe471f9d5f84",
     "hs_m3":
-      "0338ab664bd86f77d7e66bdd9ae0792913a94fd8b33a1260027e4b46c1f4884c67444444444444444444444444444444444444444444444444f492cd46d5e0aa3ba2727ef0c8b0155e37cbd384e64e1d4ea5aea5a96934510a6c0c46d4a00915b4c502264b5f06d1180a275d0f3bb0bd3b361cd91979f8729b6ba229af812880a1ab50988d971ee81d4da1df442d54442ca328fbc544bb478a3a4d4e1517778bfb0ae04fa4dd5b1e7e03d5356eb07a77",
-    "k_initiator_to_responder": "2633e6870b3c849c8df66bc8e01e56a585593b8f1a76a9fa285f1e74a400a880",
-    "k_responder_to_initiator": "53a23f86868e160c6336367d6978b6b2d8577f55d913f6b17f31003c6b343902",
+      "03444444444444444444444444444444444444444444444444a04c9b0e271dc02b350a3b38ad337563b2df625e125454b1e92349775f87be728d6105f41f7140fe495dd2458b33a5f986e9510796a140f6f6662b9f65e28cb884f47ef03dd85d894c3a7ab626c0af09043e6696ad9022a393a94fa00c1d184088cffafc9afb20f3909464394f2ba14a1a77e35c6157ff",
+    "k_initiator_to_responder": "184545a358f280354427ecc21176025f5fee882be4cb9f30d3aef661e1dcdfe9",
+    "k_responder_to_initiator": "a7c18baced2b2ceb77e8ce74a055d76f75e6d14fb80f59c37d86487cf7582be2",
     "content_hash": "d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8",
     "version_vector": "02005f73d65dbe2e3019020000000000000078177288f3c4a7f40100000000000000",
     "voucher_message_alice": "6261746f6e2d766f7563682d3111006f72672e6578616d706c652e6e6f7465730400612e6d645f73d65dbe2e30190200000000000000",
@@ -37,20 +39,20 @@ import Testing
     "frame_plaintext":
       "060011006f72672e6578616d706c652e6e6f746573020048690400612e6d6402005f73d65dbe2e3019020000000000000078177288f3c4a7f4010000000000000002005f73d65dbe2e3019a2f887b06149b41d5cacbfd3069f9465f0e62993aa40708f8f0db39691bd52f126c93516e167e96ca3a101f58cac767dd855543c28551c384684b4d604245a0878177288f3c4a7f4188c93dd1fd439820ca1c60910ef584be04dd63bb6f3baa3c5dc1dd8f6c30fcd7195f30e061c1528cb8f7dfa7ee38d3deb1dfd0310265b1844f5ea3a0794f80b5f73d65dbe2e30190500616c696365d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e805000000232048690a",
     "frame":
-      "1105000000000000000000000000000000000000000000000000b658eec23e21113ad29ce76d6029840a0b88cfd65d0715cd5474f5500c03bb3473a90efd85b2a1f10ebffd76d3078d30f3a3575cf3c0e45fa9ef8f678daf2b190d235d0cfd8ed5d15b9e74e2488988a7c286d1db09b5d05d124b6a201c21d6f01c40cf2e236113ca43cf4e0219d511987b321ba1839d4002c98fa15bd0a6bc091a1a2b182b599c8422db147e21f9db77547769927d1fc8ba28ee2705f2ac540ee0afaedb939ce0527ca966c67e80649f4e4b157aac7f9bbd286addc3d0a366a43b7b505d7e5da5965d2c8644e4b1d3d65f218d1c7f3b7c5365ec572b78e9c4351d2341d77b40f83593e802e4f4b58604d3476c9f6106162848c1873dbe6d825d741947eb5bc993fe01f628c4fd3621c0dfc0a1f79371a9d5fde1b8",
+      "11050000000000000000000000000000000000000000000000006ce5381a8614574017fd3fb5bdca8c5ffd76c335b302cc9ba54786129bab772c89ddc86a3da536f83549e5c40f9a2c67e96e8e5bdf0c0bcf26c716d992b1e3ed2a47ba8aa4dad0b7b921978cfffd11000259d7454f7ec3e036acb2b33d36168b9889c10d59b2bdb7ab97e70b96def13fe39d344fc65ab45ec326d614a3244ac463d9130bfcbd84ca3bc28c09404950c669b3482a76cfb33f4f6b0939c14611de880e19452fea782f1c3c513fe6fe14a1543421deb1a22885c0fb6ac2dd99f7192d7084f75431d7cd6b41b8b14a1d914b2f8f04d08ca7438e83f6ec7f93c73201c4f7af0f5beedeca31a814a59854cab067a22ec599144557b8c84348bd546a788d38b7d2aa5b54d7abbb93d24368063a1fe600490f800a814ede6c",
     "link_plaintext": "0d0000001000",
     "link_frame":
-      "110000000000000000000000000000000000000000000000000054ae46721e0d9b180b448b4d72c8bbb45bbbf4e3de99",
+      "11000000000000000000000000000000000000000000000000001d56c5b9f66919be09c25b7b360fc1785cd5bdf632e2",
     "ping_frame":
-      "1100000000000000000000000000000000000000000000000000e72fc9e249103fbb4404d64e1feeba21f279",
+      "110000000000000000000000000000000000000000000000000016281c34ef94d38e8c819180f5ad5c2cdc64",
     "pong_frame":
-      "110100000000000000000000000000000000000000000000000064d78d5e7dc1113d650bcabbfbceec8a7c45",
+      "1101000000000000000000000000000000000000000000000000f527edfbc2f183fa37fa0b2230494b9889fd",
     "have_plaintext":
       "10000100000011006f72672e6578616d706c652e6e6f7465730400612e6d64d6db14addfa6dbf2aff4cbd2e69a374fa9bf90b1d65f00c4617101f3a2f087e8050000000000000002005f73d65dbe2e3019020000000000000078177288f3c4a7f4010000000000000002005f73d65dbe2e3019a2f887b06149b41d5cacbfd3069f9465f0e62993aa40708f8f0db39691bd52f126c93516e167e96ca3a101f58cac767dd855543c28551c384684b4d604245a0878177288f3c4a7f4188c93dd1fd439820ca1c60910ef584be04dd63bb6f3baa3c5dc1dd8f6c30fcd7195f30e061c1528cb8f7dfa7ee38d3deb1dfd0310265b1844f5ea3a0794f80b5f73d65dbe2e301900",
     "have_frame":
-      "1102000000000000000000000000000000000000000000000000be19f07f35b862bfbef2ebdf565e6f3772ca84561108a0d088d2c8ccb9bfc30c056ad33bb912dd100d36ced19068bf3152b5cbe4038afaed91400f894d44041aa5fb1763267fee1b88211db1563a2d2dd6e9e57afb42dca879238a75b6ba3f0b1717457f876dbf23a1a3b855baafb7a388d9411e7acb38119a4802b1c6ae490ae3071c074b69750bd8f7c512d8f2ef9b13581880e26c262a4c43c676a3dfdd601e8f06d35cd84ab5d71051565311524c27e340185bd983e48a303fba0a525851a6c07a68d054a6f6c35775202ad0ac20cb191ef04954743c85415530fc476040e0a50c5420c08f29c52f5e9d3e01c80a5d7a920ffee0baf41f692afc1161b8f8db11bb32ab42cb5e8ec99bbb1041114e9d34b65a",
+      "11020000000000000000000000000000000000000000000000004bb131510880527a398a351800f051d91b7227bec14236ea7069024c3e0b1ce01fb56074b670301d9fbbd887aada2a81fd036be6a97a9d4ba6fbf446c49c5a5e73cb39d602b7e2cfff9b9f249ba50e2c1969f43061d1639005678f7c5e3137bc3cd771167d18f2359d265b73a26a6828dea48c54f57075cfe8c52a7dd424de6055c8d8b2e33a2b85f341255c731efb5cd77ef1a1a36725de1b62163d0844076b84129dbe2153f8db79c9c2ba462a10b91bb002093cdb4a0ecd4f83007dc20b9f4fd9542da1c8a79e6799da5600b8bb8d41a2e869cde65a85015376b00deaa91b4c70a7c81f22eb1eeb0ca7cd314fb03a78289d13d7f2de5f908635cf084ff2edfd62b3ee2d5d449828fd2ed512db48fb13ea4de2",
     "control_frame":
-      "120000000000000000030000000000000007000000460000000136434fea468e662603a735e16dd3b7be8a73ba3acc6c",
+      "1200000000000000000300000000000000070000004600000001da6a57f7ecb7d4d9d2bacfbebec894b3767abf48c9c8",
     "activity_hash": "a2155a",
     "index_digest": "52514333",
     "index_position": "bc279351",
@@ -76,9 +78,9 @@ import Testing
     "beacon_resolvable_nonce": "a0a1a2a3a4d33a08",
     "beacon_flags": "0201061bffffffa0a1a2a3a4d33a08091d46f049631414c3d19ee2b53fd151",
     "control_plaintext": "01050000010d",
-    "k_initiator_to_responder_phase1": "ab543c897a66348891486ccb67ca7e2e4824be3757c21cf41859f57f0ff7a85f",
-    "phase1_frame": "51030000000000000000000000000000000000000000000000009f979912d642c917e78a628b4b71a30319dc",
-    "part_frame": "1305000000000000000000000000000000000000000000000001401310d9b5bd4f1e8a372281f9f18f4605b7a6a16924bfe6318432b5738d6cdd7970b9d731485e9dd52a7a9461e308696902edb30cf89ffbfe827364b41cc25c",
+    "k_initiator_to_responder_phase1": "77fd838e2b243c66d440a9bf81ca21b0c6d7f0f8be9b3a0a127eac0529f8e175",
+    "phase1_frame": "5103000000000000000000000000000000000000000000000000fbbedca951d5600a76449b30b5612aad8ef8",
+    "part_frame": "130500000000000000000000000000000000000000000000000160ed5a83d108069d6c8d48722a76455cbe3c5d6e1b4fa6f1598794f9632f154ef5c6a446fb3113163d45e64c745ebc23e338017f17dbe68b260fb79e16746ec6",
   ]
 
   let keys = HandoffKeys(groupKey: GroupKey(bytes: Array(0..<32))!)
@@ -109,16 +111,21 @@ import Testing
     out["device_key_bob"] = bob.key.publicKey.bytes.hexString
     out["device_id_alice"] = littleEndian(alice.device)
     out["device_id_bob"] = littleEndian(bob.device)
-    let m1 = SecureChannel.makeHello(challenge: [UInt8](repeating: 0x11, count: 32))
     let (eI, eR) = (Self.ephemeralPublic(0x55), Self.ephemeralPublic(0x66))
-    let m2 = SecureChannel.makeChallengeResponse(
-      hello: m1, challenge: [UInt8](repeating: 0x22, count: 32), ephemeral: eR,
-      nonce: [UInt8](repeating: 0x33, count: 24), me: bob, keys: keys)
-    let m3 = SecureChannel.makeResponse(
-      hello: m1, challengeResponse: m2, ephemeral: eI, nonce: [UInt8](repeating: 0x44, count: 24),
-      me: alice, keys: keys)
     let shared = HandoffCrypto.x25519(
       secret: [UInt8](repeating: 0x55, count: 32), peerPublic: eR)!
+    let m1 = SecureChannel.makeHello(ephemeral: eI)
+    let m2 = SecureChannel.makeChallengeResponse(
+      hello: m1, ephemeral: eR, nonce: [UInt8](repeating: 0x33, count: 24), shared: shared,
+      me: bob, keys: keys)
+    let m3 = SecureChannel.makeResponse(
+      hello: m1, challengeResponse: m2, nonce: [UInt8](repeating: 0x44, count: 24),
+      shared: shared, me: alice, keys: keys)
+    let identityKeys = SecureChannel.identityKeys(
+      hello: m1, challengeResponseHeader: Array(m2[0..<SecureChannel.challengeResponseHeaderBytes]),
+      shared: shared, keys: keys)
+    out["k_identity_r"] = identityKeys.responder.hexString
+    out["k_identity_i"] = identityKeys.initiator.hexString
     out["hs_ephemeral_i"] = eI.hexString
     out["hs_ephemeral_r"] = eR.hexString
     out["hs_shared"] = shared.hexString
@@ -316,17 +323,30 @@ import Testing
     let m1 = try #require([UInt8](hexString: Self.expected["hs_m1"]!))
     let m2 = try #require([UInt8](hexString: Self.expected["hs_m2"]!))
     let m3 = try #require([UInt8](hexString: Self.expected["hs_m3"]!))
+    let shared = try #require([UInt8](hexString: Self.expected["hs_shared"]!))
     #expect(
-      SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys) == .identity(bob.peer))
+      SecureChannel.openChallengeResponse(m2, hello: m1, shared: shared, keys: keys)
+        == .identity(bob.peer))
     #expect(
-      SecureChannel.openResponse(m3, hello: m1, challengeResponse: m2, keys: keys)
+      SecureChannel.openResponse(m3, hello: m1, challengeResponse: m2, shared: shared, keys: keys)
         == .identity(alice.peer))
     // Bound to the other messages: a different M1 breaks M2 and M3.
     var otherM1 = m1
     otherM1[5] ^= 1
-    #expect(SecureChannel.openChallengeResponse(m2, hello: otherM1, keys: keys) == .sealBroken)
     #expect(
-      SecureChannel.openResponse(m3, hello: otherM1, challengeResponse: m2, keys: keys) == .sealBroken)
+      SecureChannel.openChallengeResponse(m2, hello: otherM1, shared: shared, keys: keys)
+        == .sealBroken)
+    #expect(
+      SecureChannel.openResponse(
+        m3, hello: otherM1, challengeResponse: m2, shared: shared, keys: keys) == .sealBroken)
+    // The group key alone opens neither (forward-secret identities).
+    var guess = shared
+    guess[0] ^= 1
+    #expect(
+      SecureChannel.openChallengeResponse(m2, hello: m1, shared: guess, keys: keys) == .sealBroken)
+    #expect(
+      SecureChannel.openResponse(m3, hello: m1, challengeResponse: m2, shared: guess, keys: keys)
+        == .sealBroken)
     let key = try #require([UInt8](hexString: Self.expected["k_initiator_to_responder"]!))
     let frame = try #require([UInt8](hexString: Self.expected["frame"]!))
     #expect(

@@ -19,19 +19,18 @@ struct HostilePeer {
 
   /// The initiator's side of the handshake; false if the victim refused it.
   mutating func handshake(keys: HandoffKeys, me: LocalIdentity) async throws -> Bool {
-    let m1 = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
+    let mine = EphemeralKey()
+    let m1 = SecureChannel.makeHello(ephemeral: mine.publicKey)
     try await channel.send(m1)
     guard let m2 = try await channel.receive(),
-      let victim = SecureChannel.openChallengeResponse(m2, hello: m1, keys: keys).peer
-    else { return false }
-    let secret = HandoffCrypto.random(HandoffCrypto.x25519Bytes)
-    guard
-      let shared = HandoffCrypto.x25519(
-        secret: secret, peerPublic: Array(m2[SecureChannel.responderEphemeralRange]))
+      m2.count > SecureChannel.challengeResponseHeaderBytes,
+      let shared = mine.shared(with: Array(m2[SecureChannel.responderEphemeralRange])),
+      let victim = SecureChannel.openChallengeResponse(m2, hello: m1, shared: shared, keys: keys)
+        .peer
     else { return false }
     let m3 = SecureChannel.makeResponse(
-      hello: m1, challengeResponse: m2, ephemeral: HandoffCrypto.x25519PublicKey(secret: secret),
-      nonce: HandoffCrypto.random(24), me: me, keys: keys)
+      hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), shared: shared, me: me,
+      keys: keys)
     try await channel.send(m3)
     let (toResponder, toInitiator) = SecureChannel.sessionKeys(
       hello: m1, challengeResponse: m2, response: m3, initiator: me.device,

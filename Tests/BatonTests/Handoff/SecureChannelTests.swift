@@ -62,7 +62,7 @@ final class RecordingChannel: MessageChannel {
 
   @Test func garbageInsteadOfAHandshakeIsRejected() async throws {
     let a = try HandoffTestAgent("alice", key: key)
-    let validHello = SecureChannel.makeHello(challenge: HandoffCrypto.random(32))
+    let validHello = SecureChannel.makeHello(ephemeral: EphemeralKey().publicKey)
     for garbage in [
       [UInt8](), [1, 1], HandoffCrypto.random(34), [0x01, 0x02] + HandoffCrypto.random(32),
       validHello,
@@ -168,8 +168,8 @@ final class TamperingChannel: MessageChannel {
   func close() async { await inner.close() }
 }
 
-/// Handshake versions 2 and 3: the ephemeral X25519 agreement and the
-/// version rules (PROTOCOL.md section 4).
+/// The ephemeral X25519 agreement (handshake version 2), the identities
+/// sealed under it (version 10), and the version rules (PROTOCOL.md section 4).
 @Suite struct ForwardSecrecyTests {
   let key = GroupKey.generate()
   var keys: HandoffKeys { HandoffKeys(groupKey: key) }
@@ -187,6 +187,70 @@ final class TamperingChannel: MessageChannel {
     #expect(sb.peerName == "alice" && sa.peerName == "bob")
     #expect(b.folder.text("x.md") == "from alice")
     #expect(a.folder.text("y.md") == "from bob")
+  }
+
+  /// Protocol 10: a capture of a whole handshake between two engines, and the
+  /// group key, do not open either identity. Only the X25519 secret of the
+  /// two ephemeral keys does, and neither is in the capture.
+  @Test func aCaptureAndTheGroupKeyDoNotOpenTheIdentities() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (i, r) = InMemoryMessageChannel.pair()
+    let (initiator, responder) = (RecordingChannel(i), RecordingChannel(r))
+    async let one = Result(catching: {
+      try await a.engine.runSession(over: initiator, initiator: true, peerAddress: "b")
+    })
+    async let two = Result(catching: {
+      try await b.engine.runSession(over: responder, initiator: false, peerAddress: "a")
+    })
+    let (x, y) = await (one, two)
+    #expect(x.succeeded && y.succeeded)
+    let fromI = initiator.sent.withLock { $0 }
+    let fromR = responder.sent.withLock { $0 }
+    try #require(fromI.count >= 2 && !fromR.isEmpty)
+    let (m1, m2, m3) = (fromI[0], fromR[0], fromI[1])
+    #expect(m1.count == SecureChannel.helloBytes && m2.first == 0x02 && m3.first == 0x03)
+    // Protocol 9 sealed both under k_auth: that key alone no longer opens them.
+    let head2 = Array(m2[0..<SecureChannel.challengeResponseHeaderBytes])
+    let head3 = Array(m3[0..<SecureChannel.responseHeaderBytes])
+    #expect(
+      HandoffCrypto.open(
+        Array(m2[head2.count...]), ad: SecureChannel.labelResponder + m1 + head2,
+        nonce: Array(head2.suffix(24)), key: keys.auth) == nil)
+    #expect(
+      HandoffCrypto.open(
+        Array(m3[head3.count...]), ad: SecureChannel.labelInitiator + m1 + m2 + head3,
+        nonce: Array(head3.suffix(24)), key: keys.auth) == nil)
+    // Nor do identity keys made from what the capture shows: the public keys
+    // in place of the secret, or a guess.
+    let eI = Array(m1[SecureChannel.initiatorEphemeralRange])
+    let eR = Array(m2[SecureChannel.responderEphemeralRange])
+    let guesses = [eI, eR, [UInt8](repeating: 0, count: 32), EphemeralKey().shared(with: eR)!]
+    for guess in guesses {
+      #expect(
+        SecureChannel.openChallengeResponse(m2, hello: m1, shared: guess, keys: keys)
+          == .sealBroken)
+      #expect(
+        SecureChannel.openResponse(m3, hello: m1, challengeResponse: m2, shared: guess, keys: keys)
+          == .sealBroken)
+    }
+  }
+
+  /// A hello whose ephemeral key is a low-order point gets no M2: every
+  /// X25519 secret with it is zero, and no radio fault makes one.
+  @Test func aLowOrderHelloIsRefusedBeforeM2() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let (hostile, victim) = InMemoryMessageChannel.pair()
+    async let session = Result(catching: {
+      try await a.engine.runSession(over: victim, initiator: false, peerAddress: "m")
+    })
+    try await hostile.send(SecureChannel.makeHello(ephemeral: [UInt8](repeating: 0, count: 32)))
+    #expect(try await hostile.receive() == nil)  // no M2
+    guard case .failure(let error) = await session else {
+      Issue.record("a low-order hello was answered")
+      return
+    }
+    #expect("\(error)".contains("not a usable X25519 key"))
   }
 
   @Test func oldInitiatorGetsTheUpgradeMessage() async throws {
@@ -295,27 +359,28 @@ final class TamperingChannel: MessageChannel {
     #expect(text.contains("speaks baton protocol \(newer)") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 9 refuses a protocol 3 to 8 hello with the version notice
-  /// `02 09` and the upgrade message: protocols 3 to 6 have no device keys,
+  /// Protocol 10 refuses a protocol 3 to 9 hello with the version notice
+  /// `02 0a` and the upgrade message: protocols 3 to 6 have no device keys,
   /// 7 sends a frame again only whole, with control frames 8 reads
-  /// otherwise, and 8 carries no vouchers in its entries.
-  @Test(arguments: [3, 4, 5, 6, 7, 8] as [UInt8])
+  /// otherwise, 8 carries no vouchers in its entries, and 9 seals the
+  /// identities under the group key alone.
+  @Test(arguments: [3, 4, 5, 6, 7, 8, 9] as [UInt8])
   func olderInitiatorGetsTheUpgradeMessage(version: UInt8) async throws {
-    #expect(SecureChannel.handshakeVersion == 9)
+    #expect(SecureChannel.handshakeVersion == 10)
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, version] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 9])
+    #expect(try await old.receive() == [0x02, 10])
     guard case .failure(let error) = await session else {
       Issue.record("a protocol \(version) hello was accepted")
       return
     }
     #expect(
       "\(error)".contains(
-        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 9)"))
+        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 10)"))
   }
 
   /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
@@ -353,12 +418,12 @@ final class TamperingChannel: MessageChannel {
       try await b.engine.runSession(over: i, initiator: true, peerAddress: "m")
     })
     let hello = try #require(try await hostile.receive())
-    // A key holder sends the all-zero point: every shared secret would be zero.
+    // A key holder sends the all-zero point: every shared secret would be
+    // zero, so nothing can seal an identity it could open.
     try await hostile.send(
       SecureChannel.makeChallengeResponse(
-        hello: hello, challenge: HandoffCrypto.random(32),
-        ephemeral: [UInt8](repeating: 0, count: 32), nonce: HandoffCrypto.random(24), me: bob,
-        keys: keys))
+        hello: hello, ephemeral: [UInt8](repeating: 0, count: 32),
+        nonce: HandoffCrypto.random(24), shared: HandoffCrypto.random(32), me: bob, keys: keys))
     guard case .failure(let error) = await session else {
       Issue.record("a low-order ephemeral key was accepted")
       return
@@ -367,36 +432,36 @@ final class TamperingChannel: MessageChannel {
     #expect(try await hostile.receive() == nil)  // no M3
   }
 
-  /// Same challenges and nonces, other ephemeral keys: other session keys. The
+  /// Same nonces, other ephemeral keys: other session keys. The
   /// shared secret itself is an input: with the same messages, another shared
   /// secret gives other keys, so a capture and the group key are not enough.
   @Test func sessionKeysDependOnTheEphemeralKeys() throws {
     let alice = LocalIdentity(key: DeviceKey(seed: [UInt8](repeating: 0xa1, count: 32))!, name: "alice")
-    let m1 = SecureChannel.makeHello(challenge: [UInt8](repeating: 0x11, count: 32))
-    func session(_ ei: UInt8, _ er: UInt8) -> (m2: [UInt8], m3: [UInt8], ir: [UInt8], ri: [UInt8]) {
-      let si = [UInt8](repeating: ei, count: 32)
-      let sr = [UInt8](repeating: er, count: 32)
-      let pi = HandoffCrypto.x25519PublicKey(secret: si)
-      let pr = HandoffCrypto.x25519PublicKey(secret: sr)
+    func session(_ ei: UInt8, _ er: UInt8) -> (
+      m1: [UInt8], m2: [UInt8], m3: [UInt8], ir: [UInt8], ri: [UInt8]
+    ) {
+      let i = EphemeralKey(filledWith: ei)
+      let r = EphemeralKey(filledWith: er)
+      let shared = i.shared(with: r.publicKey)!
+      #expect(shared == r.shared(with: i.publicKey))
+      let m1 = SecureChannel.makeHello(ephemeral: i.publicKey)
       let m2 = SecureChannel.makeChallengeResponse(
-        hello: m1, challenge: [UInt8](repeating: 0x22, count: 32), ephemeral: pr,
-        nonce: [UInt8](repeating: 0x33, count: 24), me: bob, keys: keys)
+        hello: m1, ephemeral: r.publicKey, nonce: [UInt8](repeating: 0x33, count: 24),
+        shared: shared, me: bob, keys: keys)
       let m3 = SecureChannel.makeResponse(
-        hello: m1, challengeResponse: m2, ephemeral: pi, nonce: [UInt8](repeating: 0x44, count: 24),
-        me: alice, keys: keys)
-      let shared = HandoffCrypto.x25519(secret: si, peerPublic: pr)!
-      #expect(shared == HandoffCrypto.x25519(secret: sr, peerPublic: pi))
+        hello: m1, challengeResponse: m2, nonce: [UInt8](repeating: 0x44, count: 24),
+        shared: shared, me: alice, keys: keys)
       let (ir, ri) = SecureChannel.sessionKeys(
         hello: m1, challengeResponse: m2, response: m3, initiator: alice.device,
         responder: bob.device, shared: shared, keys: keys)
-      return (m2, m3, ir, ri)
+      return (m1, m2, m3, ir, ri)
     }
     let s1 = session(0x55, 0x66)
     let s2 = session(0x57, 0x68)
     #expect(s1.ir != s2.ir && s1.ri != s2.ri && s1.ir != s1.ri)
     #expect(s1.ir == session(0x55, 0x66).ir)  // deterministic in its inputs
     let guessed = SecureChannel.sessionKeys(
-      hello: m1, challengeResponse: s1.m2, response: s1.m3, initiator: alice.device,
+      hello: s1.m1, challengeResponse: s1.m2, response: s1.m3, initiator: alice.device,
       responder: bob.device, shared: [UInt8](repeating: 0, count: 32), keys: keys)
     #expect(guessed.toResponder != s1.ir && guessed.toInitiator != s1.ri)
   }

@@ -69,10 +69,7 @@ import Testing
     // A copy of alice's state directory: her own device key.
     let reflected = await a.engine.me
     try await hostile.send(
-      SecureChannel.makeChallengeResponse(
-        hello: hello, challenge: HandoffCrypto.random(32),
-        ephemeral: HandoffCrypto.x25519PublicKey(secret: HandoffCrypto.random(32)),
-        nonce: HandoffCrypto.random(24), me: reflected, keys: keys))
+      try #require(SecureChannel.challengeResponse(to: hello, me: reflected, keys: keys)))
     #expect(try await hostile.receive() == nil)  // no M3
     guard case .failure(let error) = await opened else {
       Issue.record("a responder claiming our own device id was admitted")
