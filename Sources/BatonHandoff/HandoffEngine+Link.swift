@@ -158,7 +158,7 @@ extension HandoffEngine {
       try await linkRead(link, &rx)
     } catch {
       await unwatch(meter, from: link.peerDevice)
-      await linkApplyReceived(link)
+      await linkApplyWaiting(link)
       throw error
     }
     await unwatch(meter, from: link.peerDevice)
@@ -176,7 +176,7 @@ extension HandoffEngine {
               + " \(message.kind) and other index messages before they could be applied;"
               + " reading from it waits until they are (if this repeats, check that peer's agent)")
         }
-        if full { await linkApplyReceived(link) }
+        if full { await linkApplyWaiting(link) }
       case .getNodes(let requests):
         guard link.queueNodes(await answerNodes(requests)) else {
           throw await ending(
@@ -217,16 +217,26 @@ extension HandoffEngine {
   /// Applies the link's inbox whenever the reader has queued something.
   private func linkApplier(_ link: HandoffLink) async {
     var arrivals = link.arrivals.makeAsyncIterator()
-    while await arrivals.next(isolation: self) != nil { linkApplyReceived(link) }
+    while await arrivals.next(isolation: self) != nil { await linkApplyWaiting(link) }
   }
 
   /// The most notes written as one batch (one store transaction, one flush
-  /// of the folder: `applyAll`).
+  /// of the folder: `applyAll`), and the most messages applied in one turn
+  /// of the engine's thread.
   static var linkApplyBatch: Int { 64 }
 
-  /// Applies every message waiting in the link's inbox, in order, runs of
-  /// notes as batches (a batch ends before a note whose path it holds).
-  private func linkApplyReceived(_ link: HandoffLink) {
+  /// Applies every message waiting in the link's inbox, `linkApplyBatch` at
+  /// a time, letting the engine's other work run between two turns: during
+  /// a catch-up the inbox can hold thousands of notes, and a status request
+  /// or a local save then waits for one batch, not for all of them.
+  func linkApplyWaiting(_ link: HandoffLink) async {
+    while linkApplyReceived(link) { await Task.yield() }
+  }
+
+  /// Applies up to `linkApplyBatch` messages waiting in the link's inbox,
+  /// in order, runs of notes as batches (a batch ends before a note whose
+  /// path it holds); returns whether more wait.
+  private func linkApplyReceived(_ link: HandoffLink) -> Bool {
     var notes: [ActivityPayload] = []
     var keys: Set<String> = []
     func flush() {
@@ -234,7 +244,8 @@ extension HandoffEngine {
       notes = []
       keys = []
     }
-    for message in link.takeReceived() {
+    let (messages, more) = link.takeReceived(upTo: Self.linkApplyBatch)
+    for message in messages {
       switch message {
       case .note(let payload):
         transferArrived(payload, from: link.peerDevice)
@@ -274,6 +285,7 @@ extension HandoffEngine {
       }
     }
     flush()
+    return more
   }
 
   /// Notes pushed by the peer, of distinct paths: written as one batch.

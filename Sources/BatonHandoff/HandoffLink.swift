@@ -223,9 +223,9 @@ public final class HandoffLink: Sendable {
 
   // MARK: For the engine
 
-  /// Queues a received message for the engine's applier, which takes all
-  /// that wait at once (`takeReceived`): notes that arrive while it writes
-  /// are written together. Returns whether the inbox holds more than
+  /// Queues a received message for the engine's applier, which takes up to
+  /// a batch of those that wait at once (`takeReceived`): notes that arrive
+  /// while it writes are written together. Returns whether the inbox holds more than
   /// `inboxLimit` bytes of messages, and whether that is the first time on
   /// this link the inbox filled with messages that are not notes (a peer
   /// flooding INDEX, HAVE or GONE: the caller logs it once).
@@ -266,14 +266,15 @@ public final class HandoffLink: Sendable {
   /// How many received messages wait for the engine.
   var waitingCount: Int { state.withLock { $0.inbox.count } }
 
-  /// The received messages not yet applied, in order; empties the inbox.
-  func takeReceived() -> [HandoffMessage] {
+  /// The oldest `count` received messages not yet applied (all, if fewer
+  /// wait), in order, and whether more wait after them.
+  func takeReceived(upTo count: Int) -> (messages: [HandoffMessage], more: Bool) {
     state.withLock { s in
-      defer {
-        s.inbox = []
-        s.inboxBytes = 0
-      }
-      return s.inbox
+      let taken = Array(s.inbox.prefix(max(count, 0)))
+      s.inbox.removeFirst(taken.count)
+      s.inboxBytes =
+        s.inbox.isEmpty ? 0 : max(0, s.inboxBytes &- taken.reduce(0) { $0 &+ Self.queuedBytes($1) })
+      return (taken, !s.inbox.isEmpty)
     }
   }
 

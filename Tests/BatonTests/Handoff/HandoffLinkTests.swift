@@ -130,6 +130,62 @@ import Testing
     _ = await (ra.value, rb.value)
   }
 
+  /// A catch-up can queue thousands of notes in a link's inbox. They are
+  /// applied a batch per turn of the engine's thread, so a status request
+  /// waits for one batch, not for the whole inbox (under ThreadSanitizer the
+  /// whole inbox of a 10,000-note catch-up kept `baton status` waiting over
+  /// its 15 s). Ten batches wait before the first is written; the request is
+  /// made as that one is.
+  @Test func aStatusRequestIsAnsweredBetweenBatchesOfALinksInbox() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
+    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
+    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
+    else {
+      Issue.record("no link")
+      return
+    }
+    let la = try await opened
+    let batches = 10
+    let total = batches * HandoffEngine.linkApplyBatch
+    for i in 0..<total {
+      let text = Array("Note \(i)\n".utf8)
+      _ = lb.queueReceived(
+        .note(
+          ActivityPayload(
+            activityType: HandoffTestAgent.notesType, title: "Note \(i)", path: "n\(i).md",
+            version: VersionVector([a.engine.deviceID: 1]), origin: a.engine.deviceID,
+            originName: "alice", hash: ContentHash(of: text), content: text)))
+    }
+    /// How many batches were written when the status came back.
+    final class Answer: Sendable {
+      let asked = Mutex(false)
+      let after = Mutex<Int?>(nil)
+    }
+    let answer = Answer()
+    b.folder.beforeBatch.withLock {
+      $0 = { [folder = b.folder, engine = b.engine] _ in
+        guard !answer.asked.withLock({ $0 }) else { return }
+        answer.asked.withLock { $0 = true }
+        Task { @Sendable in
+          _ = await engine.status()
+          let written = folder.batchSizes.withLock { $0.count }
+          answer.after.withLock { $0 = written }
+        }
+      }
+    }
+    let ra = Task { await a.engine.runLink(la) }
+    let rb = Task { await b.engine.runLink(lb) }
+    #expect(await eventually(30, "every queued note written") { b.folder.paths.count == total })
+    #expect(await eventually(30, "the status answered") { answer.after.withLock { $0 } != nil })
+    let after = try #require(answer.after.withLock { $0 })
+    #expect(after < batches, "answered after \(after) of \(batches) batches")
+    #expect(b.folder.batchSizes.withLock { $0 }.allSatisfy { $0 <= HandoffEngine.linkApplyBatch })
+    await la.close()
+    _ = await (ra.value, rb.value)
+  }
+
   @Test func aConflictOnALinkIsResolvedOnceWithOneCopyOnEachSide() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)

@@ -45,8 +45,16 @@ import Testing
     #expect(floods == [false, false, false, false, true])
     // Logged once per link.
     #expect(la.queueReceived(.index(entries(1, prefix: "again"))) == (true, false))
-    // Applying empties the count.
-    _ = la.takeReceived()
+    // Applying takes the oldest first, a turn's worth at a time; the rest
+    // stays counted until it is taken too.
+    let waiting = la.waitingCount
+    let first = la.takeReceived(upTo: 1)
+    #expect(first.messages.count == 1 && first.more)
+    #expect(la.waitingCount == waiting - 1)
+    // About 1 MiB taken, four still counted: one more fills it again.
+    #expect(la.queueReceived(.index(entries(1000, prefix: "still"))).full == true)
+    let rest = la.takeReceived(upTo: .max)
+    #expect(rest.messages.count == waiting && !rest.more)
     #expect(la.queueReceived(.index(entries(1, prefix: "after"))).full == false)
     await la.close()
     await cb.close()
