@@ -126,14 +126,7 @@ import Testing
   private func linked(
     _ a: HandoffTestAgent, _ b: HandoffTestAgent, _ body: () async throws -> Void
   ) async throws {
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
-    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
-    else {
-      Issue.record("no link")
-      return
-    }
-    let la = try await opened
+    let (la, lb) = try await openLink(a, b)
     let ra = Task { await a.engine.runLink(la) }
     let rb = Task { await b.engine.runLink(lb) }
     try await body()

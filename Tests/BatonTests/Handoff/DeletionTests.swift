@@ -212,14 +212,7 @@ import Testing
     let b = try HandoffTestAgent("bob", key: key)
     await a.save("a.md", "# A\n")
     await a.save("b.md", "# B\n")
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
-    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    else {
-      Issue.record("no link")
-      return
-    }
-    let la = try await opened
+    let (la, lb) = try await openLink(a, b)
     let ra = Task { await a.engine.runLink(la) }
     let rb = Task { await b.engine.runLink(lb) }
     #expect(await eventually(30, "both notes at bob") { b.folder.paths == ["a.md", "b.md"] })

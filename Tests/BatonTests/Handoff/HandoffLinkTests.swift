@@ -18,13 +18,7 @@ import Testing
     _ a: HandoffTestAgent, _ b: HandoffTestAgent,
     over ends: (any MessageChannel, any MessageChannel)? = nil
   ) async throws -> (HandoffLink, HandoffLink, Task<String, Never>, Task<String, Never>) {
-    let (ca, cb) = ends ?? InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
-    let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
-    let la = try await opened
-    guard case .link(let lb) = outcome else {
-      throw HandoffError.protocolViolation(peer: "b", reason: "no link")
-    }
+    let (la, lb) = try await openLink(a, b, over: ends)
     let ra = Task { await a.engine.runLink(la) }
     let rb = Task { await b.engine.runLink(lb) }
     return (la, lb, ra, rb)
@@ -139,14 +133,7 @@ import Testing
   @Test func aStatusRequestIsAnsweredBetweenBatchesOfALinksInbox() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-bob")
-    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    else {
-      Issue.record("no link")
-      return
-    }
-    let la = try await opened
+    let (la, lb) = try await openLink(a, b)
     let batches = 10
     let total = batches * HandoffEngine.linkApplyBatch
     for i in 0..<total {
@@ -339,14 +326,7 @@ extension HandoffLinkTests {
     let a = try HandoffTestAgent("alice", key: key, policy: policy)
     let b = try HandoffTestAgent("mallory", key: key)
     for i in 0..<3 { await a.save("n\(i).md", "# N\(i)\n") }
-    let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-    async let opened = a.engine.openLink(over: ca, peerAddress: "addr-mallory")
-    guard case .link(let lb) = try await b.engine.respond(over: cb, peerAddress: "addr-alice")
-    else {
-      Issue.record("no link")
-      return
-    }
-    let la = try await opened
+    let (la, lb) = try await openLink(a, b)
     let run = Task { await a.engine.runLink(la) }
     // Mallory's side is driven by hand: its engine never runs the link.
     var mallory = lb.secure
@@ -381,7 +361,7 @@ extension HandoffLinkTests {
     #expect(await eventually(20) { !la.peerIndexWaits })
     await la.close()
     _ = await run.value
-    await cb.close()
+    await lb.close()
   }
 }
 

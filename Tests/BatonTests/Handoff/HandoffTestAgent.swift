@@ -4,6 +4,7 @@ import Foundation
 @testable import BatonHandoff
 @testable import BatonNotes
 @testable import BatonStore
+@testable import BatonSystem
 
 /// One agent for tests: an engine over in-memory folders and a temporary state dir.
 struct HandoffTestAgent {
@@ -88,6 +89,24 @@ extension Result {
   var value: Success? { if case .success(let v) = self { v } else { nil } }
 }
 
+/// A link that `a` opened to `b`: both ends, after the handshake and LINK,
+/// before either runs (`runLink`), so that a test can queue messages first
+/// or speak for one side itself. `over`: the two channels (an in-memory pair
+/// by default).
+func openLink(
+  _ a: HandoffTestAgent, _ b: HandoffTestAgent,
+  over ends: (any MessageChannel, any MessageChannel)? = nil
+) async throws -> (HandoffLink, HandoffLink) {
+  let (ca, cb) = ends ?? InMemoryMessageChannel.pair(maximumMessageSize: 512)
+  async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
+  let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
+  let la = try await opened
+  guard case .link(let lb) = outcome else {
+    throw HandoffError.protocolViolation(peer: b.name, reason: "no link")
+  }
+  return (la, lb)
+}
+
 /// A's side of a link whose handshake B answered and whose B side never
 /// runs (nothing answers A's keep-alive; a test may queue messages on it by
 /// hand, as its reader would), and B's channel.
@@ -95,11 +114,6 @@ func linkToSilentPeer(_ a: HandoffTestAgent, _ b: HandoffTestAgent) async throws
   HandoffLink, InMemoryMessageChannel
 ) {
   let (ca, cb) = InMemoryMessageChannel.pair(maximumMessageSize: 512)
-  async let opened = a.engine.openLink(over: ca, peerAddress: "addr-\(b.name)")
-  let outcome = try await b.engine.respond(over: cb, peerAddress: "addr-\(a.name)")
-  let la = try await opened
-  guard case .link = outcome else {
-    throw HandoffError.protocolViolation(peer: b.name, reason: "no link")
-  }
+  let (la, _) = try await openLink(a, b, over: (ca, cb))
   return (la, cb)
 }
