@@ -106,9 +106,11 @@ public final class HandoffLink: Sendable {
     /// resync cancel it so that it looks again at once.
     var watchdogNap: Task<Void, Never>?
     /// Received messages that change the index or what the peer holds, in
-    /// the order they came, until the engine applies them; with the bytes
-    /// of all of them (`queuedBytes`).
-    var inbox: [HandoffMessage] = []
+    /// the order they came, until the engine applies them: those from
+    /// `inboxHead` on wait (a taken one is nil, so that its bytes are freed
+    /// at once); with the bytes of all that wait (`queuedBytes`).
+    var inbox: [HandoffMessage?] = []
+    var inboxHead = 0
     var inboxBytes = 0
     /// Whether the inbox has filled with messages other than notes (logged once).
     var inboxOverflowLogged = false
@@ -264,17 +266,34 @@ public final class HandoffLink: Sendable {
   }
 
   /// How many received messages wait for the engine.
-  var waitingCount: Int { state.withLock { $0.inbox.count } }
+  var waitingCount: Int { state.withLock { $0.inbox.count - $0.inboxHead } }
 
   /// The oldest `count` received messages not yet applied (all, if fewer
   /// wait), in order, and whether more wait after them.
   func takeReceived(upTo count: Int) -> (messages: [HandoffMessage], more: Bool) {
     state.withLock { s in
-      let taken = Array(s.inbox.prefix(max(count, 0)))
-      s.inbox.removeFirst(taken.count)
-      s.inboxBytes =
-        s.inbox.isEmpty ? 0 : max(0, s.inboxBytes &- taken.reduce(0) { $0 &+ Self.queuedBytes($1) })
-      return (taken, !s.inbox.isEmpty)
+      let end = s.inboxHead + min(max(count, 0), s.inbox.count - s.inboxHead)
+      var taken: [HandoffMessage] = []
+      taken.reserveCapacity(end - s.inboxHead)
+      for i in s.inboxHead..<end {
+        if let message = s.inbox[i] { taken.append(message) }
+        s.inbox[i] = nil
+      }
+      s.inboxHead = end
+      if s.inboxHead == s.inbox.count {
+        s.inbox = []
+        s.inboxHead = 0
+        s.inboxBytes = 0
+      } else {
+        s.inboxBytes = max(0, s.inboxBytes &- taken.reduce(0) { $0 &+ Self.queuedBytes($1) })
+        // Taking a batch at a time from the front: drop the taken slots once
+        // they are half the array, so each message is moved about once.
+        if s.inboxHead * 2 >= s.inbox.count {
+          s.inbox.removeFirst(s.inboxHead)
+          s.inboxHead = 0
+        }
+      }
+      return (taken, s.inboxHead < s.inbox.count)
     }
   }
 
