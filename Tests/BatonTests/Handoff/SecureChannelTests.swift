@@ -383,9 +383,11 @@ final class TamperingChannel: MessageChannel {
         "peer old speaks baton protocol \(version); upgrade it to this version (protocol 10)"))
   }
 
-  /// A bit flipped in an ephemeral key: M2's (responder's first message, byte 40)
-  /// or M3's (initiator's second message, byte 5). Each is in its message's AD.
-  @Test(arguments: [(false, 1, 40), (true, 2, 5)])
+  /// A bit flipped in an ephemeral key: `eR` in M2 (the responder's first
+  /// message, byte 10) or `eI` in M1 (the initiator's first message, byte 5).
+  /// Each is in the identity keys and in its message's AD, so the initiator
+  /// cannot open M2, records why, and neither side is served.
+  @Test(arguments: [(false, 1, 10), (true, 1, 5)])
   func tamperedEphemeralKeyFailsTheHandshake(
     initiatorSide: Bool, message: Int, offset: Int
   ) async throws {
@@ -406,8 +408,8 @@ final class TamperingChannel: MessageChannel {
     let (x, y) = await (one, two)
     #expect(!x.succeeded && !y.succeeded)
     #expect(b.folder.paths.isEmpty)
-    let victim = initiatorSide ? a : b
-    let failure = try #require(await victim.engine.status().failures.first)
+    // b is the initiator: it opens M2, whichever key was changed.
+    let failure = try #require(await b.engine.status().failures.first)
     #expect(failure.reason.contains("does not verify") && failure.reason.contains("authentication"))
   }
 
