@@ -46,6 +46,11 @@ final class FrameChannel: MessageChannel {
     inner.tolerateLoss()
   }
 
+  /// The session keys go with the channel (`FrameRecovery.forgetKeys`).
+  deinit {
+    state.withLock { $0.machine.forgetKeys() }
+  }
+
   /// The largest plaintext `send` takes now: smaller after a fault.
   var maximumMessageSize: Int { state.withLock { $0.machine.payloadSize } }
   var closedByPeer: Bool { inner.closedByPeer }

@@ -663,7 +663,11 @@ package struct FrameRecovery: Sendable {
     guard now - began >= Self.keyUpdateInterval,
       unacknowledged.allSatisfy({ $0.phase == sendPhase })
     else { return }
+    // The old key is zeroed, not just dropped: its bytes would stay in the
+    // freed heap, where a copy of the agent's memory could find them.
+    var old = sendKey
     sendKey = Self.nextKey(sendKey)
+    HandoffCrypto.wipe(&old)
     sendPhase &+= 1
     sendPhaseBegan = now
   }
@@ -678,8 +682,16 @@ package struct FrameRecovery: Sendable {
     case current:
       return Self.open(frame, header: header, key: receiveKey)
     case (current &+ 1) & 3:
-      let next = Self.nextKey(receiveKey)
-      guard let opened = Self.open(frame, header: header, key: next) else { return nil }
+      var next = Self.nextKey(receiveKey)
+      guard let opened = Self.open(frame, header: header, key: next) else {
+        HandoffCrypto.wipe(&next)
+        return nil
+      }
+      // The key two phases back is forgotten: zeroed, as the send side's.
+      if var oldest = previousReceiveKey {
+        previousReceiveKey = nil
+        HandoffCrypto.wipe(&oldest)
+      }
       previousReceiveKey = receiveKey
       receiveKey = next
       receivePhase &+= 1
@@ -694,6 +706,17 @@ package struct FrameRecovery: Sendable {
 
   /// The key phases this side seals and opens in (for tests).
   package var keyPhases: (send: UInt64, receive: UInt64) { (sendPhase, receivePhase) }
+
+  /// Zeroes the keys, when the channel is gone: after this nothing seals or
+  /// opens, and no copy of the agent's memory holds the link's keys.
+  mutating func forgetKeys() {
+    HandoffCrypto.wipe(&sendKey)
+    HandoffCrypto.wipe(&receiveKey)
+    if var previous = previousReceiveKey {
+      previousReceiveKey = nil
+      HandoffCrypto.wipe(&previous)
+    }
+  }
 
   private mutating func shrink() {
     clean = 0

@@ -40,6 +40,22 @@ struct FrameKeyUpdateTests {
 
   /// A frame lost before the update is sent again in its own phase, which
   /// the receiver still opens with the key before.
+  /// Keys forgotten are zeroed: a frame sealed with them before no longer
+  /// opens, and what is sealed after is sealed with zeros, not the key.
+  @Test func forgottenKeysAreGone() throws {
+    var pair = Pair()
+    pair.send("one")
+    let sealed = try #require(pair.toB.last)
+    pair.b.forgetKeys()
+    pair.a.forgetKeys()
+    pair.deliver()
+    #expect(pair.atB.isEmpty)
+    pair.send("two")
+    let after = try #require(pair.toB.last)
+    #expect(FrameRecovery.open(after, key: FrameRecoveryTests.ab) == nil)
+    #expect(FrameRecovery.open(sealed, key: FrameRecoveryTests.ab) != nil)
+  }
+
   @Test func aFrameSealedBeforeTheUpdateOpensWhenSentAgain() {
     var pair = Pair()
     pair.send("lost")
