@@ -166,12 +166,8 @@ enum FuzzTargets {
       _ = HandoffCrypto.x25519(
         secret: responderSecret, peerPublic: Array(input[SecureChannel.initiatorEphemeralRange]))
     }
-    if input.count > SecureChannel.challengeResponseHeaderBytes,
-      let dh = HandoffCrypto.x25519(
-        secret: initiatorSecret, peerPublic: Array(input[SecureChannel.responderEphemeralRange]))
-    {
-      _ = SecureChannel.openChallengeResponse(input, hello: hello, shared: dh, keys: keys)
-    }
+    _ = SecureChannel.openChallengeResponse(
+      input, hello: hello, ephemeralSecret: initiatorSecret, keys: keys)
     _ = SecureChannel.openResponse(
       input, hello: hello, challengeResponse: challengeResponse, shared: shared, keys: keys)
   }

@@ -688,10 +688,7 @@ package struct FrameRecovery: Sendable {
         return nil
       }
       // The key two phases back is forgotten: zeroed, as the send side's.
-      if var oldest = previousReceiveKey {
-        previousReceiveKey = nil
-        HandoffCrypto.wipe(&oldest)
-      }
+      HandoffCrypto.wipe(&previousReceiveKey)
       previousReceiveKey = receiveKey
       receiveKey = next
       receivePhase &+= 1
@@ -712,10 +709,7 @@ package struct FrameRecovery: Sendable {
   mutating func forgetKeys() {
     HandoffCrypto.wipe(&sendKey)
     HandoffCrypto.wipe(&receiveKey)
-    if var previous = previousReceiveKey {
-      previousReceiveKey = nil
-      HandoffCrypto.wipe(&previous)
-    }
+    HandoffCrypto.wipe(&previousReceiveKey)
   }
 
   private mutating func shrink() {

@@ -112,6 +112,13 @@ package enum HandoffCrypto {
     bytes.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) }
   }
 
+  /// Zeroes a key that may be absent, and leaves it absent.
+  static func wipe(_ bytes: inout [UInt8]?) {
+    guard var held = bytes else { return }
+    bytes = nil  // `held` now owns the buffer alone, so it is zeroed in place
+    wipe(&held)
+  }
+
   /// `crypto_aead_xchacha20poly1305_ietf_encrypt`: ciphertext followed by the 16-byte tag.
   static func seal(_ plaintext: [UInt8], ad: [UInt8], nonce: [UInt8], key: [UInt8]) -> [UInt8] {
     Sodium.ensureInitialized()

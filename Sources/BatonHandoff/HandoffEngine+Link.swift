@@ -250,7 +250,7 @@ extension HandoffEngine {
       case .note(let payload):
         transferArrived(payload, from: link.peerDevice)
         let key = Self.key(payload.activityType, payload.path)
-        if keys.contains(key) || notes.count >= Self.linkApplyBatch { flush() }
+        if keys.contains(key) { flush() }
         keys.insert(key)
         notes.append(payload)
       case .index(let entries):

@@ -108,8 +108,9 @@ public final class HandoffLink: Sendable {
     /// Received messages that change the index or what the peer holds, in
     /// the order they came, until the engine applies them: those from
     /// `inboxHead` on wait (a taken one is nil, so that its bytes are freed
-    /// at once); with the bytes of all that wait (`queuedBytes`).
-    var inbox: [HandoffMessage?] = []
+    /// at once), each with its bytes (`queuedBytes`); with the bytes of all
+    /// that wait.
+    var inbox: [(message: HandoffMessage, bytes: Int)?] = []
     var inboxHead = 0
     var inboxBytes = 0
     /// Whether the inbox has filled with messages other than notes (logged once).
@@ -236,7 +237,7 @@ public final class HandoffLink: Sendable {
     var isNote = false
     if case .note = message { isNote = true }
     let result = state.withLock { s -> (Bool, Bool) in
-      s.inbox.append(message)
+      s.inbox.append((message, bytes))
       s.inboxBytes = s.inboxBytes &+ bytes
       let full = s.inboxBytes > Self.inboxLimit
       let flood = full && !isNote && !s.inboxOverflowLogged
@@ -276,22 +277,21 @@ public final class HandoffLink: Sendable {
       var taken: [HandoffMessage] = []
       taken.reserveCapacity(end - s.inboxHead)
       for i in s.inboxHead..<end {
-        if let message = s.inbox[i] { taken.append(message) }
+        if let (message, bytes) = s.inbox[i] {
+          taken.append(message)
+          s.inboxBytes = max(0, s.inboxBytes &- bytes)
+        }
         s.inbox[i] = nil
       }
       s.inboxHead = end
       if s.inboxHead == s.inbox.count {
-        s.inbox = []
+        s.inbox = []  // its storage too: a catch-up's inbox may have been large
         s.inboxHead = 0
-        s.inboxBytes = 0
-      } else {
-        s.inboxBytes = max(0, s.inboxBytes &- taken.reduce(0) { $0 &+ Self.queuedBytes($1) })
+      } else if s.inboxHead * 2 >= s.inbox.count {
         // Taking a batch at a time from the front: drop the taken slots once
         // they are half the array, so each message is moved about once.
-        if s.inboxHead * 2 >= s.inbox.count {
-          s.inbox.removeFirst(s.inboxHead)
-          s.inboxHead = 0
-        }
+        s.inbox.removeFirst(s.inboxHead)
+        s.inboxHead = 0
       }
       return (taken, s.inboxHead < s.inbox.count)
     }

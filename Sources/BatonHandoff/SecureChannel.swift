@@ -175,22 +175,16 @@ package struct SecureChannel: Sendable {
           await channel.close()
           throw HandoffError.peerProtocolVersion(peer: peerLabel, version: answer[1])
         }
-        // The identity is sealed under a key the ephemeral exchange makes
-        // (an M2 too short to hold a key does not open). A low-order key
-        // is no damage a radio makes: closed at once, before M3.
-        var dh: [UInt8]?
-        if answer.count > challengeResponseHeaderBytes {
-          dh = HandoffCrypto.x25519(
-            secret: ephemeralSecret, peerPublic: Array(answer[responderEphemeralRange]))
-          if dh == nil {
-            await repeater.stop()
-            throw await fail(Self.lowOrderFailure, keyMayDiffer: false)
-          }
+        // A low-order key is no damage a radio makes: closed at once, before M3.
+        guard
+          let (opening, dh) = openChallengeResponse(
+            answer, hello: m1, ephemeralSecret: ephemeralSecret, keys: keys)
+        else {
+          await repeater.stop()
+          throw await fail(Self.lowOrderFailure, keyMayDiffer: false)
         }
-        switch dh.map({ openChallengeResponse(answer, hello: m1, shared: $0, keys: keys) })
-          ?? .sealBroken
-        {
-        case .identity(let id): opened = (answer, id, dh!)
+        switch opening {
+        case .identity(let id): opened = (answer, id, dh)
         case .sealBroken:
           // Damaged on the way, or sealed under another key: ask again while
           // repeats are left (the responder answers a repeated hello with the
@@ -353,30 +347,37 @@ package struct SecureChannel: Sendable {
     [hello, handshakeVersion] + ephemeral
   }
 
-  /// The keys that seal the two identities: BLAKE2b-512 keyed with `k_auth`
+  /// Whose identity a key seals (`identityKey`).
+  package enum IdentitySide { case responder, initiator }
+
+  /// The key that seals one side's identity: BLAKE2b-512 keyed with `k_auth`
   /// over `"baton-identity-1" || M1 || the header of M2 || shared`; the first
-  /// 32 bytes seal the responder's identity, the last 32 the initiator's. A
-  /// capture opens them only with an ephemeral secret, not with the group key
-  /// alone (PROTOCOL.md section 4, "Forward secrecy").
-  static func identityKeys(
-    hello m1: [UInt8], challengeResponseHeader head: [UInt8], shared: [UInt8], keys: HandoffKeys
-  ) -> (responder: [UInt8], initiator: [UInt8]) {
-    var okm = HandoffCrypto.hash(labelIdentity + m1 + head + shared, key: keys.auth, length: 64)
+  /// 32 bytes seal the responder's identity, the last 32 the initiator's.
+  /// `challengeResponse` is M2, or only its header. A capture opens them only
+  /// with an ephemeral secret, not with the group key alone (PROTOCOL.md
+  /// section 4, "Forward secrecy").
+  static func identityKey(
+    _ side: IdentitySide, hello m1: [UInt8], challengeResponse m2: [UInt8], shared: [UInt8],
+    keys: HandoffKeys
+  ) -> [UInt8] {
+    var okm = HandoffCrypto.hash(
+      labelIdentity + m1 + m2.prefix(challengeResponseHeaderBytes) + shared, key: keys.auth,
+      length: 64)
     defer { HandoffCrypto.wipe(&okm) }
-    return (Array(okm[0..<32]), Array(okm[32..<64]))
+    return Array(side == .responder ? okm[0..<32] : okm[32..<64])
   }
 
   /// M2: `0x02, version, ephemeral[32], nonce[24], seal(identity)` with AD
   /// `"baton-auth-R" || M1 || the first 58 bytes of M2`, under the responder's
-  /// identity key (`identityKeys`); the identity's signature is over
+  /// identity key (`identityKey`); the identity's signature is over
   /// `"baton-device-R" || M1 || those 58 bytes || key || name`.
   package static func makeChallengeResponse(
     hello m1: [UInt8], ephemeral: [UInt8], nonce: [UInt8], shared: [UInt8], me: LocalIdentity,
     keys: HandoffKeys
   ) -> [UInt8] {
     let head = [challengeResponse, handshakeVersion] + ephemeral + nonce
-    var key = identityKeys(hello: m1, challengeResponseHeader: head, shared: shared, keys: keys)
-      .responder
+    var key = identityKey(
+      .responder, hello: m1, challengeResponse: head, shared: shared, keys: keys)
     defer { HandoffCrypto.wipe(&key) }
     return head
       + HandoffCrypto.seal(
@@ -390,29 +391,38 @@ package struct SecureChannel: Sendable {
     _ m2: [UInt8], hello m1: [UInt8], shared: [UInt8], keys: HandoffKeys
   ) -> IdentityOpening {
     guard m2.count > challengeResponseHeaderBytes else { return .sealBroken }
-    var key = identityKeys(
-      hello: m1, challengeResponseHeader: Array(m2[0..<challengeResponseHeaderBytes]),
-      shared: shared, keys: keys
-    ).responder
+    var key = identityKey(.responder, hello: m1, challengeResponse: m2, shared: shared, keys: keys)
     defer { HandoffCrypto.wipe(&key) }
     return openIdentity(
       m2, headerBytes: challengeResponseHeaderBytes, type: challengeResponse,
       sealLabel: labelResponder, signatureLabel: signatureResponder, transcript: m1, key: key)
   }
 
+  /// Opens M2 as the initiator does, with its ephemeral secret: what opening
+  /// found, and the X25519 secret made with M2's ephemeral key (empty if M2
+  /// is too short to hold one, which does not open). Nil if M2's key is a
+  /// low-order point.
+  package static func openChallengeResponse(
+    _ m2: [UInt8], hello m1: [UInt8], ephemeralSecret: [UInt8], keys: HandoffKeys
+  ) -> (IdentityOpening, shared: [UInt8])? {
+    guard m2.count > challengeResponseHeaderBytes else { return (.sealBroken, []) }
+    guard
+      let shared = HandoffCrypto.x25519(
+        secret: ephemeralSecret, peerPublic: Array(m2[responderEphemeralRange]))
+    else { return nil }
+    return (openChallengeResponse(m2, hello: m1, shared: shared, keys: keys), shared)
+  }
+
   /// M3: `0x03, nonce[24], seal(identity)` with AD
   /// `"baton-auth-I" || M1 || M2 || the first 25 bytes of M3`, under the
-  /// initiator's identity key (`identityKeys`); the identity's signature is
+  /// initiator's identity key (`identityKey`); the identity's signature is
   /// over `"baton-device-I" || M1 || M2 || those 25 bytes || key || name`.
   package static func makeResponse(
     hello m1: [UInt8], challengeResponse m2: [UInt8], nonce: [UInt8], shared: [UInt8],
     me: LocalIdentity, keys: HandoffKeys
   ) -> [UInt8] {
     let head = [response] + nonce
-    var key = identityKeys(
-      hello: m1, challengeResponseHeader: Array(m2.prefix(challengeResponseHeaderBytes)),
-      shared: shared, keys: keys
-    ).initiator
+    var key = identityKey(.initiator, hello: m1, challengeResponse: m2, shared: shared, keys: keys)
     defer { HandoffCrypto.wipe(&key) }
     return head
       + HandoffCrypto.seal(
@@ -424,10 +434,7 @@ package struct SecureChannel: Sendable {
     _ m3: [UInt8], hello m1: [UInt8], challengeResponse m2: [UInt8], shared: [UInt8],
     keys: HandoffKeys
   ) -> IdentityOpening {
-    var key = identityKeys(
-      hello: m1, challengeResponseHeader: Array(m2.prefix(challengeResponseHeaderBytes)),
-      shared: shared, keys: keys
-    ).initiator
+    var key = identityKey(.initiator, hello: m1, challengeResponse: m2, shared: shared, keys: keys)
     defer { HandoffCrypto.wipe(&key) }
     return openIdentity(
       m3, headerBytes: responseHeaderBytes, type: response, sealLabel: labelInitiator,

@@ -23,9 +23,8 @@ import Testing
     let head =
       [SecureChannel.challengeResponse, SecureChannel.handshakeVersion] + responder.publicKey
       + nonce
-    let sealKey = SecureChannel.identityKeys(
-      hello: m1, challengeResponseHeader: head, shared: shared, keys: keys
-    ).responder
+    let sealKey = SecureChannel.identityKey(
+      .responder, hello: m1, challengeResponse: head, shared: shared, keys: keys)
     let claimed = SecureChannel.identityBytes(PeerIdentity(key: bob.publicKey, name: "bob"))
     let forged =
       claimed + mallory.sign(SecureChannel.signatureResponder + m1 + head + claimed)
@@ -84,10 +83,8 @@ import Testing
     try await hostile.send(m1)
     let m2 = try #require(try await hostile.receive())
     let shared = try #require(mine.shared(with: Array(m2[SecureChannel.responderEphemeralRange])))
-    let sealKey = SecureChannel.identityKeys(
-      hello: m1, challengeResponseHeader: Array(m2[0..<SecureChannel.challengeResponseHeaderBytes]),
-      shared: shared, keys: keys
-    ).initiator
+    let sealKey = SecureChannel.identityKey(
+      .initiator, hello: m1, challengeResponse: m2, shared: shared, keys: keys)
     let nonce = HandoffCrypto.random(24)
     let head = [SecureChannel.response] + nonce
     let claimed = SecureChannel.identityBytes(PeerIdentity(key: alice.publicKey, name: "alice"))

@@ -121,11 +121,14 @@ import Testing
     let m3 = SecureChannel.makeResponse(
       hello: m1, challengeResponse: m2, nonce: [UInt8](repeating: 0x44, count: 24),
       shared: shared, me: alice, keys: keys)
-    let identityKeys = SecureChannel.identityKeys(
-      hello: m1, challengeResponseHeader: Array(m2[0..<SecureChannel.challengeResponseHeaderBytes]),
-      shared: shared, keys: keys)
-    out["k_identity_r"] = identityKeys.responder.hexString
-    out["k_identity_i"] = identityKeys.initiator.hexString
+    let sides: [(String, SecureChannel.IdentitySide)] = [
+      ("k_identity_r", .responder), ("k_identity_i", .initiator),
+    ]
+    for (name, side) in sides {
+      out[name] =
+        SecureChannel.identityKey(side, hello: m1, challengeResponse: m2, shared: shared, keys: keys)
+        .hexString
+    }
     out["hs_ephemeral_i"] = eI.hexString
     out["hs_ephemeral_r"] = eR.hexString
     out["hs_shared"] = shared.hexString

@@ -23,10 +23,9 @@ struct HostilePeer {
     let m1 = SecureChannel.makeHello(ephemeral: mine.publicKey)
     try await channel.send(m1)
     guard let m2 = try await channel.receive(),
-      m2.count > SecureChannel.challengeResponseHeaderBytes,
-      let shared = mine.shared(with: Array(m2[SecureChannel.responderEphemeralRange])),
-      let victim = SecureChannel.openChallengeResponse(m2, hello: m1, shared: shared, keys: keys)
-        .peer
+      let (opening, shared) = SecureChannel.openChallengeResponse(
+        m2, hello: m1, ephemeralSecret: mine.secret, keys: keys),
+      let victim = opening.peer
     else { return false }
     let m3 = SecureChannel.makeResponse(
       hello: m1, challengeResponse: m2, nonce: HandoffCrypto.random(24), shared: shared, me: me,
