@@ -83,20 +83,9 @@ public actor HandoffEngine {
   /// index it is about to settle still is the one it exchanged.
   var localRevision: UInt64 = 0
 
-  /// (peer index digest, our index digest) pairs after which a session finished:
-  /// the same beacon again while we are unchanged needs no connection.
-  var completed: Set<DigestPair> = []
-  /// Beacon contents we connected for, per address, when, how many attempts
-  /// for the same content came before without a finished session, and how
-  /// long after this one the next may come.
-  var attempts:
-    [String: (
-      content: BeaconContent, mine: UInt32, time: ContinuousClock.Instant, retries: Int,
-      retryAfter: Duration
-    )] = [:]
-  /// Addresses that failed the handshake for a given beacon content, and
-  /// until when they are held back.
-  var failedBeacons: [String: ContinuousClock.Instant] = [:]
+  /// The settled digest pairs, the attempts per address and the addresses
+  /// held back after a failed handshake (PROTOCOL.md 3, "Replays").
+  var connections: ConnectionMemory
   /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
   var declinedLogged: Set<String> = []
   var declinedCounted: Set<String> = []
@@ -127,11 +116,6 @@ public actor HandoffEngine {
   var deletionHold: DeletionHold
   /// Folders found replaced since the last run (`foldersReplaced`), for the first scan.
   var replacedAtStart: Set<String> = []
-
-  struct DigestPair: Hashable {
-    var peer: UInt32
-    var mine: UInt32
-  }
 
   /// - Parameters:
   ///   - folders: the folders served, each with its activity type (types must differ).
@@ -188,6 +172,7 @@ public actor HandoffEngine {
     index = HandoffIndex(offeredTypes: Set(map.keys), summaryKey: keys.summary)
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)
+    connections = ConnectionMemory(policy: policy)
     if let recovery = store.recovery { logger.error(recovery) }
     if let founding { logger.info(founding) }
     if let removal = membership.removal(of: me.device) {
@@ -589,15 +574,27 @@ public actor HandoffEngine {
     guard let content = openBeacon(data, from: address),
       content.version == Beacon.protocolVersion
     else { return false }
-    let mine = indexDigest
-    guard content.indexDigest != mine else { return false }
-    guard !completed.contains(DigestPair(peer: content.indexDigest, mine: mine)) else {
-      return false
-    }
-    let now = ContinuousClock.now
-    guard let retries = attemptsBefore(content, from: address, now: now) else { return false }
-    record(content, from: address, retries: retries, now: now)
-    return true
+    return connections.mayConnect(
+      for: content, from: address, mine: indexDigest, isKnownPeer: isKnownPeer, now: .now)
+  }
+
+  /// Whether to connect to `address` for a link (PROTOCOL.md 6.2), on the
+  /// beacon `data` heard from it: the bounds of `shouldConnect` hold on this
+  /// path too, and the two paths share one count of attempts (PROTOCOL.md 3,
+  /// "Replays"; `ConnectionMemory.mayLink`). Records the attempt; a link's
+  /// successful handshake clears it (`openLink`).
+  public func shouldLink(beacon data: [UInt8], from address: String) -> Bool {
+    ensureScanned()
+    guard let content = openBeacon(data, from: address) else { return false }
+    return connections.mayLink(
+      for: content, from: address, mine: indexDigest, isKnownPeer: isKnownPeer, now: .now)
+  }
+
+  /// Whether `address` resolves to a peer this agent has had a session
+  /// with: a replayed beacon never keeps such a peer waiting.
+  private func isKnownPeer(_ address: String) -> Bool {
+    guard let bytes = littleEndianBytes(printedAddress: address) else { return false }
+    return peerName(resolving: bytes) != nil
   }
 
   // MARK: Status and bookkeeping

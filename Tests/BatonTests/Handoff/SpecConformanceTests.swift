@@ -184,7 +184,7 @@ import Testing
       return
     }
     #expect("\(error)".contains("speaks baton protocol 4"))
-    let holds = await b.engine.failedBeacons
+    let holds = await b.engine.connections.heldBack
     #expect(holds.count == 1)
     let until = try #require(holds.values.first)
     #expect(until <= ContinuousClock.now + b.policy.retryInterval)
