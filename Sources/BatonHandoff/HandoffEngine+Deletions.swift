@@ -18,7 +18,7 @@ extension HandoffEngine {
       adopt(StoredNote(entry: e), key)
       return
     }
-    let order = order(of: e.version, vouchers: e.vouchers, against: local.entry)
+    let order = IncomingVersion.order(of: e.version, vouchers: e.vouchers, against: local.entry)
     if local.deleted {
       if order == .newer {
         adopt(StoredNote(entry: e), key)

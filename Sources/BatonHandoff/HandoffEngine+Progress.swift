@@ -138,7 +138,7 @@ extension HandoffEngine {
     case .equal:
       return local.wanted
         || (!local.deleted && local.entry.hash != e.hash
-          && Self.wins(e.hash, over: local.entry.hash))
+          && IncomingVersion.wins(e.hash, over: local.entry.hash))
     case .newer, .concurrent:
       return local.deleted || local.entry.hash != e.hash
     }

@@ -255,31 +255,19 @@ extension HandoffEngine {
         continue
       }
       let key = Self.key(e.activityType, e.path)
-      guard var local = index[key] else {
+      switch IncomingVersion(offered: e, against: index[key]) {
+      case .keep:
+        continue
+      case .fetchNew:
         fresh.append(e)
-        continue
-      }
-      let sameContent = local.entry.hash == e.hash
-      switch order(of: e.version, vouchers: e.vouchers, against: local.entry) {
-      case .older:
-        continue
-      case .equal:
-        if local.wanted {
-          fresh.append(e)  // deleted here, the deletion rejected: fetched back
-        } else if !sameContent && Self.wins(e.hash, over: local.entry.hash) {
-          updates.append(e)
-        }
-      case .newer, .concurrent:
-        if sameContent && !local.deleted {
-          // Same bytes reached by another history: adopt the merged version, no transfer.
-          local.entry.absorb(e.version, vouchers: e.vouchers)
-          index[key] = local
-          persistSave(local)
-        } else if local.deleted {
-          fresh.append(e)
-        } else {
-          updates.append(e)
-        }
+      case .fetchChange:
+        updates.append(e)
+      case .mergeVersion:
+        // Same bytes reached by another history: adopt the merged version, no transfer.
+        guard var local = index[key] else { continue }
+        local.entry.absorb(e.version, vouchers: e.vouchers)
+        index[key] = local
+        persistSave(local)
       }
     }
     if !tombstones.isEmpty {
@@ -360,12 +348,6 @@ extension HandoffEngine {
         + " \(HandoffLimits.maxMergedDevices); refused"
     }
     return nil
-  }
-
-  /// Equal versions with different content (two agents resolved the same
-  /// conflict each their way): the bytewise larger content hash wins everywhere.
-  static func wins(_ a: ContentHash, over b: ContentHash) -> Bool {
-    a.bytes.lexicographicallyPrecedes(b.bytes) == false && a != b
   }
 
   /// A relative path with no empty, `.` or `..` component, no NUL or backslash.
@@ -562,14 +544,14 @@ extension HandoffEngine {
     }
     var conflict = false
     if let stored {
-      switch order(of: p.version, vouchers: p.vouchers, against: stored.entry) {
+      switch IncomingVersion.order(of: p.version, vouchers: p.vouchers, against: stored.entry) {
       case .older:
         return nil  // an old or replayed version (even of a deleted note): nothing to do
       case .equal:
         // A note wanted back (a deletion here rejected) is taken as it is.
         guard stored.wanted
           || (!stored.deleted && stored.entry.hash != p.hash
-            && Self.wins(p.hash, over: stored.entry.hash))
+            && IncomingVersion.wins(p.hash, over: stored.entry.hash))
         else { return nil }
       case .newer:
         break

@@ -11,7 +11,7 @@ extension HandoffEngine {
   /// device's key from the membership records), or why the version is
   /// forged. A voucher is checked where it counts: where the peer's counter
   /// is above the local one (a raise), or where the local counter has none
-  /// (it would be adopted, or outrank that counter, `order`). One that does
+  /// (it would be adopted, or outrank that counter, `IncomingVersion.order`). One that does
   /// not verify under its device's key makes the version forged; one whose
   /// device's key is not known here is dropped. A raise without a voucher is
   /// refused where the local counter of that device has one.
@@ -41,23 +41,5 @@ extension HandoffEngine {
       }
     }
     return .success(kept)
-  }
-
-  /// How a peer's version (its vouchers checked: `checkedVouchers`) relates
-  /// to the local entry: as the vectors compare, except that a peer's
-  /// version that looks older because of a local counter with no voucher,
-  /// where the peer's counter of that device has one, is *concurrent*. The
-  /// local claim of more changes by that device is not proven, the peer's
-  /// is: the peer's version is kept as a conflict copy, never dropped.
-  func order(
-    of version: VersionVector, vouchers: Vouchers, against local: HandoffIndexEntry
-  ) -> VersionOrder {
-    let order = version.compare(local.version)
-    guard order == .older, !vouchers.isEmpty else { return order }
-    for device in vouchers.devices
-    where version[device] < local.version[device] && local.vouchers[device] == nil {
-      return .concurrent
-    }
-    return order
   }
 }

@@ -531,7 +531,7 @@ public final class HandoffLink: Sendable {
         if copy.hash == e.hash { return e.version.compare(copy.version) == .newer }
         switch e.version.compare(copy.version) {
         case .newer, .concurrent: return true
-        case .equal: return HandoffEngine.wins(e.hash, over: copy.hash)
+        case .equal: return IncomingVersion.wins(e.hash, over: copy.hash)
         case .older: return false
         }
       }
