@@ -77,6 +77,10 @@ final class AgentRadio: Sendable {
     var events: AsyncStream<Event>.Continuation?
     /// Who we connect to, and how: peers heard, links, connections.
     var peers: PeerScheduler<HandoffLink>
+    /// The bounds on connections (PROTOCOL.md 3, "Replays"): settled digest
+    /// pairs, the attempt per address, addresses held back after a failed
+    /// handshake.
+    var connections: ConnectionMemory
     /// A `.beaconChanged` is queued and not yet handled: a burst of saves
     /// makes one re-seal, not one per save (issue 14's livelock).
     var beaconPending = false
@@ -149,7 +153,10 @@ final class AgentRadio: Sendable {
           configuration.controller, hciLog: configuration.hciLog,
           address: BluetoothAddress(littleEndian: engine.newAddress()))
       }
-    state = Mutex(State(peers: PeerScheduler(device: engine.deviceID)))
+    state = Mutex(
+      State(
+        peers: PeerScheduler(device: engine.deviceID),
+        connections: ConnectionMemory(policy: engine.policy)))
   }
 
   /// Our current address, once the controller is open.
@@ -486,20 +493,23 @@ final class AgentRadio: Sendable {
   }
 
   /// Records a keyed peer's beacon and decides what to do about it: the
-  /// scheduler decides, the engine's bounds on connections (PROTOCOL.md 3,
-  /// "Replays") have the last word, and the scheduler claims the address.
+  /// scheduler decides, the bounds on connections (`ConnectionMemory`,
+  /// PROTOCOL.md 3, "Replays") have the last word, and the scheduler claims
+  /// the address. Only an address heard for the first time waits for the
+  /// engine (who it resolves to); the rest is decided here, with the digest
+  /// the engine published.
   private func decide(_ report: AdvertisingReport, on host: any RadioHost) async -> Action {
-    guard let content = engine.openBeacon(report.data) else { return .none }
     let address = report.address.description
+    guard let content = engine.openBeacon(report.data, from: address) else { return .none }
     let unknown = state.withLock {
       $0.peers.hear(address, rssi: report.rssi, beacon: report.data, at: Date())
     }
     if unknown {
       // A peer we know under a new address (it rotated, or sent a closed
       // beacon from a fresh one): its name carries over.
-      var peer = await engine.peer(resolving: report.address.bytes)
-      if peer == nil { peer = await engine.peer(resolvingBeacon: report.data) }
-      state.withLock { $0.peers.resolved(address, as: peer) }
+      let byAddress = await engine.peer(resolving: report.address.bytes)
+      let peer = byAddress != nil ? byAddress : await engine.peer(resolvingBeacon: report.data)
+      state.withLock { $0.peers.resolved(address, as: peer, byAddress: byAddress != nil) }
     }
     let (decision, flags) = state.withLock {
       $0.peers.consider(
@@ -516,12 +526,26 @@ final class AgentRadio: Sendable {
     case .link(let device):
       // A beacon replayed from fresh addresses gets no more connections
       // for links than for sessions (PROTOCOL.md 3, "Replays").
-      guard await engine.shouldLink(beacon: report.data, from: address) else { return .none }
-      return state.withLock { $0.peers.claimLink(address, device: device) } ? .link : .none
+      let mine = engine.currentIndexDigest
+      return state.withLock { s in
+        s.connections.mayLink(
+          for: content, from: address, mine: mine, addressIsKnown: s.peers.isKnown(address),
+          now: .now) && s.peers.claimLink(address, device: device)
+      } ? .link : .none
     case .session:
-      guard await engine.shouldConnect(beacon: report.data, from: address) else { return .none }
-      return state.withLock { $0.peers.claimSession(address) } ? .session : .none
+      let mine = engine.currentIndexDigest
+      return state.withLock { s in
+        s.connections.mayConnect(
+          for: content, from: address, mine: mine, addressIsKnown: s.peers.isKnown(address),
+          now: .now) && s.peers.claimSession(address)
+      } ? .session : .none
     }
+  }
+
+  /// What became of a session or link at `address` this agent started or
+  /// served, for the bounds on connections (`ConnectionMemory.ended`).
+  private func ended(at address: String, _ outcome: Result<SessionSummary?, any Error>) {
+    state.withLock { $0.connections.ended(at: address, outcome, now: .now) }
   }
 
   /// Connects to `peer` and runs a link with it until it ends.
@@ -549,10 +573,12 @@ final class AgentRadio: Sendable {
       let link = try await engine.openLink(
         over: guarded, peerAddress: address,
         authenticated: { name, device in self.learnt(name, device, at: address) })
+      ended(at: address, .success(nil))
       state.withLock { $0.peers.linkOpened(address) }
       await run(link, at: address)
     } catch {
       log.info("cannot link with \(address): \(error)")
+      ended(at: address, .failure(error))
       state.withLock { $0.peers.linkFailed(address, now: .now) }
     }
     await channel.close()
@@ -582,6 +608,7 @@ final class AgentRadio: Sendable {
       let outcome = try await engine.respond(
         over: guarded, peerAddress: address,
         authenticated: { name, device in self.learnt(name, device, at: address) })
+      if case .session(let summary) = outcome { ended(at: address, .success(summary)) }
       if case .link(let link) = outcome {
         await run(link, at: address)
         // A dead peer's controller may hold the connection: drop it.
@@ -591,6 +618,7 @@ final class AgentRadio: Sendable {
       }
     } catch {
       log.info("session with \(address) ended early: \(error)")
+      ended(at: address, .failure(error))
     }
     await channel.close()
   }
@@ -727,7 +755,7 @@ final class AgentRadio: Sendable {
       try? await Timers.shared.sleep(
         for: host.connectsFromAnotherAddress ? Self.yieldDelay * 2 : Self.yieldDelay)
       let beacon = state.withLock { $0.peers.beacon(heardFrom: address) }
-      guard let beacon, await engine.indexDiffers(beacon: beacon) else { return }
+      guard let beacon, engine.indexDiffers(beacon: beacon) else { return }
     }
     // Connected already (it connected to us meanwhile): its session will do.
     // Connecting again to a peer we are linked with can wedge a controller.
@@ -751,14 +779,16 @@ final class AgentRadio: Sendable {
     async
   {
     do {
-      _ = try await engine.runSession(
+      let summary = try await engine.runSession(
         over: DeadlineChannel(channel, deadline: Self.sessionDeadline), initiator: initiator,
         peerAddress: address,
         authenticated: { name, _ in
           self.state.withLock { $0.peers.learnt(name, device: nil, at: address) }
         })
+      ended(at: address, .success(summary))
     } catch {
       log.info("session with \(address) ended early: \(error)")
+      ended(at: address, .failure(error))
     }
   }
 

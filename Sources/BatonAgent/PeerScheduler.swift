@@ -23,12 +23,12 @@ import FoundationEssentials
 /// closed beacon (PROTOCOL.md 3.3) is never connected to: we ask its sender
 /// to open, and a peer that asks gets a window while we are closed.
 ///
-/// The engine's bounds on connections (an index that differs, a failed
-/// attempt retried after 2, 5 and 10 s, and a beacon replayed from fresh
-/// addresses getting one connection per `retryInterval`: PROTOCOL.md 3,
-/// "Replays") are kept by the engine, which records each attempt: the
-/// driver asks it (`shouldLink`, `shouldConnect`) between a `.link` or
-/// `.session` decision and `claimLink` or `claimSession`.
+/// The bounds on connections (an index that differs, a failed attempt
+/// retried after 2, 5 and 10 s, and a beacon replayed from fresh addresses
+/// getting one connection per `retryInterval`: PROTOCOL.md 3, "Replays") are
+/// `ConnectionMemory`'s, which the driver keeps beside this and asks between
+/// a `.link` or `.session` decision and `claimLink` or `claimSession`, with
+/// `isKnown(_:)` for an address that resolves to a peer.
 struct PeerScheduler<Link: AnyObject> {
   /// How long a peer counts as in range after its last beacon.
   static var inRangeWindow: TimeInterval { 60 }
@@ -66,11 +66,11 @@ struct PeerScheduler<Link: AnyObject> {
     /// The peer connects to us: nothing until `until` (the link fallback),
     /// when a beacon heard may make us connect.
     case wait(until: ContinuousClock.Instant)
-    /// Connect for a link, if the engine's bounds allow (`shouldLink`);
+    /// Connect for a link, if the bounds allow (`ConnectionMemory.mayLink`);
     /// then `claimLink(_:device:)`.
     case link(device: DeviceID?)
-    /// Connect for one per-change session, if the engine says so
-    /// (`shouldConnect`); then `claimSession(_:)`.
+    /// Connect for one per-change session, if the bounds allow
+    /// (`ConnectionMemory.mayConnect`); then `claimSession(_:)`.
     case session
   }
 
@@ -126,6 +126,10 @@ struct PeerScheduler<Link: AnyObject> {
   /// Addresses heard that resolve to no peer we know (cleared when a session
   /// teaches us a new peer).
   private var unresolved: Set<String> = []
+  /// Addresses that resolve to a peer we have had a session with (by the
+  /// address itself, not its beacon), or where a handshake proved one: a
+  /// beacon replayed elsewhere never keeps them waiting.
+  private var knownAddresses: Set<String> = []
   /// Addresses with a session or link under way (either direction).
   private(set) var busy: Set<String> = []
   /// Links, by the address of their connection.
@@ -201,11 +205,15 @@ struct PeerScheduler<Link: AnyObject> {
 
   /// Who `address` resolved to: a peer we know under a new address (it
   /// rotated, or sent a closed beacon from a fresh one), whose name carries
-  /// over; or nobody (nil).
-  mutating func resolved(_ address: String, as peer: (name: String, device: DeviceID)?) {
+  /// over; or nobody (nil). `byAddress`: the address itself resolves to it
+  /// (PROTOCOL.md 3.1), not only the beacon heard from it.
+  mutating func resolved(
+    _ address: String, as peer: (name: String, device: DeviceID)?, byAddress: Bool
+  ) {
     if let peer {
       names[address] = peer.name
       devices[address] = peer.device
+      if byAddress { know(address) }
     } else {
       unresolved.insert(address)
     }
@@ -292,7 +300,16 @@ struct PeerScheduler<Link: AnyObject> {
     return .none
   }
 
-  /// After a `.link` decision the engine allowed: takes `address` for the
+  /// Whether `address` resolves to a peer we have had a session with, or
+  /// a handshake there proved one (`ConnectionMemory`'s replay bound).
+  func isKnown(_ address: String) -> Bool { knownAddresses.contains(address) }
+
+  private mutating func know(_ address: String) {
+    if knownAddresses.count > 1024 { knownAddresses.removeAll() }
+    knownAddresses.insert(address)
+  }
+
+  /// After a `.link` decision the bounds allowed: takes `address` for the
   /// link (a placeholder until it is up); false when a session or link with
   /// it got under way meanwhile.
   mutating func claimLink(_ address: String, device: DeviceID?) -> Bool {
@@ -302,7 +319,7 @@ struct PeerScheduler<Link: AnyObject> {
     return true
   }
 
-  /// After a `.session` decision the engine allowed: takes `address` for
+  /// After a `.session` decision the bounds allowed: takes `address` for
   /// the session; false when one is under way already.
   mutating func claimSession(_ address: String) -> Bool {
     busy.insert(address).inserted
@@ -393,6 +410,7 @@ struct PeerScheduler<Link: AnyObject> {
   /// was a link's or the responder's (nil: a session we started).
   mutating func learnt(_ name: String, device: DeviceID?, at address: String) {
     names[address] = name
+    know(address)
     if let device {
       devices[address] = device
       if links[address] != nil {

@@ -5,6 +5,12 @@ import BatonSystem
 /// (peer digest, own digest) pairs, the attempt made for each address, and
 /// the addresses held back after a failed handshake.
 ///
+/// It belongs to the radio's side (`AgentRadio` keeps it beside its peer
+/// scheduler), which decides on each beacon heard without waiting for the
+/// engine's thread: the engine only publishes its index digest
+/// (`HandoffEngine.currentIndexDigest`) and tells, in each session's
+/// summary, the digest pair it settled.
+///
 /// A synchronous value with no clock and no I/O: every instant and the own
 /// index digest are passed in, so each rule is unit-tested without actors
 /// (`ConnectionMemoryTests`). Every part is bounded, and none is stored: after
@@ -51,16 +57,17 @@ package struct ConnectionMemory: Sendable {
   }
 
   /// Whether to connect to `address` for a one-shot session on `content`:
-  /// only when its index differs from ours (`mine`) in a way no finished
+  /// only when it is a beacon of this protocol, its index differs from ours (`mine`) in a way no finished
   /// session has already settled, and `mayLink` allows it. Records the attempt.
   package mutating func mayConnect(
     for content: BeaconContent, from address: String, mine: UInt32,
-    isKnownPeer: (String) -> Bool, now: ContinuousClock.Instant
+    addressIsKnown: Bool, now: ContinuousClock.Instant
   ) -> Bool {
-    guard content.indexDigest != mine,
+    guard content.version == Beacon.protocolVersion, content.indexDigest != mine,
       !settled.contains(DigestPair(peer: content.indexDigest, mine: mine))
     else { return false }
-    return mayLink(for: content, from: address, mine: mine, isKnownPeer: isKnownPeer, now: now)
+    return mayLink(
+      for: content, from: address, mine: mine, addressIsKnown: addressIsKnown, now: now)
   }
 
   /// Whether to connect to `address` for `content` at all (a link needs no
@@ -68,12 +75,12 @@ package struct ConnectionMemory: Sendable {
   /// content after a failed handshake, nor before the last attempt's retry
   /// delay (2, 5, 10 s, then `retryInterval`: `HandoffPolicy.retryDelay`),
   /// nor while the same content was attempted from another address within
-  /// `retryInterval`, unless `isKnownPeer(address)` (the address resolves to
-  /// a peer this agent has had a session with). Records the attempt; a link
+  /// `retryInterval`, unless `addressIsKnown` (the address resolves to a
+  /// peer this agent has had a session with). Records the attempt; a link
   /// and a session at one address share the count.
   package mutating func mayLink(
     for content: BeaconContent, from address: String, mine: UInt32,
-    isKnownPeer: (String) -> Bool, now: ContinuousClock.Instant
+    addressIsKnown: Bool, now: ContinuousClock.Instant
   ) -> Bool {
     if let until = heldBack[Self.heldKey(address, content)], now < until { return false }
     var retries = 0
@@ -84,7 +91,7 @@ package struct ConnectionMemory: Sendable {
     let elsewhere = attempts.contains {
       $0.key != address && $0.value.content == content && now - $0.value.time < policy.retryInterval
     }
-    if elsewhere, !isKnownPeer(address) { return false }
+    if elsewhere, !addressIsKnown { return false }
     if attempts.count > Self.attemptLimit {
       attempts = attempts.filter { now - $0.value.time < policy.retryInterval }
     }
@@ -102,11 +109,35 @@ package struct ConnectionMemory: Sendable {
 
   /// The handshake with `address` failed in a way a replayer's would (no key,
   /// a version notice): the content attempted there is held back for
-  /// `retryInterval`. Not for good, since a transport fault looks the same.
+  /// `retryInterval`. Not for good: a handshake broken by a transport fault
+  /// (a lost or garbled message) looks the same, and a version notice comes
+  /// before anything is authenticated, so anyone there could have sent it.
   package mutating func handshakeFailed(at address: String, now: ContinuousClock.Instant) {
     guard let attempt = attempts[address] else { return }
     if heldBack.count > Self.heldLimit { heldBack = heldBack.filter { $0.value > now } }
     heldBack[Self.heldKey(address, attempt.content)] = now + policy.retryInterval
+  }
+
+  /// What became of a session or link at `address`, started or served:
+  /// one that ran (`summary`: a session's, nil for a link) clears the
+  /// attempt (`succeeded`) and keeps the digest pair it settled; a
+  /// handshake that failed as a replayer's would (no key, a version notice:
+  /// `HandoffError.endsHandshakesWithThisAddress`) holds that beacon
+  /// content back at that address (`handshakeFailed`). Other failures
+  /// leave the attempt to its retry delay.
+  package mutating func ended(
+    at address: String, _ outcome: Result<SessionSummary?, any Error>,
+    now: ContinuousClock.Instant
+  ) {
+    switch outcome {
+    case .success(let summary):
+      succeeded(at: address)
+      if let settled = summary?.settled { settle(settled) }
+    case .failure(let error):
+      if let error = error as? HandoffError, error.endsHandshakesWithThisAddress {
+        handshakeFailed(at: address, now: now)
+      }
+    }
   }
 
   /// A session left both indexes as `pair` says: the same beacon again

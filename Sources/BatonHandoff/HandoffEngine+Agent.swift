@@ -10,12 +10,11 @@ extension HandoffEngine {
     persist { try store.setCurrentActivity(activityType: activityType, path: path) }
   }
 
-  /// Whether a keyed beacon still shows an index other than ours (unlike
-  /// `shouldConnect`, this records nothing).
-  public func indexDiffers(beacon data: [UInt8]) -> Bool {
-    ensureScanned()
+  /// Whether a keyed beacon still shows an index other than ours (records
+  /// nothing). Nonisolated: it compares with `currentIndexDigest`.
+  public nonisolated func indexDiffers(beacon data: [UInt8]) -> Bool {
     guard let content = Beacon.open(advertisingData: data, keys: keys) else { return false }
-    return content.indexDigest != indexDigest
+    return content.indexDigest != currentIndexDigest
   }
 
   /// Whether `data` is a beacon sealed with our group key. Nonisolated (the
@@ -57,14 +56,17 @@ extension HandoffEngine {
   }
 
   /// Opens a beacon heard from `address`, remembering which epoch's keys a
-  /// handshake with that address must use.
-  func openBeacon(_ data: [UInt8], from address: String) -> BeaconContent? {
+  /// handshake this agent starts with that address must use. Nonisolated,
+  /// like `openBeacon(_:)`.
+  public nonisolated func openBeacon(_ data: [UInt8], from address: String) -> BeaconContent? {
     guard let (content, epoch) = openAnyEpoch(data) else { return nil }
-    if epoch == self.epoch {
-      beaconEpochs[address] = nil
-    } else {
-      if beaconEpochs.count > 256 { beaconEpochs.removeAll() }
-      beaconEpochs[address] = epoch
+    beaconEpochs.withLock { epochs in
+      if epoch == self.epoch {
+        epochs[address] = nil
+      } else {
+        if epochs.count > 256 { epochs.removeAll() }
+        epochs[address] = epoch
+      }
     }
     return content
   }
@@ -72,7 +74,8 @@ extension HandoffEngine {
   /// The keys a handshake this agent starts with `address` uses: those of
   /// the epoch its beacon opened with.
   func handshakeKeys(for address: String) -> HandoffKeys {
-    guard let epoch = beaconEpochs[address], let older = olderKeys.first(where: { $0.epoch == epoch })
+    guard let epoch = beaconEpochs.withLock({ $0[address] }),
+      let older = olderKeys.first(where: { $0.epoch == epoch })
     else { return keys }
     return older.keys
   }

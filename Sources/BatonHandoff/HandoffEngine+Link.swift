@@ -43,7 +43,6 @@ extension HandoffEngine {
         throw HandoffError.protocolViolation(
           peer: secure.peerLabel, reason: "expected LINK, got \(answer.kind)")
       }
-      connections.succeeded(at: peerAddress)
       return HandoffLink(
         secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit),
         keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,

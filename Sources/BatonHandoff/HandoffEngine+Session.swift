@@ -51,7 +51,6 @@ extension HandoffEngine {
       throw error
     }
     await channel.close()
-    connections.succeeded(at: peerAddress)
     count(HandoffCounter.sessions)
     logger.info(
       "session with \(secure.peerLabel): received \(summary.received.count), sent \(summary.sent.count)"
@@ -77,14 +76,6 @@ extension HandoffEngine {
         timeout: policy.receiveTimeout, maxNoteSize: policy.maxNoteSize)
     } catch let error as HandoffError {
       await channel.close()
-      if error.endsHandshakesWithThisAddress {
-        // A handshake broken by a transport fault (a lost or garbled message)
-        // looks like a replayer's: held back for `retryInterval`, not for good,
-        // or a fault would stop syncing with that peer until its beacon changes.
-        // A version notice (`02 v`) is no different: it comes before anything
-        // is authenticated, so anyone at that address could have sent it.
-        connections.handshakeFailed(at: peerAddress, now: .now)
-      }
       fail(activityType: "-", peer: peerAddress, reason: error.description)
       throw error
     } catch {
@@ -132,7 +123,7 @@ extension HandoffEngine {
       // Same notes on both sides: nothing to catch up in either direction.
       let mine = indexDigest
       try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-      settle(ConnectionMemory.DigestPair(peer: mine, mine: mine), summary)
+      settle(ConnectionMemory.DigestPair(peer: mine, mine: mine), &summary)
       _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
       return
     }
@@ -147,7 +138,7 @@ extension HandoffEngine {
       case .getNote(let type, let path):
         try await serve(type, path, &ch, &summary)
       case .done(_, let peerDigest):
-        settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: turnDigest), summary)
+        settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: turnDigest), &summary)
         return
       case .error(_, let text):
         throw HandoffError.peerError(peer: ch.peerLabel, text: text)
@@ -203,7 +194,7 @@ extension HandoffEngine {
         let mine = unchanged ? indexDigest : shownDigest
         try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
         if unchanged {
-          settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: mine), summary)
+          settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: mine), &summary)
         }
         // The initiator closes after DONE; wait for that so DONE is not lost in flight.
         _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
@@ -211,7 +202,7 @@ extension HandoffEngine {
       case .done(_, let peerDigest):
         // The initiator found nothing to catch up.
         if localRevision == revision {
-          settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: indexDigest), summary)
+          settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: indexDigest), &summary)
         }
         return
       case .error(_, let text):
@@ -222,12 +213,13 @@ extension HandoffEngine {
     }
   }
 
-  /// Remembers a settled (peer digest, own digest) pair; the memory is bounded.
-  /// A session that could not write a note settles nothing: the beacons keep
+  /// Tells the caller the (peer digest, own digest) pair the session
+  /// settled (`SessionSummary.settled`, for `ConnectionMemory.settle`). A
+  /// session that could not write a note settles nothing: the beacons keep
   /// differing, so the note is fetched again in a later session.
-  private func settle(_ pair: ConnectionMemory.DigestPair, _ summary: SessionSummary) {
+  private func settle(_ pair: ConnectionMemory.DigestPair, _ summary: inout SessionSummary) {
     guard summary.unwritten == 0 else { return }
-    connections.settle(pair)
+    summary.settled = pair
   }
 
   func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {

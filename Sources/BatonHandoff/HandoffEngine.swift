@@ -19,14 +19,19 @@ import Synchronization
 /// - advertise `currentBeacon()`; set it again after every `localSave`, every
 ///   session, and at every address rotation (it is re-sealed on each call);
 ///   `beaconContent()` tells whether the content changed;
+/// - for each advertisement heard, without waiting for the engine's thread:
+///   `openBeacon(_:from:)` (nil: not a group beacon), and the bounds on
+///   connections the agent keeps (`ConnectionMemory`, PROTOCOL.md 3) with
+///   `currentIndexDigest`;
 /// - for each keyed peer in range, one link (PROTOCOL.md 6.2): the side that
 ///   connects calls `openLink(over:peerAddress:)`, then `runLink(_:)` until it
 ///   ends; saves are pushed over every running link by the engine itself;
-/// - for a peer without a link, for each advertisement heard: if
-///   `shouldConnect(beacon:from:)`, connect, open an L2CAP channel and
-///   `runSession(over:initiator: true, peerAddress:)`;
+/// - for a peer without a link, if the bounds allow a session: connect, open
+///   an L2CAP channel and `runSession(over:initiator: true, peerAddress:)`;
 /// - for each incoming L2CAP channel: `respond(over:peerAddress:)`, which
 ///   gives a link to run or runs a one-shot session;
+/// - tell the bounds how each session or link at an address ended
+///   (`ConnectionMemory.ended`: the summary's `settled` pair, or the error);
 /// - `baton status`: `status()`.
 public actor HandoffEngine {
   /// The keys of the group's current epoch (the key file's key in epoch 0).
@@ -47,13 +52,14 @@ public actor HandoffEngine {
   /// engine again, with the new epoch's keys.
   var epochMoved: (@Sendable (UInt32) -> Void)?
   /// The epoch of the keys that opened each address's last beacon, when
-  /// older than the current one.
-  var beaconEpochs: [String: UInt32] = [:]
+  /// older than the current one. Written by `openBeacon(_:from:)`, which
+  /// the radio calls off the engine's thread.
+  let beaconEpochs = Mutex<[String: UInt32]>([:])
   let store: any HandoffStateStore
   let folders: [String: any NoteFolderAccess]
   /// The folders' gates (`accept-command`, `after-command`), by activity type.
   let gates: [String: any IncomingGate]
-  let policy: HandoffPolicy
+  public nonisolated let policy: HandoffPolicy
   let logger = Logger(label: "handoff")
   /// The engine's own thread: its SQLite writes, fsyncs and note writes
   /// block there, never on a thread of the pool (ARCHITECTURE.md, concurrency).
@@ -64,7 +70,13 @@ public actor HandoffEngine {
   }
 
   /// The index, mirrored from the store, with its summary: key is `type \0 path`.
-  var index: HandoffIndex
+  /// Every change publishes the beacon's digest of it (`publishedDigest`).
+  var index: HandoffIndex {
+    didSet { publishedDigest.store(index.summary.shortDigest, ordering: .releasing) }
+  }
+  /// `indexDigest` as of the last change of the index, for the radio's
+  /// decisions off the engine's thread (`currentIndexDigest`).
+  private let publishedDigest = Atomic<UInt32>(0)
   var current: (activityType: String, path: String)?
   /// Each peer's current activity as it last arrived here, for `baton
   /// status` and `baton continue` (HandoffEngine+HandedOver.swift). Kept in
@@ -83,9 +95,6 @@ public actor HandoffEngine {
   /// index it is about to settle still is the one it exchanged.
   var localRevision: UInt64 = 0
 
-  /// The settled digest pairs, the attempts per address and the addresses
-  /// held back after a failed handshake (PROTOCOL.md 3, "Replays").
-  var connections: ConnectionMemory
   /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
   var declinedLogged: Set<String> = []
   var declinedCounted: Set<String> = []
@@ -170,9 +179,9 @@ public actor HandoffEngine {
     self.folders = map
     self.gates = gates
     index = HandoffIndex(offeredTypes: Set(map.keys), summaryKey: keys.summary)
+    publishedDigest.store(index.summary.shortDigest, ordering: .releasing)
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)
-    connections = ConnectionMemory(policy: policy)
     if let recovery = store.recovery { logger.error(recovery) }
     if let founding { logger.info(founding) }
     if let removal = membership.removal(of: me.device) {
@@ -562,39 +571,12 @@ public actor HandoffEngine {
     Beacon.seal(beaconContent(closed: closed, asking: asking), keys: keys, device: me.device)
   }
 
-  /// Whether a beacon heard from `address` is worth a connection: it must open
-  /// with our key, and the sender's index must differ from ours in a way no
-  /// finished session has already settled. A connection that failed for the same
-  /// content from the same address is retried after `policy.retryDelay` (2, 5,
-  /// 10 s, then `retryInterval`); one whose handshake failed (a replayed
-  /// beacon, a handshake message lost to a fault, or a version notice of
-  /// another protocol, which is not authenticated) after `retryInterval`.
-  public func shouldConnect(beacon data: [UInt8], from address: String) -> Bool {
-    ensureScanned()
-    guard let content = openBeacon(data, from: address),
-      content.version == Beacon.protocolVersion
-    else { return false }
-    return connections.mayConnect(
-      for: content, from: address, mine: indexDigest, isKnownPeer: isKnownPeer, now: .now)
-  }
-
-  /// Whether to connect to `address` for a link (PROTOCOL.md 6.2), on the
-  /// beacon `data` heard from it: the bounds of `shouldConnect` hold on this
-  /// path too, and the two paths share one count of attempts (PROTOCOL.md 3,
-  /// "Replays"; `ConnectionMemory.mayLink`). Records the attempt; a link's
-  /// successful handshake clears it (`openLink`).
-  public func shouldLink(beacon data: [UInt8], from address: String) -> Bool {
-    ensureScanned()
-    guard let content = openBeacon(data, from: address) else { return false }
-    return connections.mayLink(
-      for: content, from: address, mine: indexDigest, isKnownPeer: isKnownPeer, now: .now)
-  }
-
-  /// Whether `address` resolves to a peer this agent has had a session
-  /// with: a replayed beacon never keeps such a peer waiting.
-  private func isKnownPeer(_ address: String) -> Bool {
-    guard let bytes = littleEndianBytes(printedAddress: address) else { return false }
-    return peerName(resolving: bytes) != nil
+  /// The beacon's digest of the offered index as of its last change,
+  /// without waiting for the engine's thread: the radio compares it with
+  /// the digest of each beacon heard (`ConnectionMemory.mayConnect`). Only
+  /// valid once the folders were scanned (the agent does that first).
+  public nonisolated var currentIndexDigest: UInt32 {
+    publishedDigest.load(ordering: .acquiring)
   }
 
   // MARK: Status and bookkeeping

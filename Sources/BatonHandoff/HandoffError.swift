@@ -90,7 +90,7 @@ extension HandoffError {
   /// Failures that another try with the same beacon content from the same
   /// address would only repeat: a failed handshake, or a peer of another
   /// protocol version (it must be upgraded first).
-  var endsHandshakesWithThisAddress: Bool {
+  package var endsHandshakesWithThisAddress: Bool {
     switch self {
     case .authenticationFailed, .peerProtocolVersion, .peerRefusedHello: true
     default: false

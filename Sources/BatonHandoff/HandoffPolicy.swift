@@ -131,4 +131,8 @@ public struct SessionSummary: Sendable, Equatable {
   /// Notes that could not be written here (a full disk, a read-only folder):
   /// the session then settles nothing, so a later session fetches them again.
   public var unwritten = 0
+  /// The (peer digest, own digest) pair after which the session left
+  /// nothing to do, if it did: the same beacon again while this agent's
+  /// index is unchanged needs no connection (`ConnectionMemory.settle`).
+  package var settled: ConnectionMemory.DigestPair?
 }

@@ -1,8 +1,9 @@
 import BatonHCI
-import BatonHandoff
+import Dispatch
 import Testing
 
 @testable import BatonAgent
+@testable import BatonHandoff
 @testable import BatonRadio
 
 /// The radio's driver over a `FakeRadioHost` and real engines: which beacons
@@ -99,6 +100,40 @@ import Testing
       })
     await radio.stop()
     #expect(host.attempts.map(\.description) == ["60:00:00:00:00:03"])
+  }
+
+  /// Issue 27: a beacon from an address heard before is decided without
+  /// the engine's thread (the bounds live on the radio's side and the
+  /// engine publishes its digest), so a long fsync there delays no decision.
+  @Test func aBeaconIsDecidedWhileTheEnginesThreadIsBusy() async throws {
+    var policy = HandoffPolicy()
+    policy.firstRetryDelays = [.zero, .zero]
+    let bob = try HandoffTestAgent("bob", key: Self.key, policy: policy)
+    let alice = try await peerBeacon("alice")
+    let radio = Running(engine: bob.engine)
+    let host = try #require(await radio.scanningHost())
+    let address = "60:00:00:00:00:01"
+    // Heard first while the engine is free: it resolves the new address.
+    host.hear(report(alice, from: address))
+    #expect(await eventually(20, "a first link attempt") { host.attempts.count == 1 })
+    // The engine's thread blocks (as in a long fsync) until released.
+    let release = DispatchSemaphore(value: 0)
+    let blocked = LockedBox(false)
+    let busy = Task {
+      await bob.engine.executor.run {
+        blocked.mutex.withLock { $0 = true }
+        release.wait()
+      }
+    }
+    #expect(await eventually(20, "the engine's thread is busy") { blocked.mutex.withLock { $0 } })
+    host.hear(report(alice, from: address))
+    let decided = await eventually(20, "a second attempt while the engine is busy") {
+      host.attempts.count == 2
+    }
+    release.signal()
+    await busy.value
+    #expect(decided)
+    await radio.stop()
   }
 
   @Test func aControllerThatKeepsAnAbandonedAttemptIsReopened() async throws {

@@ -24,7 +24,7 @@ import Testing
     scheduler.controllerOpened(addressIsPrivate: true)
     for (address, device) in peers {
       if scheduler.hear(address, rssi: -50, beacon: [1], at: date) {
-        scheduler.resolved(address, as: ("peer \(device)", DeviceID(rawValue: device)))
+        scheduler.resolved(address, as: ("peer \(device)", DeviceID(rawValue: device)), byAddress: true)
       }
     }
     return scheduler
@@ -366,10 +366,10 @@ import Testing
     // Two closed beacons from fresh addresses, before we knew the peer.
     let r19 = s.hear("C1:00:00:00:00:01", rssi: -60, beacon: [9], at: date)
     #expect(r19)
-    s.resolved("C1:00:00:00:00:01", as: nil)
+    s.resolved("C1:00:00:00:00:01", as: nil, byAddress: false)
     let r20 = s.hear("C1:00:00:00:00:02", rssi: -60, beacon: [9], at: date + 1)
     #expect(r20)
-    s.resolved("C1:00:00:00:00:02", as: nil)
+    s.resolved("C1:00:00:00:00:02", as: nil, byAddress: false)
     #expect(s.unlinkedPeer(heardSince: date))
     _ = s.linkUp(
       FakeLink(), at: "AA:00:00:00:00:01", peer: DeviceID(rawValue: 0x60), name: "pad",

@@ -10,7 +10,7 @@ import Testing
   let policy = HandoffPolicy(retryInterval: .seconds(30))
   let beacon = BeaconContent(activityHash: 0x12, indexDigest: 0xA1)
   let mine: UInt32 = 0xB2
-  let nobodyKnown: (String) -> Bool = { _ in false }
+  let nobodyKnown = false
 
   /// The memory behind a reference, so that `#expect` can call its mutating
   /// methods.
@@ -19,17 +19,17 @@ import Testing
     init(_ policy: HandoffPolicy) { value = ConnectionMemory(policy: policy) }
 
     func connect(
-      _ content: BeaconContent, from address: String, mine: UInt32, known: (String) -> Bool,
+      _ content: BeaconContent, from address: String, mine: UInt32, known: Bool,
       now: ContinuousClock.Instant
     ) -> Bool {
-      value.mayConnect(for: content, from: address, mine: mine, isKnownPeer: known, now: now)
+      value.mayConnect(for: content, from: address, mine: mine, addressIsKnown: known, now: now)
     }
 
     func link(
-      _ content: BeaconContent, from address: String, mine: UInt32, known: (String) -> Bool,
+      _ content: BeaconContent, from address: String, mine: UInt32, known: Bool,
       now: ContinuousClock.Instant
     ) -> Bool {
-      value.mayLink(for: content, from: address, mine: mine, isKnownPeer: known, now: now)
+      value.mayLink(for: content, from: address, mine: mine, addressIsKnown: known, now: now)
     }
   }
 
@@ -39,6 +39,9 @@ import Testing
     let memory = Memory(policy)
     let same = BeaconContent(activityHash: 0x12, indexDigest: mine)
     #expect(!memory.connect(same, from: "A", mine: mine, known: nobodyKnown, now: at(0)))
+    // Nor a beacon of another version (PROTOCOL.md 3).
+    let later = BeaconContent(version: 2, activityHash: 0x12, indexDigest: 0xA1)
+    #expect(!memory.connect(later, from: "B", mine: mine, known: nobodyKnown, now: at(0)))
     // A link needs no difference.
     #expect(memory.link(same, from: "A", mine: mine, known: nobodyKnown, now: at(0)))
   }
@@ -88,7 +91,7 @@ import Testing
         !memory.link(beacon, from: "M\(n)", mine: mine, known: nobodyKnown, now: at(Double(n))))
     }
     // A known peer is never kept waiting by a replayer.
-    #expect(memory.connect(beacon, from: "K", mine: mine, known: { $0 == "K" }, now: at(21)))
+    #expect(memory.connect(beacon, from: "K", mine: mine, known: true, now: at(21)))
     // After `retryInterval`, the next fresh address gets its one connection.
     #expect(memory.connect(beacon, from: "M21", mine: mine, known: nobodyKnown, now: at(51.5)))
     #expect(!memory.connect(beacon, from: "M22", mine: mine, known: nobodyKnown, now: at(52)))

@@ -26,7 +26,7 @@ import Testing
   func meet(_ initiator: HandoffTestAgent, _ responder: HandoffTestAgent) async -> (
     Result<SessionSummary, any Error>, Result<SessionSummary, any Error>
   ) {
-    _ = await initiator.engine.shouldConnect(
+    _ = await initiator.bounds.shouldConnect(
       beacon: await responder.engine.currentBeacon(), from: "addr-\(responder.name)")
     return await runSession(initiator, responder)
   }
@@ -145,14 +145,14 @@ import Testing
     #expect(older.contains { Beacon.open(carols, keys: $0.keys) != nil })
     #expect(!a.engine.isGroupBeacon(carols))
     #expect(a.engine.openBeacon(carols) == nil)
-    #expect(!(await a.engine.shouldConnect(beacon: carols, from: "addr-carol")))
+    #expect(!(await a.bounds.shouldConnect(beacon: carols, from: "addr-carol")))
     // Every beacon of hers, not only the first.
     #expect(!a.engine.isGroupBeacon(await c.engine.currentBeacon(closed: true)))
 
     let bobs = await b.engine.currentBeacon()
     #expect(a.engine.isGroupBeacon(bobs))
     #expect(a.engine.openBeacon(bobs) != nil)
-    #expect(await a.engine.shouldConnect(beacon: bobs, from: "addr-bob"))
+    #expect(await a.bounds.shouldConnect(beacon: bobs, from: "addr-bob"))
     // Names (`baton status`): bob's address and beacon of epoch 0 still
     // resolve to him; carol's do not.
     #expect(await a.engine.peer(resolving: b.engine.newAddress())?.name == "bob")

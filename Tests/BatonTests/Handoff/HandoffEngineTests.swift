@@ -162,12 +162,14 @@ import Testing
       try await a.engine.runSession(over: SaveAfterIndex(r, a), initiator: false, peerAddress: "addr-bob")
     })
     let (x, y) = await (one, two)
+    b.bounds.ended(at: "addr-alice", x.map { $0 })
+    a.bounds.ended(at: "addr-bob", y.map { $0 })
     #expect(x.succeeded && y.succeeded)
     #expect(a.folder.text("late.md") != nil)
     #expect(b.folder.text("late.md") == nil, "the save came after the INDEX")
     // One side or the other still wants a session, and it brings the note.
-    let bWants = await b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "addr-alice")
-    let aWants = await a.engine.shouldConnect(beacon: b.engine.currentBeacon(), from: "addr-bob")
+    let bWants = await b.bounds.shouldConnect(beacon: a.engine.currentBeacon(), from: "addr-alice")
+    let aWants = await a.bounds.shouldConnect(beacon: b.engine.currentBeacon(), from: "addr-bob")
     #expect(bWants || aWants)
     _ = bWants ? await runSession(b, a) : await runSession(a, b)
     #expect(b.folder.text("late.md") == "# Late\nsaved while the session ran\n")
@@ -186,8 +188,8 @@ import Testing
     _ = receiverInitiates ? await runSession(b, a) : await runSession(a, b)
     #expect(b.folder.paths.isEmpty)
     b.folder.failWrites.withLock { $0 = false }  // the disk has room again
-    let bWants = await b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "addr-alice")
-    let aWants = await a.engine.shouldConnect(beacon: b.engine.currentBeacon(), from: "addr-bob")
+    let bWants = await b.bounds.shouldConnect(beacon: a.engine.currentBeacon(), from: "addr-alice")
+    let aWants = await a.bounds.shouldConnect(beacon: b.engine.currentBeacon(), from: "addr-bob")
     #expect(bWants || aWants, "some side still wants a session")
     _ = bWants ? await runSession(b, a) : await runSession(a, b)
     #expect(b.folder.contents == a.folder.contents)
@@ -387,7 +389,7 @@ import Testing
     #expect(await a.counter(HandoffCounter.failed) >= 2)
     #expect(await a.engine.status().failures.contains { $0.reason.contains("authentication") })
     // Its beacon does not open with our key either.
-    #expect(await !a.engine.shouldConnect(beacon: mallory.engine.currentBeacon(), from: "m"))
+    #expect(await !a.bounds.shouldConnect(beacon: mallory.engine.currentBeacon(), from: "m"))
   }
 
   @Test func undeclaredTypeIsDeclinedAndCountedOnce() async throws {
@@ -540,18 +542,18 @@ import Testing
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)
     // Both empty: nothing to fetch.
-    #expect(await !b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))
+    #expect(await !b.bounds.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))
     await a.save("s.md", "s")
     let beacon = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldConnect(beacon: beacon, from: "A"))
-    #expect(await !b.engine.shouldConnect(beacon: beacon, from: "A"))  // not again right away
+    #expect(await b.bounds.shouldConnect(beacon: beacon, from: "A"))
+    #expect(await !b.bounds.shouldConnect(beacon: beacon, from: "A"))  // not again right away
     _ = await runSession(b, a)
     // In sync now: neither the old (replayed) beacon nor a fresh one causes a connection.
-    #expect(await !b.engine.shouldConnect(beacon: beacon, from: "B2"))
-    #expect(await !b.engine.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))
+    #expect(await !b.bounds.shouldConnect(beacon: beacon, from: "B2"))
+    #expect(await !b.bounds.shouldConnect(beacon: a.engine.currentBeacon(), from: "A"))
     var tampered = beacon
     tampered[20] ^= 1
-    #expect(await !b.engine.shouldConnect(beacon: tampered, from: "X"))
+    #expect(await !b.bounds.shouldConnect(beacon: tampered, from: "X"))
   }
 
   @Test func replayedBeaconCostsAtMostOneFailedConnection() async throws {
@@ -560,10 +562,10 @@ import Testing
     let mallory = try HandoffTestAgent("mallory", key: GroupKey.generate())
     await a.save("s.md", "s")
     let captured = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldConnect(beacon: captured, from: "M"))
+    #expect(await b.bounds.shouldConnect(beacon: captured, from: "M"))
     // Mallory replays alice's beacon but cannot authenticate.
     _ = await runSession(b, mallory, responderAddress: "M")
-    #expect(await !b.engine.shouldConnect(beacon: captured, from: "M"))
+    #expect(await !b.bounds.shouldConnect(beacon: captured, from: "M"))
   }
 }
 

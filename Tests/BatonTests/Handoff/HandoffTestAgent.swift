@@ -17,6 +17,8 @@ struct HandoffTestAgent {
   let folders: [String: InMemoryNoteFolder]
   let policy: HandoffPolicy
   let engine: HandoffEngine
+  /// The bounds on connections the radio would keep (fresh at a restart).
+  let bounds: RadioBounds
 
   var folder: InMemoryNoteFolder { folders[Self.notesType]! }
 
@@ -41,6 +43,7 @@ struct HandoffTestAgent {
       folders: folders.map { HandoffFolder(activityType: $0.key, folder: $0.value, gate: gate) },
       policy: policy
     )
+    bounds = RadioBounds(engine)
   }
 
   /// The same agent restarted: a new store connection and engine on the same state.
@@ -67,11 +70,12 @@ func runSession(
 ) async -> (Result<SessionSummary, any Error>, Result<SessionSummary, any Error>) {
   let (a, b) = InMemoryMessageChannel.pair(
     maximumMessageSize: maximumMessageSize, breakAfter: breakAfter)
+  let responderAddress = responderAddress ?? "addr-\(responder.name)"
   async let first: Result<SessionSummary, any Error> = {
     do {
       return .success(
         try await initiator.engine.runSession(
-          over: a, initiator: true, peerAddress: responderAddress ?? "addr-\(responder.name)"))
+          over: a, initiator: true, peerAddress: responderAddress))
     } catch { return .failure(error) }
   }()
   async let second: Result<SessionSummary, any Error> = {
@@ -81,7 +85,10 @@ func runSession(
           over: b, initiator: false, peerAddress: "addr-\(initiator.name)"))
     } catch { return .failure(error) }
   }()
-  return await (first, second)
+  let results = await (first, second)
+  initiator.bounds.ended(at: responderAddress, results.0.map { $0 })
+  responder.bounds.ended(at: "addr-\(initiator.name)", results.1.map { $0 })
+  return results
 }
 
 extension Result {

@@ -98,15 +98,15 @@ struct DiskAgent {
     #expect(await runSession(b, a).0.succeeded)  // bob now knows alice
     await a.save("t.md", "t")
     let captured = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldConnect(beacon: captured, from: "M1"))
+    #expect(await b.bounds.shouldConnect(beacon: captured, from: "M1"))
     #expect(await !runSession(b, mallory, responderAddress: "M1").0.succeeded)
     for address in ["M2", "M3", "M4", "12:34:56:78:9A:BC"] {
-      #expect(await !b.engine.shouldConnect(beacon: captured, from: address), "\(address)")
+      #expect(await !b.bounds.shouldConnect(beacon: captured, from: address), "\(address)")
     }
-    #expect(await !b.engine.shouldConnect(beacon: captured, from: "M1"))
+    #expect(await !b.bounds.shouldConnect(beacon: captured, from: "M1"))
     // Alice herself, from a fresh resolvable address, still gets her connection.
     let real = BluetoothAddress(littleEndian: a.engine.newAddress())!.description
-    #expect(await b.engine.shouldConnect(beacon: captured, from: real))
+    #expect(await b.bounds.shouldConnect(beacon: captured, from: real))
   }
 
   /// The same bound on the link path (issue 25): a replayed beacon from
@@ -120,19 +120,22 @@ struct DiskAgent {
     await a.save("s.md", "s")
     #expect(await runSession(b, a).0.succeeded)  // bob now knows alice
     let captured = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldLink(beacon: captured, from: "M1"))
+    #expect(await b.bounds.shouldLink(beacon: captured, from: "M1"))
     // Mallory cannot answer the handshake of the link bob opens.
     let (bobEnd, malloryEnd) = InMemoryMessageChannel.pair()
     async let refused = try? mallory.engine.respond(over: malloryEnd, peerAddress: "B")
-    let link = try? await b.engine.openLink(over: bobEnd, peerAddress: "M1")
+    let link = await Result(catching: {
+      try await b.engine.openLink(over: bobEnd, peerAddress: "M1")
+    })
     _ = await refused
-    #expect(link == nil)
+    b.bounds.ended(at: "M1", link.map { _ in nil })
+    #expect(!link.succeeded)
     for address in ["M1", "M2", "M3", "12:34:56:78:9A:BC"] {
-      #expect(await !b.engine.shouldLink(beacon: captured, from: address), "\(address)")
+      #expect(await !b.bounds.shouldLink(beacon: captured, from: address), "\(address)")
     }
     let real = BluetoothAddress(littleEndian: a.engine.newAddress())!.description
-    #expect(await b.engine.shouldLink(beacon: captured, from: real))
-    #expect(await !b.engine.shouldLink(beacon: [0x02, 0x01, 0x06], from: "M5"))
+    #expect(await b.bounds.shouldLink(beacon: captured, from: real))
+    #expect(await !b.bounds.shouldLink(beacon: [0x02, 0x01, 0x06], from: "M5"))
   }
 
   /// While a connection for some content is pending, the same content from
@@ -142,7 +145,7 @@ struct DiskAgent {
     let b = try HandoffTestAgent("bob", key: key, policy: HandoffPolicy(retryInterval: .zero))
     await a.save("s.md", "s")
     let captured = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldConnect(beacon: captured, from: "M1"))
-    #expect(await b.engine.shouldConnect(beacon: captured, from: "M2"))
+    #expect(await b.bounds.shouldConnect(beacon: captured, from: "M1"))
+    #expect(await b.bounds.shouldConnect(beacon: captured, from: "M2"))
   }
 }

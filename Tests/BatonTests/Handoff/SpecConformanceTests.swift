@@ -23,11 +23,11 @@ import Testing
     let beacon = await a.engine.currentBeacon()
     // The first two retries wait nothing here; after the third attempt
     // the next waits `retryInterval`, on either path.
-    #expect(await b.engine.shouldLink(beacon: beacon, from: "A"))
-    #expect(await b.engine.shouldLink(beacon: beacon, from: "A"))
-    #expect(await b.engine.shouldConnect(beacon: beacon, from: "A"))
-    #expect(await !b.engine.shouldLink(beacon: beacon, from: "A"))
-    #expect(await !b.engine.shouldConnect(beacon: beacon, from: "A"))
+    #expect(await b.bounds.shouldLink(beacon: beacon, from: "A"))
+    #expect(await b.bounds.shouldLink(beacon: beacon, from: "A"))
+    #expect(await b.bounds.shouldConnect(beacon: beacon, from: "A"))
+    #expect(await !b.bounds.shouldLink(beacon: beacon, from: "A"))
+    #expect(await !b.bounds.shouldConnect(beacon: beacon, from: "A"))
   }
 
   /// Section 3, "Replays": a link whose handshake failed holds the address
@@ -39,15 +39,18 @@ import Testing
     let mallory = try HandoffTestAgent("mallory", key: GroupKey.generate())
     await a.save("s.md", "s")
     let captured = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldLink(beacon: captured, from: "M1"))
+    #expect(await b.bounds.shouldLink(beacon: captured, from: "M1"))
     let (bobEnd, malloryEnd) = InMemoryMessageChannel.pair()
     async let refused = try? mallory.engine.respond(over: malloryEnd, peerAddress: "B")
-    let link = try? await b.engine.openLink(over: bobEnd, peerAddress: "M1")
+    let link = await Result(catching: {
+      try await b.engine.openLink(over: bobEnd, peerAddress: "M1")
+    })
     _ = await refused
-    #expect(link == nil)
+    b.bounds.ended(at: "M1", link.map { _ in nil })
+    #expect(!link.succeeded)
     for address in ["M1", "M2", "M3"] {
-      #expect(await !b.engine.shouldLink(beacon: captured, from: address), "\(address)")
-      #expect(await !b.engine.shouldConnect(beacon: captured, from: address), "\(address)")
+      #expect(await !b.bounds.shouldLink(beacon: captured, from: address), "\(address)")
+      #expect(await !b.bounds.shouldConnect(beacon: captured, from: address), "\(address)")
     }
   }
 
@@ -172,24 +175,26 @@ import Testing
       policy: HandoffPolicy(retryInterval: instantRetry ? .zero : .seconds(30)))
     await a.save("s.md", "s")
     let beacon = await a.engine.currentBeacon()
-    #expect(await b.engine.shouldConnect(beacon: beacon, from: "M"))
+    #expect(await b.bounds.shouldConnect(beacon: beacon, from: "M"))
     let (i, hostile) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await b.engine.runSession(over: i, initiator: true, peerAddress: "M")
     })
     _ = try #require(try await hostile.receive())
     try await hostile.send([0x02, 0x04])
-    guard case .failure(let error) = await session else {
+    let outcome = await session
+    b.bounds.ended(at: "M", outcome.map { $0 })
+    guard case .failure(let error) = outcome else {
       Issue.record("a version notice made a session")
       return
     }
     #expect("\(error)".contains("speaks baton protocol 4"))
-    let holds = await b.engine.connections.heldBack
+    let holds = b.bounds.heldBack
     #expect(holds.count == 1)
     let until = try #require(holds.values.first)
     #expect(until <= ContinuousClock.now + b.policy.retryInterval)
     // Held now with the default interval; with none, tried again at once.
-    #expect(await b.engine.shouldConnect(beacon: beacon, from: "M") == instantRetry)
+    #expect(await b.bounds.shouldConnect(beacon: beacon, from: "M") == instantRetry)
   }
 
   /// Section 8, "Names": a received path with an invisible character or a
@@ -231,7 +236,9 @@ import Testing
     // Not retried (section 8): the session settled, so alice's beacon
     // asks for no other.
     #expect(first.value?.unwritten == 0)
-    #expect(await !bob.engine.shouldConnect(beacon: alice.engine.currentBeacon(), from: "A"))
+    let bounds = RadioBounds(bob.engine)
+    bounds.ended(at: "A", first.map { $0 })
+    #expect(await !bounds.shouldConnect(beacon: alice.engine.currentBeacon(), from: "A"))
   }
 }
 
