@@ -207,6 +207,12 @@ final class AgentRadio: Sendable {
   /// Runs until cancelled, on the controller `ControllerSupervisor` opens
   /// and reopens; throws when the first open fails for good.
   func run() async throws {
+    // The engine tells each change of the beacon's content (a save, a
+    // deletion, a note that came over a link or in a session): re-seal.
+    let changes = Task { [engine] in
+      for await _ in engine.beaconChanges { self.beaconChanged() }
+    }
+    defer { changes.cancel() }
     let supervisor = ControllerSupervisor(
       spec: configuration.controller.description, open: openHost,
       mayRetry: RadioHostOpener.mayRetry)

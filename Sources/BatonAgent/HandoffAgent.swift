@@ -143,7 +143,6 @@ public final class HandoffAgent: AgentCore {
       await engine.localSave(
         NoteSave(relativePath: relative, bytes: bytes), activityType: configuration.activityType)
       await engine.makeCurrent(activityType: configuration.activityType, path: relative)
-      state.withLock { $0.radio }?.beaconChanged()
       return "\(relative) is now the current \(configuration.activityType) activity"
     }
     throw AgentError.outsideFolders(path: notePath, folders: folders.map(\.folder.root))
@@ -224,15 +223,13 @@ public final class HandoffAgent: AgentCore {
   public func deletions(_ action: DeletionAction) async throws -> (
     message: String?, held: [HeldDeletionRecord]
   ) {
-    let (engine, radio) = state.withLock { ($0.engine, $0.radio) }
-    guard let engine else { throw AgentError.notRunning }
+    guard let engine = state.withLock({ $0.engine }) else { throw AgentError.notRunning }
     var message: String?
     switch action {
     case .list: break
     case .apply: message = await engine.applyHeldDeletions()
     case .reject: message = await engine.rejectHeldDeletions()
     }
-    if action != .list { radio?.beaconChanged() }
     let held = await engine.heldDeletions().map {
       HeldDeletionRecord(
         activityType: $0.activityType, path: $0.path, peer: $0.peer, since: $0.since)
@@ -348,7 +345,6 @@ public final class HandoffAgent: AgentCore {
             case .folderWithdrawn:
               await engine.localWithdrawAll(activityType: activityType)
             }
-            radio.beaconChanged()
           }
         }
       }

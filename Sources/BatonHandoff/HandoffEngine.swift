@@ -16,9 +16,11 @@ import Synchronization
 ///   then the engine; log `status().storeRecovery` if set (the engine logs it too);
 /// - each save the folder watcher reports: `localSave(_:activityType:)`;
 ///   after an inotify overflow: `rescan()`;
-/// - advertise `currentBeacon()`; set it again after every `localSave`, every
-///   session, and at every address rotation (it is re-sealed on each call);
-///   `beaconContent()` tells whether the content changed;
+/// - advertise `currentBeacon()`; seal it again on each element of
+///   `beaconChanges` (the engine's every change of the beacon's content,
+///   whatever made it: a save, a deletion, a note that came in a session or
+///   over a link) and at every address rotation (it is re-sealed on each
+///   call);
 /// - for each advertisement heard, without waiting for the engine's thread:
 ///   `openBeacon(_:from:)` (nil: not a group beacon), and the bounds on
 ///   connections the agent keeps (`ConnectionMemory`, PROTOCOL.md 3) with
@@ -70,14 +72,26 @@ public actor HandoffEngine {
   }
 
   /// The index, mirrored from the store, with its summary: key is `type \0 path`.
-  /// Every change publishes the beacon's digest of it (`publishedDigest`).
+  /// Every change publishes the beacon's content (`publishBeaconContent`).
   var index: HandoffIndex {
-    didSet { publishedDigest.store(index.summary.shortDigest, ordering: .releasing) }
+    didSet { publishBeaconContent() }
   }
   /// `indexDigest` as of the last change of the index, for the radio's
   /// decisions off the engine's thread (`currentIndexDigest`).
   private let publishedDigest = Atomic<UInt32>(0)
-  var current: (activityType: String, path: String)?
+  var current: (activityType: String, path: String)? {
+    didSet { publishBeaconContent() }
+  }
+  /// The beacon's content (activity hash, index digest) last published.
+  private var publishedContent: (activity: UInt32, digest: UInt32) = (0, 0)
+  /// Counts the changes of the beacon's content published.
+  private(set) var beaconRevision: UInt64 = 0
+  /// A change of the beacon's content (the current activity, or the index
+  /// digest: a save, a deletion, a note that arrived by any path), for the
+  /// radio to re-seal its beacon; changes that come faster than it takes
+  /// them are one. One consumer.
+  public nonisolated let beaconChanges: AsyncStream<Void>
+  private let beaconChanged: AsyncStream<Void>.Continuation
   /// Each peer's current activity as it last arrived here, for `baton
   /// status` and `baton continue` (HandoffEngine+HandedOver.swift). Kept in
   /// memory only.
@@ -180,6 +194,8 @@ public actor HandoffEngine {
     self.gates = gates
     index = HandoffIndex(offeredTypes: Set(map.keys), summaryKey: keys.summary)
     publishedDigest.store(index.summary.shortDigest, ordering: .releasing)
+    publishedContent = (0, index.summary.shortDigest)
+    (beaconChanges, beaconChanged) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)
     if let recovery = store.recovery { logger.error(recovery) }
@@ -569,6 +585,20 @@ public actor HandoffEngine {
   /// are the radio's (PROTOCOL.md 3.3).
   public func currentBeacon(closed: Bool = false, asking: Bool = false) -> [UInt8] {
     Beacon.seal(beaconContent(closed: closed, asking: asking), keys: keys, device: me.device)
+  }
+
+  /// After a change of the index or of the current activity: publishes
+  /// the index digest and, when the beacon's content changed, tells
+  /// `beaconChanges`. The engine so tells what changed; nobody has to poke
+  /// the radio after calling it.
+  private func publishBeaconContent() {
+    let digest = index.summary.shortDigest
+    publishedDigest.store(digest, ordering: .releasing)
+    let content = (activity: currentEntry?.activityHash ?? 0, digest: digest)
+    guard content != publishedContent else { return }
+    publishedContent = content
+    beaconRevision &+= 1
+    beaconChanged.yield()
   }
 
   /// The beacon's digest of the offered index as of its last change,

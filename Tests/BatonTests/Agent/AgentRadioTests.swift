@@ -136,6 +136,27 @@ import Testing
     await radio.stop()
   }
 
+  /// Issue 27: the engine publishes each change of the beacon's content,
+  /// and the radio re-seals on it, whatever made the change: here a note
+  /// that came in a session, with nobody telling the radio.
+  @Test func theBeaconFollowsTheEngineWithNobodyPokingTheRadio() async throws {
+    let bob = try HandoffTestAgent("bob", key: Self.key)
+    let alice = try HandoffTestAgent("alice", key: Self.key)
+    await alice.save("a.md", "from alice")
+    let radio = Running(engine: bob.engine)
+    let host = try #require(await radio.scanningHost())
+    let before = host.advertised.count
+    #expect(await runSession(alice, bob).0.succeeded)
+    let digest = bob.engine.currentIndexDigest
+    #expect(digest == alice.engine.currentIndexDigest)
+    #expect(
+      await eventually(20, "the beacon shows the index with alice's note") {
+        host.advertised.count > before
+          && bob.engine.openBeacon(host.advertised.last!.data)?.indexDigest == digest
+      })
+    await radio.stop()
+  }
+
   @Test func aControllerThatKeepsAnAbandonedAttemptIsReopened() async throws {
     let bob = try HandoffTestAgent("bob", key: Self.key)
     let radio = Running(engine: bob.engine)

@@ -19,21 +19,22 @@ final class RadioBounds: Sendable {
 
   /// Whether the radio would connect to `address` for a session on `beacon`.
   func shouldConnect(beacon: [UInt8], from address: String) async -> Bool {
-    guard let content = engine.openBeacon(beacon, from: address) else { return false }
-    let known = await isKnown(address)
-    let mine = engine.currentIndexDigest
-    return memory.mutex.withLock {
-      $0.mayConnect(for: content, from: address, mine: mine, addressIsKnown: known, now: .now)
-    }
+    await allows(beacon, from: address, forLink: false)
   }
 
   /// Whether the radio would connect to `address` for a link on `beacon`.
   func shouldLink(beacon: [UInt8], from address: String) async -> Bool {
+    await allows(beacon, from: address, forLink: true)
+  }
+
+  private func allows(_ beacon: [UInt8], from address: String, forLink: Bool) async -> Bool {
     guard let content = engine.openBeacon(beacon, from: address) else { return false }
     let known = await isKnown(address)
     let mine = engine.currentIndexDigest
     return memory.mutex.withLock {
-      $0.mayLink(for: content, from: address, mine: mine, addressIsKnown: known, now: .now)
+      forLink
+        ? $0.mayLink(for: content, from: address, mine: mine, addressIsKnown: known, now: .now)
+        : $0.mayConnect(for: content, from: address, mine: mine, addressIsKnown: known, now: .now)
     }
   }
 
