@@ -356,10 +356,10 @@ extension HandoffEngine {
   /// counted once per (peer, type, path, version).
   func decline(_ e: HandoffIndexEntry, from peer: String, reason: String) {
     let peerName = peer.split(separator: " ").first.map(String.init) ?? peer
-    if declinedLogged.insert(peerName + "|" + e.activityType).inserted {
+    if once.first("declined|" + peerName + "|" + e.activityType) {
       logger.info("declined \(e.activityType) from \(peer): \(reason)")
     }
-    if declinedCounted.insert("\(peerName)|\(e.activityType)|\(e.path)|\(e.version)").inserted {
+    if once.first("counted|\(peerName)|\(e.activityType)|\(e.path)|\(e.version)") {
       count(HandoffCounter.declined)
     }
   }
@@ -750,7 +750,7 @@ extension HandoffEngine {
   }
 
   private func warnOversize(_ type: String, _ path: String, _ size: Int) {
-    if oversizeWarned.insert(Self.key(type, path) + "|\(size)").inserted {
+    if once.first("oversize|" + Self.key(type, path) + "|\(size)") {
       logger.warning(
         "\(type):\(path) is \(size) bytes, over the \(policy.maxNoteSize)-byte limit; not sent")
     }

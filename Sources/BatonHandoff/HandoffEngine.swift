@@ -109,14 +109,12 @@ public actor HandoffEngine {
   /// index it is about to settle still is the one it exchanged.
   var localRevision: UInt64 = 0
 
-  /// `peer|type` pairs already logged as declined; `peer|type|path|version` already counted.
-  var declinedLogged: Set<String> = []
-  var declinedCounted: Set<String> = []
-  var oversizeWarned: Set<String> = []
-  /// Notes whose counter for this device is exhausted, already logged.
-  var saturatedLogged: Set<String> = []
-  /// Notes not offered because a field is over its wire limit, already logged.
-  var unencodableLogged: Set<String> = []
+  /// What was logged or counted once, by a key with its kind first: a
+  /// decline logged per peer and type, and counted per peer, type, path and
+  /// version; a note over the size limit per size; a note whose counter is
+  /// exhausted; a note not offered because a field is over its wire limit.
+  /// Bounded: peers choose most of the keys.
+  var once = OnceSet()
   /// Store updates being gathered for one transaction (`batched`).
   var storeBatch: HandoffStoreBatch?
   /// Links running (HandoffEngine+Link.swift): each is woken after every
@@ -489,7 +487,7 @@ public actor HandoffEngine {
     guard let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
     else {
       // Only a forged version (adopted before forgeries were refused) gets here.
-      if saturatedLogged.insert(key).inserted {
+      if once.first("saturated|" + key) {
         logger.error(
           "\(type):\(path) changed on disk, but this device's version counter for it is"
             + " exhausted (\(existing?.entry.version.description ?? "")), so the change cannot be"
@@ -564,7 +562,7 @@ public actor HandoffEngine {
   /// Whether a peer's decoder would accept `entry`; logs once when not.
   func isOfferable(_ entry: HandoffIndexEntry) -> Bool {
     guard let reason = entry.unencodableReason else { return true }
-    if unencodableLogged.insert(Self.key(entry.activityType, entry.path)).inserted {
+    if once.first("unencodable|" + Self.key(entry.activityType, entry.path)) {
       logger.warning(
         "\(entry.activityType):\(entry.path) is not offered to peers: \(reason); rename it"
           + " (or its folder's activity type) to sync it")
