@@ -370,17 +370,14 @@ public actor HandoffEngine {
     guard let gone = index[key], !gone.deleted else { return }
     let folder = folders[type]
     let fileGone = folder.map { $0.isAvailable && $0.modificationTime(path) == nil } ?? false
-    var note = gone
-    if fileGone, let version = gone.entry.version.incremented(by: me.device) {
-      note = .tombstone(of: gone.entry, version: version, origin: me.device)
-      if let newPath {
-        logger.info("\(type):\(path) was renamed to \(newPath) here; peers rename their copy")
-      } else {
-        logger.info("\(type):\(path) was deleted here; peers move their copy to their trash")
-      }
-    } else {
-      note.deleted = true
+    guard let (note, tombstone) = LocalVersion.removing(gone, fileGone: fileGone, device: me.device)
+    else { return }
+    if !tombstone {
       logger.debug("\(type):\(path) is no longer a note here; no longer offered")
+    } else if let newPath {
+      logger.info("\(type):\(path) was renamed to \(newPath) here; peers rename their copy")
+    } else {
+      logger.info("\(type):\(path) was deleted here; peers move their copy to their trash")
     }
     index[key] = note
     localRevision &+= 1
@@ -471,22 +468,20 @@ public actor HandoffEngine {
     let existing = index[key]
     // A note deleted here and held is back: nothing to decide any more.
     if deletionHold.held[key].map({ $0.tombstone == nil }) ?? false { deletionHold.release(key) }
-    // The same bytes back after a withdrawal are the same version; after a
-    // deletion they are a new one, which must win over the tombstone.
-    if let existing, existing.entry.hash == hash, !existing.entry.deleted {
-      if existing.deleted {
-        index[key]?.deleted = false
-        persistSave(index[key]!)
-      } else {
-        // The same bytes: hold the folder's copy of the hash rather than
-        // the one read from the store (one heap block per note, not two).
-        index[key]?.entry.hash = hash
-      }
+    let note: StoredNote
+    let change = LocalVersion(
+      saving: hash, size: size, of: type, path, against: existing, device: me.device)
+    switch change {
+    case .unchanged:
+      // The same bytes: hold the folder's copy of the hash rather than
+      // the one read from the store (one heap block per note, not two).
+      index[key]?.entry.hash = hash
       return false
-    }
-    guard let version = (existing?.entry.version ?? VersionVector()).incremented(by: me.device)
-    else {
-      // Only a forged version (adopted before forgeries were refused) gets here.
+    case .restored(let back):
+      index[key] = back
+      persistSave(back)
+      return false
+    case .counterExhausted:
       if once.first("saturated|" + key) {
         logger.error(
           "\(type):\(path) changed on disk, but this device's version counter for it is"
@@ -494,11 +489,10 @@ public actor HandoffEngine {
             + " offered to peers; save the note under a new name to keep editing it")
       }
       return false
+    case .newVersion(let made):
+      note = made
     }
-    let note = StoredNote(
-      entry: HandoffIndexEntry(
-        activityType: type, path: path, hash: hash, size: size, version: version,
-        vouchers: existing?.entry.vouchers ?? Vouchers(), origin: me.device))
+    let version = note.entry.version
     index[key] = note
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
