@@ -301,7 +301,9 @@ extension HandoffEngine {
       return nil
     }
     let local = index[Self.key(e.activityType, e.path)]?.entry
-    if let reason = implausibility(of: e.version, path: e.path, against: local) {
+    if let reason = IncomingVersion.implausibility(
+      of: e.version, path: e.path, against: local, device: me.device)
+    {
       fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
       return nil
@@ -318,28 +320,6 @@ extension HandoffEngine {
       out.vouchers = kept
       return out
     }
-  }
-
-  /// Why a peer's version of a note cannot be genuine, or nil if it can be.
-  /// Only this agent counts its own changes, so a version claiming more changes
-  /// by this device than the index holds is forged (adopting it would exhaust
-  /// the counter); and one that would grow the merged vector past the limit
-  /// could no longer be sent to anyone.
-  func implausibility(of version: VersionVector, path: String, against entry: HandoffIndexEntry?)
-    -> String?
-  {
-    let local = entry?.version ?? VersionVector()
-    let claimed = version[me.device]
-    if claimed > local[me.device] {
-      return "forged version of \(path): it claims \(claimed) changes by this device"
-        + " (\(me.device)), which made \(local[me.device]); refused"
-    }
-    let devices = Set(local.devices).union(version.devices).count
-    if devices > HandoffLimits.maxMergedDevices {
-      return "version of \(path) would grow to \(devices) devices, over the limit of"
-        + " \(HandoffLimits.maxMergedDevices); refused"
-    }
-    return nil
   }
 
   /// A relative path with no empty, `.` or `..` component, no NUL or backslash.
@@ -519,7 +499,9 @@ extension HandoffEngine {
     }
     let key = Self.key(type, p.path)
     let stored = index[key]
-    if let reason = implausibility(of: p.version, path: p.path, against: stored?.entry) {
+    if let reason = IncomingVersion.implausibility(
+      of: p.version, path: p.path, against: stored?.entry, device: me.device)
+    {
       fail(activityType: type, peer: peer, reason: "bad payload: \(reason)")
       summary.failed += 1
       return nil

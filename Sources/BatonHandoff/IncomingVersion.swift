@@ -1,9 +1,10 @@
 import BatonSystem
 
 /// What a peer's version of a note is worth against this agent's own
-/// (PROTOCOL.md sections 7.1 and 7.5): the choice a session makes for each
-/// live entry of a peer's index (`HandoffEngine.needs`), with the version
-/// order and the tie-break that sessions, links and deletions share. Plain
+/// (PROTOCOL.md sections 7, 7.1 and 7.5): the choice a session makes for
+/// each live entry of a peer's index (`HandoffEngine.needs`), with the
+/// version order and the tie-break that sessions, links and deletions
+/// share, and the check that refuses a forged version. Plain
 /// functions of the two versions, with no engine, store or I/O
 /// (`IncomingVersionTests`).
 package enum IncomingVersion: Equatable, Sendable {
@@ -67,6 +68,30 @@ package enum IncomingVersion: Equatable, Sendable {
       return .concurrent
     }
     return order
+  }
+
+  /// Why a peer's version of a note cannot be genuine, or nil if it can
+  /// be (section 7). Only `device`, this one, counts its own changes, so a
+  /// version claiming more changes by it than the entry here holds is
+  /// forged (adopting it would exhaust the counter); and one that would
+  /// grow the merged vector past the limit could no longer be sent to
+  /// anyone.
+  package static func implausibility(
+    of version: VersionVector, path: String, against entry: HandoffIndexEntry?,
+    device: DeviceID
+  ) -> String? {
+    let local = entry?.version ?? VersionVector()
+    let claimed = version[device]
+    if claimed > local[device] {
+      return "forged version of \(path): it claims \(claimed) changes by this device"
+        + " (\(device)), which made \(local[device]); refused"
+    }
+    let devices = Set(local.devices).union(version.devices).count
+    if devices > HandoffLimits.maxMergedDevices {
+      return "version of \(path) would grow to \(devices) devices, over the limit of"
+        + " \(HandoffLimits.maxMergedDevices); refused"
+    }
+    return nil
   }
 
   /// Equal versions with different content (two agents resolved the same

@@ -76,6 +76,34 @@ import Testing
         == .fetchNew)
   }
 
+  /// Section 7: only this device counts its own changes, and a merged
+  /// version may name at most `maxMergedDevices` devices.
+  @Test func aForgedVersionIsRefusedWithItsReason() {
+    let here = entry([alice: 3, bob: 2], low)
+    // Bob (this device) made 2 changes; a version claiming 3 is forged.
+    let forged = IncomingVersion.implausibility(
+      of: VersionVector([alice: 1, bob: 3]), path: "n.md", against: here, device: bob)
+    #expect(forged?.contains("forged version of n.md") == true)
+    // Other devices' counters may be anything; ours up to what we made.
+    #expect(
+      IncomingVersion.implausibility(
+        of: VersionVector([alice: 900, bob: 2]), path: "n.md", against: here, device: bob) == nil)
+    // A note unknown here: any counter of ours is forged.
+    #expect(
+      IncomingVersion.implausibility(
+        of: VersionVector([bob: 1]), path: "n.md", against: nil, device: bob) != nil)
+    var many: [DeviceID: UInt64] = [:]
+    for n in 1...UInt64(HandoffLimits.maxMergedDevices) { many[DeviceID(rawValue: 100 + n)] = 1 }
+    let tooMany = IncomingVersion.implausibility(
+      of: VersionVector(many), path: "n.md", against: here, device: bob)
+    #expect(tooMany?.contains("would grow to") == true)
+    many.removeValue(forKey: DeviceID(rawValue: 101))
+    many.removeValue(forKey: DeviceID(rawValue: 102))
+    #expect(
+      IncomingVersion.implausibility(
+        of: VersionVector(many), path: "n.md", against: here, device: bob) == nil)
+  }
+
   @Test func anUnprovenLocalCounterNeverOutranksAVouchedOne() {
     // Bob's 5 here has no voucher; the peer's bob: 3 has one, so the peer's
     // version, older as the vectors compare, is concurrent (section 7.5).
