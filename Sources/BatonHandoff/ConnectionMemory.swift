@@ -57,8 +57,9 @@ package struct ConnectionMemory: Sendable {
   }
 
   /// Whether to connect to `address` for a one-shot session on `content`:
-  /// only when it is a beacon of this protocol, its index differs from ours (`mine`) in a way no finished
-  /// session has already settled, and `mayLink` allows it. Records the attempt.
+  /// only when it is a beacon of this protocol, its index differs from ours
+  /// (`mine`) in a way no finished session has already settled, and
+  /// `mayLink` allows it. Records the attempt.
   package mutating func mayConnect(
     for content: BeaconContent, from address: String, mine: UInt32,
     addressIsKnown: Bool, now: ContinuousClock.Instant
