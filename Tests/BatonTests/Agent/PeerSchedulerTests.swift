@@ -24,7 +24,8 @@ import Testing
     scheduler.controllerOpened(addressIsPrivate: true)
     for (address, device) in peers {
       if scheduler.hear(address, rssi: -50, beacon: [1], at: date) {
-        scheduler.resolved(address, as: ("peer \(device)", DeviceID(rawValue: device)), byAddress: true)
+        scheduler.resolved(
+          address, as: ("peer \(device)", DeviceID(rawValue: device)), byAddress: true)
       }
     }
     return scheduler
@@ -359,6 +360,22 @@ import Testing
     linkUp(&s, FakeLink(), at: "AA:00:00:00:00:01", device: 0x60, initiator: false, at: .seconds(5))
     linkUp(&s, FakeLink(), at: "AA:00:00:00:00:02", device: 0x70, initiator: true, at: .seconds(9))
     #expect(s.anchor == ScanSchedule.Anchor(since: start + .seconds(5), initiator: false))
+  }
+
+  /// The replay bound's known peer (PROTOCOL.md 3, "Replays"): an address
+  /// that itself resolves to a peer, or where a handshake proved one; not
+  /// one whose beacon alone resolves (a replayer sends a known beacon).
+  @Test func onlyAnAddressThatResolvesOrProvedAPeerIsKnown() {
+    var s = scheduler(knowing: ["60:00:00:00:00:01": 0x60])
+    #expect(s.isKnown("60:00:00:00:00:01"))
+    _ = s.hear("60:00:00:00:00:02", rssi: -50, beacon: [1], at: date)
+    s.resolved("60:00:00:00:00:02", as: ("pad", DeviceID(rawValue: 0x60)), byAddress: false)
+    #expect(!s.isKnown("60:00:00:00:00:02"))
+    _ = s.hear("60:00:00:00:00:03", rssi: -50, beacon: [1], at: date)
+    s.resolved("60:00:00:00:00:03", as: nil, byAddress: false)
+    #expect(!s.isKnown("60:00:00:00:00:03"))
+    s.learnt("pad", device: DeviceID(rawValue: 0x60), at: "60:00:00:00:00:03")
+    #expect(s.isKnown("60:00:00:00:00:03"))
   }
 
   @Test func closedBeaconsOfALinkedPeerCountAsItsAndShowOnce() {
