@@ -11,10 +11,11 @@ extension HandoffEngine {
   /// device's key from the membership records), or why the version is
   /// forged. A voucher is checked where it counts: where the peer's counter
   /// is above the local one (a raise), or where the local counter has none
-  /// (it would be adopted, or outrank that counter, `IncomingVersion.order`). One that does
-  /// not verify under its device's key makes the version forged; one whose
-  /// device's key is not known here is dropped. A raise without a voucher is
-  /// refused where the local counter of that device has one.
+  /// (it would be adopted, or outrank that counter: `IncomingVersion.order`).
+  /// One that does not verify under its device's key makes the version
+  /// forged; one whose device's key is not known here is dropped. A raise
+  /// without a voucher is refused where the local counter of that device
+  /// has one.
   func checkedVouchers(
     _ version: VersionVector, _ vouchers: Vouchers, type: String, path: String,
     against local: HandoffIndexEntry?
