@@ -114,8 +114,14 @@ import Testing
     let host = try #require(await radio.scanningHost())
     let address = "60:00:00:00:00:01"
     // Heard first while the engine is free: it resolves the new address.
+    // The failed attempt ends with a re-seal (which asks the engine) that
+    // must be done before the engine's thread is blocked.
+    let sealed = host.advertised.count
     host.hear(report(alice, from: address))
-    #expect(await eventually(20, "a first link attempt") { host.attempts.count == 1 })
+    #expect(
+      await eventually(20, "a first link attempt, and the re-seal after it") {
+        host.attempts.count == 1 && host.advertised.count > sealed
+      })
     // The engine's thread blocks (as in a long fsync) until released.
     let release = DispatchSemaphore(value: 0)
     let blocked = LockedBox(false)
