@@ -20,11 +20,6 @@ package struct ConnectionMemory: Sendable {
   package struct DigestPair: Hashable, Sendable {
     package var peer: UInt32
     package var mine: UInt32
-
-    package init(peer: UInt32, mine: UInt32) {
-      self.peer = peer
-      self.mine = mine
-    }
   }
 
   /// A connection made for a beacon content: our digest then, when, how many
