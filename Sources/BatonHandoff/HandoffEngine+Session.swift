@@ -172,7 +172,8 @@ extension HandoffEngine {
         shownDigest = indexDigest
         var title = ""
         if let entry = currentEntry, let folder = folders[entry.activityType] {
-          let bytes = (try? folder.readNote(entry.path)) ?? []
+          let bytes =
+            carried(entry, in: folder) ?? (try? folder.readNote(entry.path)) ?? []
           title = ActivityPayload.title(of: bytes, path: entry.path)
         }
         try await ch.send(
@@ -596,6 +597,8 @@ extension HandoffEngine {
     case .written(let path) where path == p.path, .unchanged(let path) where path == p.path:
       let note = n.incoming
       index[key] = note
+      recent.keep(
+        key, hash: p.hash, modified: folders[type]?.modificationTime(p.path), bytes: p.content)
       persistCompleteWrite(type, p.path, saving: note)
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
@@ -669,7 +672,10 @@ extension HandoffEngine {
 
   /// Sends one note (NOTE), or NOTE_UNAVAILABLE; returns the entry sent
   /// (nil for none), as it was when sent: the index may change while the
-  /// send waits.
+  /// send waits. The bytes are those carried in `recent` when the index
+  /// still names them and the file is unchanged, else read from the folder
+  /// once (a file found changed since it was indexed is first a new local
+  /// version; one gone is a local deletion).
   @discardableResult
   func serveNote(
     _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
@@ -688,7 +694,7 @@ extension HandoffEngine {
     }
     let bytes: [UInt8]
     do {
-      bytes = try folder.readNote(path)
+      bytes = try carried(note.entry, in: folder) ?? folder.readNote(path)
     } catch NotesError.noSuchNote {
       // Deleted since the peer saw our index (the watcher may not have told
       // us yet): nothing to send, and nothing failed.
@@ -729,6 +735,15 @@ extension HandoffEngine {
     summary.sent.append("\(type):\(path)")
     count(HandoffCounter.sent)
     return sent
+  }
+
+  /// The bytes of `entry`'s content carried from its save or arrival
+  /// (`recent`), while the file is as it was then (its modification time,
+  /// one `lstat`); nil when they must be read.
+  private func carried(_ entry: HandoffIndexEntry, in folder: any NoteFolderAccess) -> [UInt8]? {
+    recent.bytes(
+      Self.key(entry.activityType, entry.path), hash: entry.hash,
+      modified: folder.modificationTime(entry.path))
   }
 
   private func warnOversize(_ type: String, _ path: String, _ size: Int) {

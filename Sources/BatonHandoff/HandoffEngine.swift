@@ -137,6 +137,9 @@ public actor HandoffEngine {
   var deletionHold: DeletionHold
   /// Folders found replaced since the last run (`foldersReplaced`), for the first scan.
   var replacedAtStart: Set<String> = []
+  /// The bytes of the notes saved or written last, to serve them without
+  /// reading the files again (`serveNote`).
+  var recent = RecentNotes()
 
   /// - Parameters:
   ///   - folders: the folders served, each with its activity type (types must differ).
@@ -520,7 +523,11 @@ public actor HandoffEngine {
     }
     let changed = recordLocal(
       activityType, save.relativePath, hash: save.hash, size: save.bytes.count)
-    let note = index[Self.key(activityType, save.relativePath)]
+    let key = Self.key(activityType, save.relativePath)
+    recent.keep(
+      key, hash: save.hash, modified: folders[activityType]?.modificationTime(save.relativePath),
+      bytes: save.bytes)
+    let note = index[key]
     if changed || note?.entry.origin == me.device {
       current = (activityType, save.relativePath)
       persist { try store.setCurrentActivity(activityType: activityType, path: save.relativePath) }

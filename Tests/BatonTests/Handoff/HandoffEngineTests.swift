@@ -514,7 +514,10 @@ import Testing
     let written = try #require(await b.engine.status().failures.first?.reason)
     #expect(!written.contains("disk error"))
     #expect(written.contains("did not write d/w.md") && written.contains("is a symlink"))
-    await b.save("e/r.md", "r")
+    // Found by a scan, so that serving it reads it (a save's bytes are
+    // carried and served without a read: RecentNotes).
+    b.folder.put("e/r.md", "r")
+    await b.engine.rescan()
     b.folder.refuseWith.withLock { $0 = .symlinkInPath(path: "e/r.md", component: "e") }
     _ = await runSession(a, b)
     let reasons = await b.engine.status().failures.map(\.reason)

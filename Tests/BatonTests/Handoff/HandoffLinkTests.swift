@@ -211,6 +211,38 @@ import Testing
     for task in [rab, rba, rbc, rcb] { _ = await task.value }
   }
 
+  /// A note saved is pushed, and a note received is relayed, with the bytes
+  /// the save or the arrival carried: nobody reads the file again.
+  @Test func savedAndRelayedNotesAreNotReadAgain() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    let c = try HandoffTestAgent("carol", key: key)
+    let (ab, _, rab, rba) = try await link(a, b)
+    let (bc, _, rbc, rcb) = try await link(b, c)
+    for i in 1...5 { await a.save("n\(i).md", "Note \(i)\n") }
+    #expect(
+      await eventually(60) { (1...5).allSatisfy { c.folder.text("n\($0).md") == "Note \($0)\n" } })
+    #expect(a.folder.reads.withLock { $0 } == 0)
+    #expect(b.folder.reads.withLock { $0 } == 0)
+    await ab.close()
+    await bc.close()
+    for task in [rab, rba, rbc, rcb] { _ = await task.value }
+  }
+
+  /// A note the engine holds no bytes for (one a scan found) is read from
+  /// the folder, once for its push.
+  @Test func aNoteNotCarriedIsReadOncePerPush() async throws {
+    let a = try HandoffTestAgent("alice", key: key)
+    let b = try HandoffTestAgent("bob", key: key)
+    a.folder.put("n.md", "N\n")
+    await a.engine.rescan()
+    let (ab, _, rab, rba) = try await link(a, b)
+    #expect(await eventually(30) { b.folder.text("n.md") == "N\n" })
+    #expect(a.folder.reads.withLock { $0 } == 1)
+    await ab.close()
+    for task in [rab, rba] { _ = await task.value }
+  }
+
   @Test func aResponderStillServesAOneShotSession() async throws {
     let a = try HandoffTestAgent("alice", key: key)
     let b = try HandoffTestAgent("bob", key: key)

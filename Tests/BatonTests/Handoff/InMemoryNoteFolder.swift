@@ -18,6 +18,8 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   let beforeBatch = Mutex<(@Sendable (Int) -> Void)?>(nil)
   /// The size of every batch written, in order.
   let batchSizes = Mutex<[Int]>([])
+  /// How many times a note was read (`readNote`).
+  let reads = Mutex<Int>(0)
 
   struct DiskFull: Error {}
 
@@ -58,6 +60,7 @@ final class InMemoryNoteFolder: NoteFolderAccess {
   }
 
   func readNote(_ relativePath: String) throws -> [UInt8] {
+    reads.withLock { $0 += 1 }
     if let error = refuseWith.withLock({ $0 }) { throw error }
     guard let bytes = files.withLock({ $0[relativePath] }) else {
       throw NotesError.noSuchNote(path: relativePath)
