@@ -26,16 +26,20 @@ import Testing
 
   /// A single 1 MB note: its bytes show as they come, before the note has.
   @Test func aLargeNoteShowsItsBytesAsTheyCome() async throws {
-    // The instant radio moves a megabyte in about a second: A's outgoing
-    // data is held 5 ms at one packet in fifty, so that it takes a few.
+    // The instant radio moves a megabyte in about a second, faster than a
+    // `baton status` process may look. While a transfer is to be watched,
+    // each of A's outgoing ACL packets is held 100 ms (order kept), so
+    // that its controller's buffers let a few kB through per 100 ms; the
+    // faults go off once B has shown the transfer part done.
     let group = try AgentGroup(
-      count: 2, faults: "delay type=acl to=controller controller=0 p=0.02 ms=5")
+      count: 2, faults: "delay type=acl to=controller controller=0 ms=100", faultsStartOff: true)
     let (a, b) = (group.agents[0], group.agents[1])
     var large = Array("# Large\n".utf8)
     large += (0..<(1_000_000 - large.count)).map { UInt8(97 + $0 % 26) }
     try a.save("large.md", large)
     try a.start()
     #expect(try await eventually(30, "A's agent answering") { (try? a.status()) != nil })
+    #expect(await Self.switchFaults(on: true, group.radio))
     try b.start()
     var partial: (String, Int, Int, Int, Int)?
     var asked = ContinuousClock.now - .seconds(1)
@@ -51,6 +55,7 @@ import Testing
     }
     #expect(seen && partial != nil, "\(group.logs.suffix(20_000))")
     if let partial { print("1 MB note, part way: \(partial)") }
+    #expect(await Self.switchFaults(on: false, group.radio))
     #expect(await eventually(120, "large.md on B") { b.read("large.md") == large })
     #expect(
       await eventually(20, "B shows no transfer") {
@@ -63,6 +68,7 @@ import Testing
     #expect(await linked(b, to: ["agentA"]), "\(group.logs)")
     var second = Array("# Second\n".utf8)
     second += (0..<(1_000_000 - second.count)).map { UInt8(65 + $0 % 26) }
+    #expect(await Self.switchFaults(on: true, group.radio))
     try a.save("second.md", second)
     partial = nil
     let pushed = await eventually(120, "B shows the pushed note's bytes") {
@@ -74,12 +80,22 @@ import Testing
     }
     #expect(pushed && partial != nil, "\(group.logs.suffix(20_000))")
     if let partial { print("1 MB push over the link, part way: \(partial)") }
+    #expect(await Self.switchFaults(on: false, group.radio))
     #expect(await eventually(120, "second.md on B") { b.read("second.md") == second })
     #expect(
       await eventually(20, "B shows no transfer after the push") {
         guard let status = try? b.status() else { return false }
         return status["transfers"] == nil
       }, "\(String(describing: try? b.status()))")
+  }
+
+  /// Switches the radio's faults and waits until its fault log says it has.
+  static func switchFaults(on: Bool, _ radio: SimulatedRadio) async -> Bool {
+    let before = radio.faultSwitches.count
+    if on { radio.faultsOn() } else { radio.faultsOff() }
+    return await eventually(10, "the radio's faults \(on ? "on" : "off")") {
+      radio.faultSwitches.count > before && radio.faultSwitches.last == on
+    }
   }
 
   @Test func catchUpShowsItsProgressUntilDone() async throws {

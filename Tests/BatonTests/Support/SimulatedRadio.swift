@@ -56,6 +56,17 @@ final class SimulatedRadio: @unchecked Sendable {
   /// Starts injecting faults again (SIGUSR2).
   func faultsOn() { process.signal(SIGUSR2) }
 
+  /// The radio's switches of its faults so far, in order (true: on), as
+  /// its fault log records them once made (empty without faults).
+  var faultSwitches: [Bool] {
+    guard let faultLog, let text = try? String(contentsOfFile: faultLog, encoding: .utf8) else {
+      return []
+    }
+    return text.split(separator: "\n").compactMap {
+      $0.hasSuffix(" faults on") ? true : $0.hasSuffix(" faults off") ? false : nil
+    }
+  }
+
   /// The faults injected so far, one line each (empty without faults).
   var injectedFaults: [String] {
     guard let faultLog, let text = try? String(contentsOfFile: faultLog, encoding: .utf8) else {
