@@ -4,7 +4,8 @@
 #    /proc/PID/task/*/status, no tracer attached), then
 #  - syscalls: `strace -f -c` attached to every thread over the same window,
 #  - memory: VmRSS (with its anonymous and file-backed parts) and VmHWM
-#    from /proc/PID/status,
+#    from /proc/PID/status, and the eight largest resident parts by what
+#    is mapped (/proc/PID/smaps),
 #  - the time it takes to stop on SIGTERM.
 #
 #   Tests/Scripts/bench-idle.sh [--seconds N] [--bin PATH]
@@ -85,6 +86,18 @@ rss=$(awk '/^VmRSS/ {print $2}' /proc/"$agent_pid"/status)
 rss_anon=$(awk '/^RssAnon/ {print $2}' /proc/"$agent_pid"/status)
 rss_file=$(awk '/^RssFile/ {print $2}' /proc/"$agent_pid"/status)
 hwm=$(awk '/^VmHWM/ {print $2}' /proc/"$agent_pid"/status)
+# Resident kB by what is mapped: each file (the program's segments apart),
+# and the anonymous memory; the eight largest.
+by_mapping=$(awk '
+  /^[0-9a-f]+-[0-9a-f]+ / {
+    name = $6 == "" ? "[anonymous]" : $6
+    if (name == bin) name = "program " ($2 ~ /x/ ? "code" : $2 ~ /w/ ? "data" : "read-only")
+    sub(/.*\//, "", name)
+    next
+  }
+  /^Rss:/ { kb[name] += $2 }
+  END { for (n in kb) if (kb[n] > 0) print kb[n], n }' bin="$bin" /proc/"$agent_pid"/smaps |
+  sort -rn | head -8 | awk '{printf "%s %s kB, ", $2 ($3 ? " " $3 : ""), $1}')
 
 start=$(date +%s%N)
 kill -TERM "$agent_pid"
@@ -102,5 +115,6 @@ echo "  per thread: $per_thread"
 echo "syscalls under strace -f -c: $syscalls"
 if [ "$syscalls" != 0 ]; then sed -n '1,20p' "$work/strace.txt"; fi
 echo "VmRSS: ${rss} kB (anonymous ${rss_anon} kB, files ${rss_file} kB), VmHWM: ${hwm} kB"
+echo "  resident by mapping: ${by_mapping%, }"
 echo "stop on SIGTERM: ${stop_ms} ms, exit status $status"
 if [ -n "${BENCH_SHOW_LOG:-}" ]; then echo "agent log:"; sed 's/^/  /' "$work/agent.log"; fi
