@@ -335,13 +335,12 @@ extension HandoffEngine {
     }
     // Received: the other links' peers may be getting it from its sender
     // too. Tell them we hold it (HAVE), and relay it to them only if they
-    // still lack it after `relayHold`.
+    // still lack it after `RelayHolds.hold`.
     let now = ContinuousClock.now
-    if relayHolds.count > 1024 { relayHolds = relayHolds.filter { $0.value.until > now } }
     for payload in accepted {
       let key = Self.key(payload.activityType, payload.path)
       guard let note = index[key], !note.deleted, note.entry.hash == payload.hash else { continue }
-      relayHolds[key] = (now + Self.relayHold, payload.hash, ObjectIdentifier(link))
+      relayHolds.received(key, hash: payload.hash, over: ObjectIdentifier(link), at: now)
       for other in links.values where other !== link { other.queueHave(note.entry) }
     }
   }
@@ -373,10 +372,6 @@ extension HandoffEngine {
       link.scheduleResync(after: .zero)
     }
   }
-
-  /// How long a note received over a link waits before it is relayed to
-  /// the other links' peers (which announce with HAVE that they got it).
-  static var relayHold: Duration { .seconds(2) }
 
   // MARK: Sender
 
@@ -558,9 +553,10 @@ extension HandoffEngine {
     var held: [String] = []
     lacking.removeAll { e in
       let key = Self.key(e.activityType, e.path)
-      guard let hold = relayHolds[key], hold.from != id, hold.hash == e.hash, hold.until > now
-      else { return false }
-      due = min(due ?? hold.until, hold.until)
+      guard let until = relayHolds.heldUntil(key, hash: e.hash, for: id, at: now) else {
+        return false
+      }
+      due = min(due ?? until, until)
       held.append(key)
       return true
     }

@@ -121,10 +121,8 @@ public actor HandoffEngine {
   /// change of the index, to push what its peer lacks.
   var links: [ObjectIdentifier: HandoffLink] = [:]
   /// Notes received over a link, not relayed to the other links before
-  /// `until` (unless still lacking then): by index key, with the content
-  /// received and the link it came from.
-  var relayHolds:
-    [String: (until: ContinuousClock.Instant, hash: ContentHash, from: ObjectIdentifier)] = [:]
+  /// their hold is over (and then only if still lacking).
+  var relayHolds = RelayHolds()
   /// Incoming notes a folder's gate has not answered for yet, kept to be
   /// applied when it has (HandoffEngine+Gates.swift): by index key.
   var awaitingDecision: [String: AwaitingNote] = [:]
