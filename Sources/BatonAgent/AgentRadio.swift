@@ -130,7 +130,7 @@ final class AgentRadio: Sendable {
   func resumed() {
     let passive = state.withLock { $0.passive != nil }
     log.info("resumed from suspend" + (passive ? "" : ": scanning for 10 s"))
-    state.withLock { $0.events?.yield(.burst) }
+    state.withLock { _ = $0.events?.yield(.burst) }
   }
 
   /// The code `baton pair` shows on this member, if any.
