@@ -517,23 +517,10 @@ extension HandoffEngine {
     case .success(let kept):
       p.vouchers = kept
     }
-    var conflict = false
-    if let stored {
-      switch IncomingVersion.order(of: p.version, vouchers: p.vouchers, against: stored.entry) {
-      case .older:
-        return nil  // an old or replayed version (even of a deleted note): nothing to do
-      case .equal:
-        // A note wanted back (a deletion here rejected) is taken as it is.
-        guard stored.wanted
-          || (!stored.deleted && stored.entry.hash != p.hash
-            && IncomingVersion.wins(p.hash, over: stored.entry.hash))
-        else { return nil }
-      case .newer:
-        break
-      case .concurrent:
-        conflict = !stored.deleted && stored.entry.hash != p.hash
-      }
-    }
+    let taking = IncomingVersion.taking(
+      p.version, vouchers: p.vouchers, hash: p.hash, against: stored)
+    guard taking != .ignored else { return nil }
+    let conflict = taking == .conflictCopy
     if let gate = gates[type] {
       switch gate.decision(for: Self.incomingActivity(p, at: p.path, from: peer, summary)) {
       case .accept:

@@ -94,6 +94,42 @@ package enum IncomingVersion: Equatable, Sendable {
     return nil
   }
 
+  /// How a note that arrived (NOTE) is taken against the note of the same
+  /// path here (PROTOCOL.md 7 and 7.1).
+  package enum Taking: Equatable, Sendable {
+    /// Nothing new: an older or replayed version (even of a note deleted
+    /// here), or an equal one with the same bytes, or with other bytes
+    /// that lose the tie-break, and not wanted back.
+    case ignored
+    /// Written over the note here, or as a note new here.
+    case written
+    /// Concurrent with other bytes of a live note here: written as a
+    /// conflict copy, the note here untouched.
+    case conflictCopy
+  }
+
+  /// What a note that arrived, of `version` (its vouchers `vouchers`
+  /// checked) and content `hash`, does against `stored`, the note of the
+  /// same path here.
+  package static func taking(
+    _ version: VersionVector, vouchers: Vouchers, hash: ContentHash, against stored: StoredNote?
+  ) -> Taking {
+    guard let stored else { return .written }
+    switch order(of: version, vouchers: vouchers, against: stored.entry) {
+    case .older:
+      return .ignored
+    case .equal:
+      // A note wanted back (a deletion here rejected) is taken as it is.
+      let otherBytesWin =
+        !stored.deleted && stored.entry.hash != hash && Self.wins(hash, over: stored.entry.hash)
+      return stored.wanted || otherBytesWin ? .written : .ignored
+    case .newer:
+      return .written
+    case .concurrent:
+      return !stored.deleted && stored.entry.hash != hash ? .conflictCopy : .written
+    }
+  }
+
   /// Equal versions with different content (two agents resolved the same
   /// conflict each their way): the bytewise larger content hash wins everywhere.
   package static func wins(_ a: ContentHash, over b: ContentHash) -> Bool {

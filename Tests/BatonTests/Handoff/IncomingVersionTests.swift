@@ -118,4 +118,41 @@ import Testing
     // And without a voucher on either side, as the vectors compare.
     #expect(choice(entry([alice: 1, bob: 3], high), entry([alice: 1, bob: 5], low)) == .keep)
   }
+
+  // MARK: A note that arrived (NOTE)
+
+  func taking(
+    _ arrived: HandoffIndexEntry, _ local: HandoffIndexEntry?, deleted: Bool = false,
+    wanted: Bool = false
+  ) -> IncomingVersion.Taking {
+    IncomingVersion.taking(
+      arrived.version, vouchers: arrived.vouchers, hash: arrived.hash,
+      against: local.map { StoredNote(entry: $0, deleted: deleted, wanted: wanted) })
+  }
+
+  @Test func anArrivalNewHereOrNewerIsWritten() {
+    #expect(taking(entry([alice: 1], low), nil) == .written)
+    #expect(taking(entry([alice: 2], high), entry([alice: 1], low)) == .written)
+    // Over a tombstone, even concurrent: nothing live here to keep.
+    #expect(taking(entry([bob: 1], high), entry([alice: 1], low), deleted: true) == .written)
+  }
+
+  @Test func anOlderOrReplayedArrivalIsIgnoredEvenOverATombstone() {
+    #expect(taking(entry([alice: 1], high), entry([alice: 2], low)) == .ignored)
+    #expect(taking(entry([alice: 1], high), entry([alice: 2], low), deleted: true) == .ignored)
+    #expect(taking(entry([alice: 2], low), entry([alice: 2], low)) == .ignored)
+  }
+
+  @Test func anEqualVersionIsWrittenOnlyWhenWantedBackOrItsBytesWin() {
+    #expect(taking(entry([alice: 2], high), entry([alice: 2], low)) == .written)
+    #expect(taking(entry([alice: 2], low), entry([alice: 2], high)) == .ignored)
+    #expect(taking(entry([alice: 2], low), entry([alice: 2], low), wanted: true) == .written)
+    #expect(taking(entry([alice: 2], high), entry([alice: 2], low), deleted: true) == .ignored)
+  }
+
+  @Test func aConcurrentArrivalOfOtherBytesIsAConflictCopy() {
+    #expect(taking(entry([bob: 1], high), entry([alice: 1], low)) == .conflictCopy)
+    // The same bytes by another history: written (the versions merge).
+    #expect(taking(entry([bob: 1], low), entry([alice: 1], low)) == .written)
+  }
 }
