@@ -2,10 +2,10 @@ import BatonNotes
 import BatonSystem
 import FoundationEssentials
 
-/// The session protocol (PROTOCOL.md, "Session"): handshake, then the initiator
-/// pulls the current activity and what it lacks, hands the turn over with its
-/// own index, and serves what the responder lacks; the responder ends with DONE.
-/// Only one side asks at a time, so neither can wait on the other.
+/// The engine's side of a session (PROTOCOL.md, "Session"): the handshake
+/// and admission, what to fetch of a peer's index, pulling and applying
+/// notes, serving them. `HandoffSession` drives one session with these;
+/// links (HandoffEngine+Link.swift) use them too.
 extension HandoffEngine {
   /// Runs one session over `channel` (an L2CAP channel, or an in-memory one).
   /// Closes the channel when done. Throws `HandoffError` when the session is cut
@@ -25,38 +25,13 @@ extension HandoffEngine {
   }
 
   /// The session after `admit`: the initiator's or the responder's part
-  /// (`first`: the responder's first message, when already read).
+  /// (`first`: the responder's first message, when already read), run by
+  /// its driver on this engine.
   func runAdmitted(
     _ admitted: SecureChannel, initiator: Bool, peerAddress: String, first: HandoffMessage?
   ) async throws -> SessionSummary {
-    var secure = admitted
-    let channel = secure.channel
-    let peer = secure.peer
-    logger.debug("session with \(secure.peerLabel) (\(initiator ? "initiator" : "responder"))")
-    var summary = SessionSummary(peerName: peer.name, peerDevice: peer.device)
-    defer { endTransfer(from: peer.device) }
-    do {
-      if initiator {
-        try await runInitiator(&secure, &summary)
-      } else {
-        try await runResponder(&secure, &summary, first: first)
-      }
-    } catch {
-      await channel.close()
-      if let (type, path) = secure.transferring {
-        fail(activityType: type, peer: secure.peerLabel, reason: "transfer of \(path): \(error)")
-      } else {
-        fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
-      }
-      throw error
-    }
-    await channel.close()
-    count(HandoffCounter.sessions)
-    logger.info(
-      "session with \(secure.peerLabel): received \(summary.received.count), sent \(summary.sent.count)"
-        + (summary.conflictCopies.isEmpty
-          ? "" : ", \(summary.conflictCopies.count) conflict copies"))
-    return summary
+    var session = HandoffSession(admitted, initiator: initiator, first: first)
+    return try await session.run(self)
   }
 
   /// The handshake (both sides prove the group key and who they are), then
@@ -103,124 +78,6 @@ extension HandoffEngine {
     }
     authenticated?(peer.name, peer.device)
     return secure
-  }
-
-  private func runInitiator(_ ch: inout SecureChannel, _ summary: inout SessionSummary) async throws
-  {
-    try await ch.send(.getActivity)
-    guard case .activity(let activity, let title, let peerDigest) = try await ch.receive() else {
-      throw violation(ch, "expected ACTIVITY")
-    }
-    if let activity {
-      logger.debug("\(ch.peerLabel) is on \(activity.activityType):\(activity.path) '\(title)'")
-      // The current activity first, on its own: usually all a session has to do.
-      let wanted = needs([activity], from: ch.peerLabel, summary: &summary)
-      try await pull(wanted, &ch, &summary)
-      recordHandedOver(
-        activity, title: title, from: ch.peer.device, name: ch.peer.name, arrived: !wanted.isEmpty)
-    }
-    if HandoffCrypto.constantTimeEqual(index.summary.digest, peerDigest) {
-      // Same notes on both sides: nothing to catch up in either direction.
-      let mine = indexDigest
-      try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-      settle(ConnectionMemory.DigestPair(peer: mine, mine: mine), &summary)
-      _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
-      return
-    }
-    // Catch-up: find what differs, pulling the peer's side as it is found.
-    let offer = try await reconcile(&ch, &summary, skipping: activity)
-    transferTotalsKnown(from: ch.peer.device)
-    // Settle on the index the peer saw, not on one changed since by a save.
-    let turnDigest = indexDigest
-    try await ch.send(.turn(indexDigest: turnDigest, offer))
-    while true {
-      switch try await ch.receive() {
-      case .getNote(let type, let path):
-        try await serve(type, path, &ch, &summary)
-      case .done(_, let peerDigest):
-        settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: turnDigest), &summary)
-        return
-      case .error(_, let text):
-        throw HandoffError.peerError(peer: ch.peerLabel, text: text)
-      default:
-        throw violation(ch, "expected GET_NOTE or DONE")
-      }
-    }
-  }
-
-  /// `first`: a message already received (the responder of a link-capable
-  /// agent reads the first message to tell a link from a session).
-  func runResponder(
-    _ ch: inout SecureChannel, _ summary: inout SessionSummary, first: HandoffMessage?
-  ) async throws {
-    // A note saved here while the session runs was never offered to the peer:
-    // then DONE carries the digest of the index the peer did see (so that it
-    // comes back for the rest) and nothing is settled (PROTOCOL.md, section 6).
-    let revision = localRevision
-    var shownDigest = indexDigest
-    var pending = first
-    while true {
-      let message: HandoffMessage
-      if let first = pending {
-        message = first
-        pending = nil
-      } else {
-        message = try await ch.receive()
-      }
-      switch message {
-      case .getActivity:
-        shownDigest = indexDigest
-        var title = ""
-        if let entry = currentEntry, let folder = folders[entry.activityType] {
-          let bytes =
-            carried(entry, in: folder) ?? (try? folder.readNote(entry.path)) ?? []
-          title = ActivityPayload.title(of: bytes, path: entry.path)
-        }
-        try await ch.send(
-          .activity(currentEntry, title: title, indexDigest: index.summary.digest))
-      case .getIndex:
-        shownDigest = indexDigest
-        try await ch.send(.index(offered))
-      case .getNodes(let requests):
-        shownDigest = indexDigest
-        try await ch.send(.nodes(IndexReconciliation.answer(requests, from: index)))
-      case .getNote(let type, let path):
-        try await serve(type, path, &ch, &summary)
-      case .turn(let peerDigest, let peerEntries):
-        let wanted = needs(peerEntries, from: ch.peerLabel, summary: &summary)
-        expectTransfer(wanted, from: ch.peer.device, name: ch.peer.name)
-        transferTotalsKnown(from: ch.peer.device)
-        try await pull(wanted, &ch, &summary)
-        let unchanged = localRevision == revision
-        let mine = unchanged ? indexDigest : shownDigest
-        try await ch.send(.done(activityHash: currentEntry?.activityHash ?? 0, indexDigest: mine))
-        if unchanged {
-          settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: mine), &summary)
-        }
-        // The initiator closes after DONE; wait for that so DONE is not lost in flight.
-        _ = try? await receiveWithTimeout(ch.channel, .seconds(2), peer: ch.peerLabel)
-        return
-      case .done(_, let peerDigest):
-        // The initiator found nothing to catch up.
-        if localRevision == revision {
-          settle(ConnectionMemory.DigestPair(peer: peerDigest, mine: indexDigest), &summary)
-        }
-        return
-      case .error(_, let text):
-        throw HandoffError.peerError(peer: ch.peerLabel, text: text)
-      default:
-        throw violation(ch, "unexpected message")
-      }
-    }
-  }
-
-  /// Tells the caller the (peer digest, own digest) pair the session
-  /// settled (`SessionSummary.settled`, for `ConnectionMemory.settle`). A
-  /// session that could not write a note settles nothing: the beacons keep
-  /// differing, so the note is fetched again in a later session.
-  private func settle(_ pair: ConnectionMemory.DigestPair, _ summary: inout SessionSummary) {
-    guard summary.unwritten == 0 else { return }
-    summary.settled = pair
   }
 
   func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {
@@ -649,14 +506,6 @@ extension HandoffEngine {
 
   // MARK: Serving
 
-  private func serve(
-    _ type: String, _ path: String, _ ch: inout SecureChannel, _ summary: inout SessionSummary
-  ) async throws {
-    ch.transferring = (type, path)  // kept if this transfer throws
-    try await serveNote(type, path, &ch, &summary)
-    ch.transferring = nil
-  }
-
   /// Sends one note (NOTE), or NOTE_UNAVAILABLE; returns the entry sent
   /// (nil for none), as it was when sent: the index may change while the
   /// send waits. The bytes are those carried in `recent` when the index
@@ -727,7 +576,7 @@ extension HandoffEngine {
   /// The bytes of `entry`'s content carried from its save or arrival
   /// (`recent`), while the file is as it was then (its modification time,
   /// one `lstat`); nil when they must be read.
-  private func carried(_ entry: HandoffIndexEntry, in folder: any NoteFolderAccess) -> [UInt8]? {
+  func carried(_ entry: HandoffIndexEntry, in folder: any NoteFolderAccess) -> [UInt8]? {
     recent.bytes(
       Self.key(entry.activityType, entry.path), hash: entry.hash,
       modified: folder.modificationTime(entry.path))

@@ -8,10 +8,11 @@ import BatonSystem
 /// k × log16(n) node answers of 193 bytes plus k entries, in log16(n) + 1
 /// round trips, whatever n is.
 ///
-/// This type is the walk's state and decisions, with no I/O: the session
-/// (`HandoffEngine+Session`, the catch-up step) sends `nextRequest()` as GET_NODES,
-/// gives the NODES answer to `absorb`, pulls the peer entries it returns, and
-/// finally offers `offer(from:)` in TURN. The responder answers with
+/// This type is the walk's state and decisions, with no I/O: the catch-up
+/// step (`HandoffEngine.reconcile` for a session's initiator, `linkWalk`
+/// for a link) sends `nextRequest()` as GET_NODES, gives the NODES answer
+/// to `absorb`, pulls the peer entries it returns, and a session finally
+/// offers `offer(from:)` in TURN. The responder answers with
 /// `answer(_:from:)`.
 package struct IndexReconciliation {
   /// One node asked for: its depth (0 to 8) and prefix (its first `depth`
