@@ -83,7 +83,6 @@ extension HandoffEngine {
     index[key] = note
     localRevision &+= 1
     persistSave(note)
-    wakeLinks(key)
     logger.info(
       "\(e.activityType):\(e.path) was deleted on \(peer) while it changed here; the change is"
         + " kept and goes back to every peer")
@@ -92,7 +91,6 @@ extension HandoffEngine {
   private func adopt(_ note: StoredNote, _ key: String) {
     index[key] = note
     persistSave(note)
-    wakeLinks(key)
   }
 
   /// A rename made on a peer (section 7.3): the old name's tombstone and the

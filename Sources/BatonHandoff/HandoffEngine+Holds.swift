@@ -214,7 +214,6 @@ extension HandoffEngine {
         }
         index[key] = note
         persistSave(note)
-        wakeLinks(key)
       }
     }
     if kept + wanted > 0 { localRevision &+= 1 }

@@ -137,11 +137,6 @@ extension HandoffEngine {
     return why
   }
 
-  /// Wakes every link's sender: the note under `key` changed.
-  func wakeLinks(_ key: String) {
-    for link in links.values { link.changed(key: key) }
-  }
-
   // MARK: Reader
 
   /// Reads the peer's messages. Those that change the index or what the

@@ -446,7 +446,6 @@ extension HandoffEngine {
       persistCompleteWrite(type, p.path, saving: note)
       summary.received.append("\(type):\(p.path)")
       count(HandoffCounter.received)
-      wakeLinks(key)
       logger.info("continued \(type):\(p.path) from \(peer) (version \(merged))")
       tellWritten(n, at: p.path, from: peer, summary)
     case .written(let path), .unchanged(let path), .conflictCopy(let path):
@@ -469,7 +468,6 @@ extension HandoffEngine {
       summary.conflictCopies.append("\(type):\(path)")
       count(HandoffCounter.received)
       count(HandoffCounter.conflicts)
-      wakeLinks(key)
       tellWritten(n, at: path, from: peer, summary)
       fail(
         activityType: type, peer: peer,

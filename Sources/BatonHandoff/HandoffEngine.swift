@@ -72,9 +72,16 @@ public actor HandoffEngine {
   }
 
   /// The index, mirrored from the store, with its summary: key is `type \0 path`.
-  /// Every change publishes the beacon's content (`publishBeaconContent`).
+  /// Every change publishes the beacon's content (`publishBeaconContent`),
+  /// and every change of a note wakes each link's sender for that note
+  /// (`HandoffLink.changed`), whatever made it: nobody has to tell them.
   var index: HandoffIndex {
-    didSet { publishBeaconContent() }
+    didSet {
+      publishBeaconContent()
+      if let key = index.takeChange() {
+        for link in links.values { link.changed(key: key) }
+      }
+    }
   }
   /// `indexDigest` as of the last change of the index, for the radio's
   /// decisions off the engine's thread (`currentIndexDigest`).
@@ -383,7 +390,6 @@ public actor HandoffEngine {
     index[key] = note
     localRevision &+= 1
     persistSave(note)
-    wakeLinks(key)
   }
 
   /// A note the folder watcher saw deleted, moved away, or turn invalid.
@@ -435,7 +441,6 @@ public actor HandoffEngine {
       if deletionHold.held[key]?.tombstone == nil { deletionHold.release(key) }
       index[key] = note
       persistSave(note)
-      wakeLinks(key)
     }
     if !paths.isEmpty { localRevision &+= 1 }
   }
@@ -498,7 +503,6 @@ public actor HandoffEngine {
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
     persistSave(note)
-    wakeLinks(key)
     logger.debug("local version of \(type):\(path) is now \(version)")
     return true
   }

@@ -21,6 +21,10 @@ struct HandoffIndex: Sequence, Sendable {
   /// How many of the summary's entries are tombstones.
   private(set) var tombstoneCount = 0
   let offeredTypes: Set<String>
+  /// The key whose note the last assignment changed (any field, or the
+  /// note added or removed); nil when it changed nothing. The engine tells
+  /// its links of it (`takeChange`).
+  private(set) var changedKey: String?
 
   /// `summaryKey` keys the summary's fingerprints: `HandoffKeys.summary`.
   init(offeredTypes: Set<String>, summaryKey: [UInt8]) {
@@ -32,6 +36,7 @@ struct HandoffIndex: Sequence, Sendable {
     get { places[key].map { notes[Int($0)].value } }
     set {
       let old = store(newValue, at: key)
+      changedKey = old != newValue ? key : nil
       let was = old.map(isOffered) ?? false
       let now = newValue.map(isOffered) ?? false
       if was, old!.entry.deleted { tombstoneCount -= 1 }
@@ -71,6 +76,12 @@ struct HandoffIndex: Sequence, Sendable {
     case (nil, nil):
       return nil
     }
+  }
+
+  /// The key the last assignment changed, if any, once.
+  mutating func takeChange() -> String? {
+    defer { changedKey = nil }
+    return changedKey
   }
 
   /// Makes room for `count` notes at once (a first scan), so the tables are

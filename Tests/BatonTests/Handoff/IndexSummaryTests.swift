@@ -138,6 +138,29 @@ import Testing
   }
 
   /// Two indexes built in different orders hold the same summary.
+  /// Every change of a note, a version alone included, is the key the
+  /// engine tells its links of; an assignment that changes nothing is none.
+  @Test func theIndexTellsWhichNoteAChangeChanged() {
+    var index = HandoffIndex(offeredTypes: [Self.type], summaryKey: Self.summaryKey)
+    let key = "\(Self.type)\0n.md"
+    index[key] = StoredNote(entry: Self.entry("n.md", "one"))
+    #expect(index.takeChange() == key)
+    #expect(index.takeChange() == nil)
+    index[key] = StoredNote(entry: Self.entry("n.md", "one"))
+    #expect(index.takeChange() == nil)
+    // The same content at a new version: the summary does not change, the note does.
+    let digest = index.summary.digest
+    index[key] = StoredNote(entry: Self.entry("n.md", "one", version: 2))
+    #expect(index.summary.digest == digest)
+    #expect(index.takeChange() == key)
+    index[key]?.deleted = true
+    #expect(index.takeChange() == key)
+    index[key] = nil
+    #expect(index.takeChange() == key)
+    index["\(Self.type)\0absent.md"] = nil
+    #expect(index.takeChange() == nil)
+  }
+
   @Test func orderDoesNotMatter() {
     let entries = (0..<500).map { Self.entry("n\($0).md", "content \($0)") }
     var a = HandoffIndex(offeredTypes: [Self.type], summaryKey: Self.summaryKey)
