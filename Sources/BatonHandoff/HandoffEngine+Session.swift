@@ -573,7 +573,7 @@ extension HandoffEngine {
 
   /// The bytes of `entry`'s content carried from its save or arrival
   /// (`recent`), while the file is as it was then (its modification time,
-  /// one `lstat`); nil when they must be read.
+  /// one `lstat` when they are there); nil when they must be read.
   func carried(_ entry: HandoffIndexEntry, in folder: any NoteFolderAccess) -> [UInt8]? {
     recent.bytes(
       Self.key(entry.activityType, entry.path), hash: entry.hash,

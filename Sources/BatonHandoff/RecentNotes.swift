@@ -41,9 +41,10 @@ struct RecentNotes {
   }
 
   /// The bytes kept for `key` if they are those of `hash` and the file's
-  /// modification time is still `modified`; nil otherwise.
-  func bytes(_ key: String, hash: ContentHash, modified: Int64?) -> [UInt8]? {
-    guard let note = notes[key], note.hash == hash, note.modified == modified else { return nil }
+  /// modification time is still `modified` (asked only then: a note not
+  /// kept costs no `lstat`); nil otherwise.
+  func bytes(_ key: String, hash: ContentHash, modified: @autoclosure () -> Int64?) -> [UInt8]? {
+    guard let note = notes[key], note.hash == hash, note.modified == modified() else { return nil }
     return note.bytes
   }
 

@@ -39,6 +39,23 @@ import Testing
     #expect(recent.count == 1 && recent.size == 10)
   }
 
+  /// The file is looked at (`lstat`) only for a note whose bytes are kept.
+  @Test func theModificationTimeIsAskedOnlyForANoteKept() {
+    var recent = RecentNotes()
+    let (bytes, hash) = note(10)
+    var asked = 0
+    func modified() -> Int64? {
+      asked += 1
+      return 100
+    }
+    #expect(recent.bytes("k", hash: hash, modified: modified()) == nil)
+    recent.keep("k", hash: hash, modified: 100, bytes: bytes)
+    #expect(recent.bytes("k", hash: note(11).1, modified: modified()) == nil)
+    #expect(asked == 0)
+    #expect(recent.bytes("k", hash: hash, modified: modified()) == bytes)
+    #expect(asked == 1)
+  }
+
   @Test func theOldestAreDroppedToStayWithinTheBudget() {
     var recent = RecentNotes()
     let quarter = RecentNotes.budget / 4
