@@ -28,9 +28,10 @@ import Testing
   @Test func aLargeNoteShowsItsBytesAsTheyCome() async throws {
     // The instant radio moves a megabyte in about a second, faster than a
     // `baton status` process may look. While a transfer is to be watched,
-    // each of A's outgoing ACL packets is held 100 ms (order kept), so
-    // that its controller's buffers let a few kB through per 100 ms; the
-    // faults go off once B has shown the transfer part done.
+    // each of A's outgoing ACL packets is held 100 ms (order kept): its
+    // host sends no more than its controller's buffers hold until their
+    // packets are through, so the note crawls. The faults go off once B
+    // has shown the transfer part done.
     let group = try AgentGroup(
       count: 2, faults: "delay type=acl to=controller controller=0 ms=100", faultsStartOff: true)
     let (a, b) = (group.agents[0], group.agents[1])
