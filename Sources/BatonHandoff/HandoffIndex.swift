@@ -24,7 +24,7 @@ struct HandoffIndex: Sequence, Sendable {
   /// The key whose note the last assignment changed (any field, or the
   /// note added or removed); nil when it changed nothing. The engine tells
   /// its links of it (`takeChange`).
-  private(set) var changedKey: String?
+  private var changedKey: String?
 
   /// `summaryKey` keys the summary's fingerprints: `HandoffKeys.summary`.
   init(offeredTypes: Set<String>, summaryKey: [UInt8]) {
