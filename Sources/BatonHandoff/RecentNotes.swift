@@ -28,10 +28,13 @@ struct RecentNotes {
 
   /// Keeps `bytes`, whose hash is `hash`, as the note under `key`, in place
   /// of what was kept for it; `modified` is the file's modification time as
-  /// it holds these bytes (nil: the file is gone, nothing is kept).
-  mutating func keep(_ key: String, hash: ContentHash, modified: Int64?, bytes: [UInt8]) {
+  /// it holds these bytes (nil: the file is gone, nothing is kept), asked
+  /// only for a note within the budget.
+  mutating func keep(
+    _ key: String, hash: ContentHash, modified: @autoclosure () -> Int64?, bytes: [UInt8]
+  ) {
     forget(key)
-    guard let modified, bytes.count <= Self.budget else { return }
+    guard bytes.count <= Self.budget, let modified = modified() else { return }
     while size + bytes.count > Self.budget || order.count >= Self.maxNotes {
       forget(order[0])
     }
