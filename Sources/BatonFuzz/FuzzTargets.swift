@@ -431,7 +431,7 @@ enum FuzzTargets {
     let name = String(decoding: input, as: UTF8.self)
     _ = try? NoteNames().validate(name)
     _ = NoteNames().isNote(name)
-    _ = HandoffEngine.isSafePath(name)
+    _ = EntryAdmission.isSafePath(name)
     _ = name.count > 0 ? NoteNames.conflictName(for: name, peer: name, time: input.count) : ""
   }
 

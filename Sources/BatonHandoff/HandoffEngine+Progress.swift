@@ -129,7 +129,7 @@ extension HandoffEngine {
   /// never fetched; same bytes are adopted without a transfer).
   func wouldFetch(_ e: HandoffIndexEntry, against index: HandoffIndex) -> Bool {
     guard !e.deleted, folders[e.activityType] != nil, e.size <= policy.maxNoteSize,
-      Self.isSafePath(e.path)
+      EntryAdmission.isSafePath(e.path)
     else { return false }
     guard let local = index[Self.key(e.activityType, e.path)] else { return true }
     switch e.version.compare(local.entry.version) {

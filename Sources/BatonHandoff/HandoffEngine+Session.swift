@@ -127,67 +127,32 @@ extension HandoffEngine {
   }
 
   /// A peer's entry as it may be taken, or nil when it may not be taken at
-  /// all: its folder is declared here, it fits the size limit (a tombstone
-  /// always does), its path is safe and acceptable to the folder, and its
-  /// version is plausible and vouched for (section 7.5; the entry comes back
-  /// with the vouchers this agent keeps). A refused entry is declined or
-  /// failed, and counted.
+  /// all (`EntryAdmission`: its folder, size, path and version; the entry
+  /// comes back with the vouchers this agent keeps). A refused entry is
+  /// declined or failed, and counted.
   func admitted(_ e: HandoffIndexEntry, from peer: String, summary: inout SessionSummary)
     -> HandoffIndexEntry?
   {
-    guard folders[e.activityType] != nil else {
-      decline(e, from: peer, reason: "no folder declares activity type \(e.activityType)")
-      summary.declined += 1
-      return nil
-    }
-    guard e.deleted || e.size <= policy.maxNoteSize else {
-      decline(
-        e, from: peer,
-        reason: "note of \(e.size) bytes exceeds the \(policy.maxNoteSize)-byte limit")
-      summary.declined += 1
-      return nil
-    }
-    guard Self.isSafePath(e.path) else {
-      fail(
-        activityType: e.activityType, peer: peer, reason: "bad payload: unsafe path '\(e.path)'")
-      summary.failed += 1
-      return nil
-    }
-    if let reason = folders[e.activityType]?.refusal(of: e.path) {
-      decline(e, from: peer, reason: "the folder refuses the name: \(reason)")
-      summary.declined += 1
-      return nil
-    }
     let local = index[Self.key(e.activityType, e.path)]?.entry
-    if let reason = IncomingVersion.implausibility(
-      of: e.version, path: e.path, against: local, device: me.device)
-    {
-      fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(reason)")
-      summary.failed += 1
-      return nil
-    }
-    switch checkedVouchers(
-      e.version, e.vouchers, type: e.activityType, path: e.path, against: local)
-    {
-    case .failure(let refusal):
-      fail(activityType: e.activityType, peer: peer, reason: "bad payload: \(refusal)")
-      summary.failed += 1
-      return nil
-    case .success(let kept):
+    switch admission.verdict(on: e, folder: folders[e.activityType], local: local) {
+    case .admitted(let kept):
       var out = e
       out.vouchers = kept
       return out
+    case .declined(let reason):
+      decline(e, from: peer, reason: reason)
+      summary.declined += 1
+    case .refused(let reason):
+      fail(activityType: e.activityType, peer: peer, reason: reason)
+      summary.failed += 1
     }
+    return nil
   }
 
-  /// A relative path with no empty, `.` or `..` component, no NUL or backslash.
-  package static func isSafePath(_ path: String) -> Bool {
-    guard !path.isEmpty, path.utf8.count <= HandoffLimits.maxPathBytes, !path.hasPrefix("/"),
-      !path.contains("\u{0}"), !path.contains("\\")
-    else { return false }
-    return path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
-      !$0.isEmpty && $0 != "." && $0 != ".."
-    }
+  /// What decides whether a peer's entry or note may be taken at all, with
+  /// the members' keys as the records now say.
+  var admission: EntryAdmission {
+    EntryAdmission(device: me.device, maxNoteSize: policy.maxNoteSize, keys: membership.keys)
   }
 
   /// Declines an incoming activity: logged once per (peer, type) at info level,
@@ -338,41 +303,23 @@ extension HandoffEngine {
     -> IncomingNote?
   {
     let type = p.activityType
-    guard folders[type] != nil else {
+    let key = Self.key(type, p.path)
+    let stored = index[key]
+    var p = p
+    switch admission.verdict(on: p, folder: folders[type], local: stored?.entry) {
+    case .admitted(let kept):
+      p.vouchers = kept
+    case .declined(let reason):
       decline(
         HandoffIndexEntry(
           activityType: type, path: p.path, hash: p.hash, size: p.content.count,
-          version: p.version, origin: p.origin), from: peer, reason: "undeclared activity type")
+          version: p.version, origin: p.origin), from: peer, reason: reason)
       summary.declined += 1
       return nil
-    }
-    guard Self.isSafePath(p.path), p.content.count <= policy.maxNoteSize,
-      ContentHash(of: p.content) == p.hash, String(validating: p.content, as: UTF8.self) != nil
-    else {
-      fail(
-        activityType: type, peer: peer,
-        reason: "bad payload for \(p.path): hash, size, path or UTF-8 do not check")
+    case .refused(let reason):
+      fail(activityType: type, peer: peer, reason: reason)
       summary.failed += 1
       return nil
-    }
-    let key = Self.key(type, p.path)
-    let stored = index[key]
-    if let reason = IncomingVersion.implausibility(
-      of: p.version, path: p.path, against: stored?.entry, device: me.device)
-    {
-      fail(activityType: type, peer: peer, reason: "bad payload: \(reason)")
-      summary.failed += 1
-      return nil
-    }
-    var p = p
-    switch checkedVouchers(p.version, p.vouchers, type: type, path: p.path, against: stored?.entry)
-    {
-    case .failure(let refusal):
-      fail(activityType: type, peer: peer, reason: "bad payload: \(refusal)")
-      summary.failed += 1
-      return nil
-    case .success(let kept):
-      p.vouchers = kept
     }
     let taking = IncomingVersion.taking(
       p.version, vouchers: p.vouchers, hash: p.hash, against: stored)

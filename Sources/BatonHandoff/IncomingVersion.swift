@@ -52,12 +52,13 @@ package enum IncomingVersion: Equatable, Sendable {
     }
   }
 
-  /// How a peer's version (its vouchers checked: `checkedVouchers`) relates
-  /// to the local entry: as the vectors compare, except that a peer's
-  /// version that looks older because of a local counter with no voucher,
-  /// where the peer's counter of that device has one, is *concurrent*. The
-  /// local claim of more changes by that device is not proven, the peer's
-  /// is: the peer's version is kept as a conflict copy, never dropped.
+  /// How a peer's version (its vouchers checked:
+  /// `EntryAdmission.checkedVouchers`) relates to the local entry: as the
+  /// vectors compare, except that a peer's version that looks older because
+  /// of a local counter with no voucher, where the peer's counter of that
+  /// device has one, is *concurrent*. The local claim of more changes by
+  /// that device is not proven, the peer's is: the peer's version is kept
+  /// as a conflict copy, never dropped.
   package static func order(
     of version: VersionVector, vouchers: Vouchers, against local: HandoffIndexEntry
   ) -> VersionOrder {

@@ -1,12 +1,12 @@
 /// Why a peer's version of a note is refused by the rules of vouchers
 /// (PROTOCOL.md section 7.5); recorded as a failure (bad payload).
-enum VoucherRefusal: Error, CustomStringConvertible {
+package enum VoucherRefusal: Error, Equatable, CustomStringConvertible {
   /// A voucher this agent checked is not its device's signature.
   case doesNotVerify(path: String, device: DeviceID, counter: UInt64)
   /// A raise of a counter that is vouched for here, with no voucher.
   case unvouchedRaise(path: String, device: DeviceID, counter: UInt64, vouched: UInt64)
 
-  var description: String {
+  package var description: String {
     switch self {
     case .doesNotVerify(let path, let device, let counter):
       return "forged version of \(path): the voucher of device \(device) for \(counter)"

@@ -130,10 +130,10 @@ import Testing
 
   @Test func unsafePathsAreRefused() {
     for path in ["", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a\\b", "a\u{0}b"] {
-      #expect(!HandoffEngine.isSafePath(path), "\(path)")
+      #expect(!EntryAdmission.isSafePath(path), "\(path)")
     }
     for path in ["a.md", "dir/sub/b.md", ".hidden.md", "a..b.md"] {
-      #expect(HandoffEngine.isSafePath(path), "\(path)")
+      #expect(EntryAdmission.isSafePath(path), "\(path)")
     }
   }
 }
