@@ -5,17 +5,19 @@ import FoundationEssentials
 /// Links (PROTOCOL.md section 6.2): one handshake, then both sides push
 /// every change over the same channel for as long as it stays up.
 ///
-/// A link runs three tasks: the reader applies what arrives (NOTE, the
-/// peer's GET_NODES and NODES, INDEX, PING), the sender pushes what the peer
-/// lacks and sends the replies (PONG, NODES); the watchdog
-/// (`HandoffLink.watch`) pings a quiet peer and closes a dead link. The
-/// reader never sends, so two sides pushing large notes to each other at
-/// once cannot deadlock on L2CAP credits.
+/// A link runs four tasks. Its driver's two own the channel
+/// (HandoffLink+Driver.swift): the reader queues what arrives (NOTE, the
+/// peer's GET_NODES and NODES, INDEX, PING), the sender pushes what the
+/// peer lacks and sends the replies (PONG, NODES). The applier, here,
+/// applies what the reader queued; the watchdog (`HandoffLink.watch`)
+/// pings a quiet peer and closes a dead link. The reader never sends, so
+/// two sides pushing large notes to each other at once cannot deadlock on
+/// L2CAP credits.
 ///
-/// Catch-up when a link comes up is `linkWalk`: each side walks the other's
-/// index summary (section 6.1's GET_NODES and NODES, both walks at once),
-/// which tells it what the peer holds where the two differ, and pushes what
-/// the peer lacks. A peer that missed k changes costs about k entries on the
+/// Catch-up when a link comes up is the sender's walk: each side walks the
+/// other's index summary (section 6.1's GET_NODES and NODES, both walks at
+/// once), which tells it what the peer holds where the two differ, and
+/// pushes what the peer lacks. A peer that missed k changes costs about k entries on the
 /// wire, not the whole index.
 extension HandoffEngine {
   /// The result of serving an incoming channel.
@@ -98,8 +100,8 @@ extension HandoffEngine {
     var thrown: HandoffError?
     do {
       try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await self.linkReader(link) }
-        group.addTask { try await self.linkSender(link) }
+        group.addTask { try await link.read(for: self) }
+        group.addTask { try await link.send(self) }
         group.addTask { await self.linkApplier(link) }
         group.addTask { await link.watch() }
         // The first task to end ends the link: closing the channel wakes a
@@ -135,77 +137,6 @@ extension HandoffEngine {
     let why = link.endReason ?? reason
     logger.info("link with \(link.peerLabel) down: \(why)")
     return why
-  }
-
-  // MARK: Reader
-
-  /// Reads the peer's messages. Those that change the index or what the
-  /// peer holds go, in order, to the inbox that `linkApplier` applies; when
-  /// the link ends, what arrived is applied before the reader returns.
-  private nonisolated func linkReader(_ link: HandoffLink) async throws {
-    var rx = link.secure
-    rx.timeout = .zero  // the watchdog tells a quiet peer from a dead one
-    let meter = MessageMeter()
-    rx.meter = meter
-    await watch(meter, from: link.peerDevice)
-    do {
-      try await linkRead(link, &rx)
-    } catch {
-      await unwatch(meter, from: link.peerDevice)
-      await linkApplyWaiting(link)
-      throw error
-    }
-    await unwatch(meter, from: link.peerDevice)
-  }
-
-  private nonisolated func linkRead(_ link: HandoffLink, _ rx: inout SecureChannel) async throws {
-    while true {
-      let message = try await rx.receive()
-      switch message {
-      case .note, .index, .have, .gone, .moved, .members:
-        let (full, firstFlood) = link.queueReceived(message)
-        if firstFlood {
-          logger.warning(
-            "\(link.peerLabel) sent more than \(HandoffLink.inboxLimit >> 20) MiB of"
-              + " \(message.kind) and other index messages before they could be applied;"
-              + " reading from it waits until they are (if this repeats, check that peer's agent)")
-        }
-        if full { await linkApplyWaiting(link) }
-      case .getNodes(let requests):
-        guard link.queueNodes(await answerNodes(requests)) else {
-          throw await ending(
-            link,
-            HandoffError.protocolViolation(
-              peer: link.peerLabel, reason: "GET_NODES before its last NODES was sent"))
-        }
-      case .nodes(let answers):
-        guard link.deliverNodes(answers) else {
-          throw await ending(
-            link,
-            HandoffError.protocolViolation(peer: link.peerLabel, reason: "NODES not asked for"))
-        }
-      case .ping:
-        link.requestPong()
-      case .pong, .noteUnavailable:
-        break
-      case .error(_, let text):
-        throw await ending(link, HandoffError.peerError(peer: link.peerLabel, text: text))
-      default:
-        throw await ending(
-          link,
-          HandoffError.protocolViolation(
-            peer: link.peerLabel, reason: "unexpected \(message.kind) on a link"))
-      }
-    }
-  }
-
-  /// Ends `link` for `error` before the channel's close ends the sender
-  /// too: whichever task then ends first, the link ends, and is counted,
-  /// for what the reader found.
-  private nonisolated func ending(_ link: HandoffLink, _ error: HandoffError) async -> HandoffError
-  {
-    await link.close(failing: error)
-    return error
   }
 
   /// Applies the link's inbox whenever the reader has queued something.
@@ -371,71 +302,17 @@ extension HandoffEngine {
   // MARK: Sender
 
   /// The answer to a peer's GET_NODES on a link, from the index as it is now.
-  private func answerNodes(_ requests: [IndexReconciliation.Request])
+  func answerNodes(_ requests: [IndexReconciliation.Request])
     -> [IndexReconciliation.Answer]
   {
     ensureScanned()
     return IndexReconciliation.answer(requests, from: index)
   }
 
-  private func linkSender(_ link: HandoffLink) async throws {
-    var tx = link.secure
-    var wakes = link.wakes.makeAsyncIterator()
-    while await wakes.next(isolation: self) != nil {
-      try await linkFlush(link, &tx, &wakes)
-    }
-  }
-
-  /// Sends what is due: PONG, PING, NODES, our walk (catch-up) or INDEX
-  /// (resync), then every note the peer lacks, the current activity first;
-  /// again until nothing is left.
-  private func linkFlush(
-    _ link: HandoffLink, _ tx: inout SecureChannel, _ wakes: inout AsyncStream<Void>.Iterator
-  ) async throws {
-    while link.endReason == nil {
-      try await linkControl(link, &tx, &wakes)
-      guard let pending = linkPending(link), !pending.isEmpty else { return }
-      var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
-      let (moves, tombstones, notes) = linkSplit(pending, link)
-      for (gone, new) in moves {
-        try await linkControl(link, &tx, &wakes)
-        try await tx.send(.moved(from: gone, to: new))
-        link.peerHolds(Self.key(gone.activityType, gone.path), version: gone.version, hash: gone.hash)
-        link.peerHolds(Self.key(new.activityType, new.path), version: new.version, hash: new.hash)
-      }
-      for chunk in stride(from: 0, to: tombstones.count, by: Self.goneBatch) {
-        try await linkControl(link, &tx, &wakes)
-        let batch = Array(tombstones[chunk..<min(chunk + Self.goneBatch, tombstones.count)])
-        try await tx.send(.gone(batch))
-        for e in batch {
-          link.peerHolds(Self.key(e.activityType, e.path), version: e.version, hash: e.hash)
-        }
-      }
-      for e in notes {
-        try await linkControl(link, &tx, &wakes)
-        let key = Self.key(e.activityType, e.path)
-        // Still lacking (a save or an arrival meanwhile may have changed it)?
-        guard let now = index[key], !now.deleted, link.lacking([now.entry])?.isEmpty == false
-        else { continue }
-        // The entry sent, as it was then: a note applied while the send
-        // waited (a conflict resolved) is still to be pushed.
-        if let sent = try await serveNote(e.activityType, e.path, &tx, &summary) {
-          link.peerHolds(key, version: sent.version, hash: sent.hash)
-        } else if let unsendable = index[key] {
-          // Not sendable: not retried before the next INDEX.
-          link.peerHolds(key, version: unsendable.entry.version, hash: unsendable.entry.hash)
-        }
-      }
-    }
-  }
-
-  /// The most tombstones in one GONE.
-  static var goneBatch: Int { 512 }
-
   /// What the peer lacks, by how it is sent: renames (a tombstone and a new
   /// note of the same bytes, whose old name the peer holds with those
   /// bytes and whose new name it does not hold) as MOVED, the other tombstones as GONE, notes as NOTE.
-  private func linkSplit(_ pending: [HandoffIndexEntry], _ link: HandoffLink) -> (
+  func linkSplit(_ pending: [HandoffIndexEntry], _ link: HandoffLink) -> (
     moves: [(HandoffIndexEntry, HandoffIndexEntry)], tombstones: [HandoffIndexEntry],
     notes: [HandoffIndexEntry]
   ) {
@@ -460,83 +337,10 @@ extension HandoffEngine {
     return (moves, tombstones, notes)
   }
 
-  private func linkControl(
-    _ link: HandoffLink, _ tx: inout SecureChannel, _ wakes: inout AsyncStream<Void>.Iterator
-  ) async throws {
-    try await linkReplies(link, &tx)
-    let due = link.takeDue()
-    if due.index { try await tx.send(.index(offered)) }
-    if due.walk { try await linkWalk(link, &tx, &wakes) }
-    let haves = link.takeHaves()
-    if !haves.isEmpty { try await tx.send(.have(haves)) }
-    if let members = link.takeMembers() {
-      try await tx.send(.members(digest: members.digest, records: members.records))
-    }
-  }
-
-  /// What is sent whenever due, even in the middle of our walk: PONG, PING,
-  /// and the answers to the peer's walk (so that two walks never wait on
-  /// each other).
-  private func linkReplies(_ link: HandoffLink, _ tx: inout SecureChannel) async throws {
-    let due = link.takeReplies()
-    if due.pong { try await tx.send(.pong) }
-    if due.ping {
-      link.pingSending()
-      try await tx.send(.ping)
-    }
-    for answers in due.nodes { try await tx.send(.nodes(answers)) }
-  }
-
-  /// The catch-up step of a link: walks the peer's summary (GET_NODES, the
-  /// reader hands over each NODES) against our index as it was when the walk
-  /// began, then knows what the peer holds and pushes what it lacks. A peer
-  /// that leaves a GET_NODES unanswered for `receiveTimeout` ends the link.
-  func linkWalk(
-    _ link: HandoffLink, _ tx: inout SecureChannel, _ wakes: inout AsyncStream<Void>.Iterator
-  ) async throws {
-    ensureScanned()
-    let snapshot = index
-    var walk = IndexReconciliation()
-    var peerEntries: [HandoffIndexEntry] = []
-    while let request = walk.nextRequest() {
-      link.expectNodes()
-      try await tx.send(.getNodes(request))
-      let deadline = ContinuousClock.now + policy.receiveTimeout
-      let timer = Task { [weak link] in
-        try? await Timers.shared.sleep(until: deadline)
-        link?.wakeSender()
-      }
-      defer { timer.cancel() }
-      var answers = link.takeNodes()
-      while answers == nil {
-        try await linkReplies(link, &tx)
-        answers = link.takeNodes()
-        if answers != nil { break }
-        guard ContinuousClock.now < deadline else {
-          throw HandoffError.protocolViolation(
-            peer: link.peerLabel, reason: "no NODES within \(policy.receiveTimeout)")
-        }
-        guard await wakes.next(isolation: self) != nil else { throw CancellationError() }
-        answers = link.takeNodes()
-      }
-      let found: [HandoffIndexEntry]
-      do {
-        found = try walk.absorb(request, answers!, mine: snapshot).peerEntries
-      } catch {
-        throw HandoffError.protocolViolation(peer: link.peerLabel, reason: error.reason)
-      }
-      // What the peer will push: its progress, for `baton status`.
-      expectPushes(found, before: snapshot, link)
-      peerEntries += found
-    }
-    transferTotalsKnown(from: link.peerDevice)
-    link.setPeerHoldings(snapshot: snapshot, differing: walk.differingKeys, peerEntries: peerEntries)
-  }
-
   /// What the peer lacks among the notes changed since the last call (all
   /// of them after the catch-up), in push order; nil before the catch-up
   /// told what the peer holds (which then makes a full pass anyway).
-  private func linkPending(_ link: HandoffLink) -> [HandoffIndexEntry]? {
+  func linkPending(_ link: HandoffLink) -> [HandoffIndexEntry]? {
     let changes = link.takeChanges()
     let candidates =
       changes.all ? offered : changes.keys.compactMap { index[$0].flatMap(offeredEntry) }

@@ -3,7 +3,7 @@ import BatonSystem
 /// Each peer's transfer to this agent as it runs (`TransferProgress`), for
 /// `baton status` and the progress lines logged every
 /// `TransferProgress.logInterval`. A session counts what its pulls want; a
-/// link what its own walk of the peer's summary (`linkWalk`) finds the peer
+/// link what its own walk of the peer's summary (the link sender's `walk`) finds the peer
 /// holds and this agent lacks, which the peer then pushes. Kept in memory
 /// only, per peer device; a transfer ends with its session or link, when
 /// everything wanted arrived, or after `transferIdleLimit` without news.

@@ -9,9 +9,10 @@ import BatonSystem
 /// round trips, whatever n is.
 ///
 /// This type is the walk's state and decisions, with no I/O: the catch-up
-/// step (`HandoffEngine.reconcile` for a session's initiator, `linkWalk`
-/// for a link) sends `nextRequest()` as GET_NODES, gives the NODES answer
-/// to `absorb`, pulls the peer entries it returns, and a session finally
+/// step (`HandoffEngine.reconcile` for a session's initiator, the link
+/// sender's `walk` for a link, in HandoffLink+Driver.swift) sends
+/// `nextRequest()` as GET_NODES, gives the NODES answer to `absorb`, pulls
+/// the peer entries it returns, and a session finally
 /// offers `offer(from:)` in TURN. The responder answers with
 /// `answer(_:from:)`.
 package struct IndexReconciliation {
