@@ -12,30 +12,15 @@ extension HandoffEngine {
   /// (`admitted`).
   func applyTombstone(_ e: HandoffIndexEntry, from peer: String) {
     let key = Self.key(e.activityType, e.path)
-    guard let local = index[key] else {
-      // Never held here: remembered, so that an older copy from another
-      // peer is not fetched, and passed on.
-      adopt(StoredNote(entry: e), key)
-      return
-    }
-    let order = IncomingVersion.order(of: e.version, vouchers: e.vouchers, against: local.entry)
-    if local.deleted {
-      if order == .newer {
-        adopt(StoredNote(entry: e), key)
-      } else if order == .concurrent, local.entry.deleted {
-        // Deleted on both sides: the same join everywhere.
-        var both = local
-        both.entry.absorb(e.version, vouchers: e.vouchers)
-        adopt(both, key)
-      }
-      return
-    }
-    switch order {
-    case .older, .equal:
+    switch index.choice(for: e) {
+    case .adopt(let note):
+      adopt(note, key)
+    case .ignore:
       return  // our version is newer: the peer takes it from us
-    case .concurrent:
-      keepEdit(local, key, deletedOn: peer, tombstone: e)
-    case .newer:
+    case .keepEdit:
+      keepEdit(key, deletedOn: peer, tombstone: e)
+    case .trash:
+      guard let local = index[key] else { return }
       moveToTrash(local, key, tombstone: e, from: peer)
     }
   }
@@ -64,7 +49,7 @@ extension HandoffEngine {
       // Edited here since it was indexed: the edit wins over the deletion.
       guard let bytes = try? folder.readNote(e.path) else { return }
       recordLocal(e.activityType, e.path, hash: ContentHash(of: bytes), size: bytes.count)
-      if let now = index[key], !now.deleted { keepEdit(now, key, deletedOn: peer, tombstone: e) }
+      keepEdit(key, deletedOn: peer, tombstone: e)
       return
     }
     adopt(StoredNote(entry: e), key)
@@ -72,15 +57,8 @@ extension HandoffEngine {
 
   /// An edit the deleting peer had not seen: the note stays, with a version
   /// newer than both, so that it comes back on every peer.
-  private func keepEdit(
-    _ local: StoredNote, _ key: String, deletedOn peer: String, tombstone e: HandoffIndexEntry
-  ) {
-    var note = local
-    note.entry.absorb(e.version, vouchers: e.vouchers)
-    guard let version = note.entry.version.incremented(by: me.device) else { return }
-    note.entry.version = version
-    note.entry.origin = me.device
-    index[key] = note
+  private func keepEdit(_ key: String, deletedOn peer: String, tombstone e: HandoffIndexEntry) {
+    guard let note = index.keepEdit(key, against: e, device: me.device) else { return }
     localRevision &+= 1
     persistSave(note)
     logger.info(
@@ -100,13 +78,8 @@ extension HandoffEngine {
   /// applied as such (or held, section 7.4), and the new note must be
   /// fetched.
   func applyMove(_ gone: HandoffIndexEntry, to new: HandoffIndexEntry, from peer: String) -> Bool {
-    let (oldKey, newKey) = (Self.key(gone.activityType, gone.path), Self.key(new.activityType, new.path))
     var outcome: NoteMoveOutcome?
-    if let old = index[oldKey], !old.deleted, old.entry.hash == gone.hash,
-      gone.version.compare(old.entry.version) == .newer,
-      index[newKey].map({ $0.deleted && new.version.compare($0.entry.version) == .newer }) ?? true,
-      let folder = folders[new.activityType]
-    {
+    if index.mayRename(gone, to: new), let folder = folders[new.activityType] {
       do {
         outcome = try folder.renameNote(gone.path, to: new.path, expected: gone.hash)
       } catch {
@@ -119,10 +92,9 @@ extension HandoffEngine {
       applyTombstones([gone], from: peer)  // held too when they are many
       return false
     }
-    adopt(StoredNote(entry: gone), oldKey)
-    var entry = new
-    if let old = index[newKey]?.entry { entry.absorb(old.version, vouchers: old.vouchers) }
-    adopt(StoredNote(entry: entry), newKey)
+    let (tombstone, note) = index.renamed(gone, to: new)
+    persistSave(tombstone)
+    persistSave(note)
     count(HandoffCounter.renamed)
     logger.info(
       "\(gone.activityType):\(gone.path) was renamed to \(new.path) on \(peer); renamed it here")

@@ -95,35 +95,16 @@ extension HandoffEngine {
   func needs(_ peerIndex: [HandoffIndexEntry], from peer: String, summary: inout SessionSummary)
     -> [HandoffIndexEntry]
   {
-    var fresh: [HandoffIndexEntry] = []
-    var updates: [HandoffIndexEntry] = []
-    var tombstones: [HandoffIndexEntry] = []
+    var plan = HandoffIndex.FetchPlan()
     for offered in peerIndex {
       guard let e = admitted(offered, from: peer, summary: &summary) else { continue }
-      if e.deleted {
-        tombstones.append(e)
-        continue
-      }
-      let key = Self.key(e.activityType, e.path)
-      switch IncomingVersion(offered: e, against: index[key]) {
-      case .keep:
-        continue
-      case .fetchNew:
-        fresh.append(e)
-      case .fetchChange:
-        updates.append(e)
-      case .mergeVersion:
-        // Same bytes reached by another history: adopt the merged version, no transfer.
-        guard var local = index[key] else { continue }
-        local.entry.absorb(e.version, vouchers: e.vouchers)
-        index[key] = local
-        persistSave(local)
-      }
+      // Same bytes reached by another history: the merged version, no transfer.
+      if let merged = index.weigh(e, into: &plan) { persistSave(merged) }
     }
-    if !tombstones.isEmpty {
-      fresh = applyDeletions(tombstones, fresh: fresh, from: peer, summary: &summary)
+    if !plan.tombstones.isEmpty {
+      plan.fresh = applyDeletions(plan.tombstones, fresh: plan.fresh, from: peer, summary: &summary)
     }
-    return fresh + updates
+    return plan.wanted
   }
 
   /// A peer's entry as it may be taken, or nil when it may not be taken at
@@ -239,17 +220,6 @@ extension HandoffEngine {
     }
   }
 
-  /// An incoming note checked against the index and decided on, to be written.
-  struct IncomingNote {
-    var payload: ActivityPayload
-    var key: String
-    var incoming: StoredNote
-    /// The local note it replaces (nil when absent or deleted).
-    var local: StoredNote?
-    var conflict: Bool
-    var merged: VersionVector
-  }
-
   /// Applies one incoming note atomically (no suspension point): checks it,
   /// compares versions against the index as it is now, writes through the
   /// folder, then records the result.
@@ -321,10 +291,7 @@ extension HandoffEngine {
       summary.failed += 1
       return nil
     }
-    let taking = IncomingVersion.taking(
-      p.version, vouchers: p.vouchers, hash: p.hash, against: stored)
-    guard taking != .ignored else { return nil }
-    let conflict = taking == .conflictCopy
+    guard let incoming = index.incoming(p) else { return nil }
     if let gate = gates[type] {
       switch gate.decision(for: Self.incomingActivity(p, at: p.path, from: peer, summary)) {
       case .accept:
@@ -343,17 +310,7 @@ extension HandoffEngine {
         return nil
       }
     }
-    let merged = (stored?.entry.version ?? VersionVector()).merged(with: p.version)
-    let incoming = StoredNote(
-      entry: HandoffIndexEntry(
-        activityType: type, path: p.path, hash: p.hash, size: p.content.count, version: merged,
-        vouchers: Vouchers.merged(
-          p.vouchers, of: p.version, stored?.entry.vouchers ?? Vouchers(),
-          of: stored?.entry.version ?? VersionVector()),
-        origin: p.origin))
-    return IncomingNote(
-      payload: p, key: key, incoming: incoming, local: stored.flatMap { $0.deleted ? nil : $0 },
-      conflict: conflict, merged: merged)
+    return incoming
   }
 
   /// How a failed write (`verb` "write") or read ("send") of a note is

@@ -228,7 +228,7 @@ public actor HandoffEngine {
   /// This agent's device id.
   public nonisolated var deviceID: DeviceID { me.device }
 
-  static func key(_ type: String, _ path: String) -> String { type + "\u{0}" + path }
+  static func key(_ type: String, _ path: String) -> String { HandoffIndex.key(type, path) }
 
   /// The name of the engine's thread.
   package static let threadName = "baton-engine"
@@ -348,11 +348,7 @@ public actor HandoffEngine {
         logger.warning("\(folder.root) is gone; its notes are not taken as deleted")
         continue
       }
-      var missing: [String] = []
-      for (_, note) in index
-      where note.entry.activityType == type && !note.deleted && !present.contains(note.entry.path) {
-        missing.append(note.entry.path)
-      }
+      let missing = index.missingPaths(of: type) { !present.contains($0) }
       if replacedAtStart.remove(type) != nil {
         withdraw(type, missing)
         if !missing.isEmpty {
@@ -374,11 +370,10 @@ public actor HandoffEngine {
   /// there but no longer a note (over the size limit), withdrawn: not
   /// offered, and the same bytes coming back are not a new version.
   func markDeleted(_ type: String, _ path: String, renamedTo newPath: String? = nil) {
-    let key = Self.key(type, path)
-    guard let gone = index[key], !gone.deleted else { return }
+    guard index[Self.key(type, path)].map({ !$0.deleted }) ?? false else { return }
     let folder = folders[type]
     let fileGone = folder.map { $0.isAvailable && $0.modificationTime(path) == nil } ?? false
-    guard let (note, tombstone) = LocalVersion.removing(gone, fileGone: fileGone, device: me.device)
+    guard let (note, tombstone) = index.remove(type, path, fileGone: fileGone, device: me.device)
     else { return }
     if !tombstone {
       logger.debug("\(type):\(path) is no longer a note here; no longer offered")
@@ -387,7 +382,6 @@ public actor HandoffEngine {
     } else {
       logger.info("\(type):\(path) was deleted here; peers move their copy to their trash")
     }
-    index[key] = note
     localRevision &+= 1
     persistSave(note)
   }
@@ -414,13 +408,7 @@ public actor HandoffEngine {
   public func localWithdrawAll(activityType type: String) {
     ensureScanned()
     guard let folder = folders[type] else { return }
-    var missing: [String] = []
-    for (_, note) in index
-    where note.entry.activityType == type && !note.deleted
-      && folder.modificationTime(note.entry.path) == nil
-    {
-      missing.append(note.entry.path)
-    }
+    let missing = index.missingPaths(of: type) { folder.modificationTime($0) == nil }
     batched { withdraw(type, missing) }
     let withdrawn = missing.count
     guard withdrawn > 0 else { return }
@@ -436,10 +424,8 @@ public actor HandoffEngine {
   func withdraw(_ type: String, _ paths: [String]) {
     for path in paths {
       let key = Self.key(type, path)
-      guard var note = index[key], !note.deleted else { continue }
-      note.deleted = true
+      guard let note = index.withdraw(type, path) else { continue }
       if deletionHold.held[key]?.tombstone == nil { deletionHold.release(key) }
-      index[key] = note
       persistSave(note)
     }
     if !paths.isEmpty { localRevision &+= 1 }
@@ -471,27 +457,20 @@ public actor HandoffEngine {
   @discardableResult
   func recordLocal(_ type: String, _ path: String, hash: ContentHash, size: Int) -> Bool {
     let key = Self.key(type, path)
-    let existing = index[key]
     // A note deleted here and held is back: nothing to decide any more.
     if deletionHold.held[key].map({ $0.tombstone == nil }) ?? false { deletionHold.release(key) }
     let note: StoredNote
-    let change = LocalVersion(
-      saving: hash, size: size, of: type, path, against: existing, device: me.device)
-    switch change {
+    switch index.recordLocal(type, path, hash: hash, size: size, device: me.device) {
     case .unchanged:
-      // The same bytes: hold the folder's copy of the hash rather than
-      // the one read from the store (one heap block per note, not two).
-      index[key]?.entry.hash = hash
       return false
     case .restored(let back):
-      index[key] = back
       persistSave(back)
       return false
     case .counterExhausted:
       if once.first("saturated|" + key) {
         logger.error(
           "\(type):\(path) changed on disk, but this device's version counter for it is"
-            + " exhausted (\(existing?.entry.version.description ?? "")), so the change cannot be"
+            + " exhausted (\(index[key]?.entry.version.description ?? "")), so the change cannot be"
             + " offered to peers; save the note under a new name to keep editing it")
       }
       return false
@@ -499,7 +478,6 @@ public actor HandoffEngine {
       note = made
     }
     let version = note.entry.version
-    index[key] = note
     _ = isOfferable(note.entry)  // logs once when it cannot be offered
     localRevision &+= 1
     persistSave(note)
