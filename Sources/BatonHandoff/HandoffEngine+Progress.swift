@@ -125,22 +125,12 @@ extension HandoffEngine {
   }
 
   /// Whether a pull would fetch the peer's entry `e`, given `index`: what
-  /// `needs` decides, without its side effects (tombstones are applied,
-  /// never fetched; same bytes are adopted without a transfer).
+  /// `needs` decides (`HandoffIndex.wouldFetch`), without its side effects
+  /// and without checking the vouchers.
   func wouldFetch(_ e: HandoffIndexEntry, against index: HandoffIndex) -> Bool {
-    guard !e.deleted, folders[e.activityType] != nil, e.size <= policy.maxNoteSize,
+    guard folders[e.activityType] != nil, e.size <= policy.maxNoteSize,
       EntryAdmission.isSafePath(e.path)
     else { return false }
-    guard let local = index[Self.key(e.activityType, e.path)] else { return true }
-    switch e.version.compare(local.entry.version) {
-    case .older:
-      return false
-    case .equal:
-      return local.wanted
-        || (!local.deleted && local.entry.hash != e.hash
-          && IncomingVersion.wins(e.hash, over: local.entry.hash))
-    case .newer, .concurrent:
-      return local.deleted || local.entry.hash != e.hash
-    }
+    return index.wouldFetch(e)
   }
 }

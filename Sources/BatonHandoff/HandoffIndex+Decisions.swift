@@ -106,6 +106,18 @@ extension HandoffIndex {
     }
   }
 
+  /// Whether `weigh` would fetch a peer's entry, without changing the
+  /// index: tombstones are applied, never fetched, and the same bytes by
+  /// another history take the merged version with no transfer. For what a
+  /// transfer is expected to bring (`TransferProgress`).
+  func wouldFetch(_ e: HandoffIndexEntry) -> Bool {
+    guard !e.deleted else { return false }
+    switch IncomingVersion(offered: e, against: self[Self.key(e.activityType, e.path)]) {
+    case .fetchNew, .fetchChange: return true
+    case .keep, .mergeVersion: return false
+    }
+  }
+
   /// What a peer's tombstone does to the note of its path here (section 7.2).
   enum TombstoneChoice: Equatable, Sendable {
     /// Taken as the entry here, with nothing in the folder to do: a note

@@ -104,6 +104,10 @@ import Testing
     #expect(plan.tombstones == [tombstone])
     #expect(plan.wanted.map(\.path) == ["new.md", "n.md"])
     // The same bytes by another history: the merged version here, no fetch.
+    // `wouldFetch` says the same, and changes nothing.
+    #expect(offered.map(index.wouldFetch) == [true, true, false, false])
+    #expect(!index.wouldFetch(peerEntry("a", VersionVector([peer: 3]))))
+    #expect(stored?.entry.version == VersionVector([me: 1]))
     var none = HandoffIndex.FetchPlan()
     let merged = index.weigh(peerEntry("a", VersionVector([peer: 3])), into: &none)
     #expect(merged?.entry.version == VersionVector([me: 1, peer: 3]))
