@@ -131,13 +131,8 @@ public actor HandoffEngine {
   /// their hold is over (and then only if still lacking).
   var relayHolds = RelayHolds()
   /// Incoming notes a folder's gate has not answered for yet, kept to be
-  /// applied when it has (HandoffEngine+Gates.swift): by index key.
-  var awaitingDecision: [String: AwaitingNote] = [:]
-  /// The bytes of `awaitingDecision`'s notes.
-  var awaitingBytes = 0
-  /// Whether a note had no room there since the last answer (the links
-  /// then resync, so that it is offered again).
-  var awaitingOverflowed = false
+  /// applied when it has (HandoffEngine+Gates.swift).
+  var awaiting = AwaitingNotes()
   /// Deletions held for a person when they are many (HandoffEngine+Holds.swift).
   var deletionHold: DeletionHold
   /// Folders found replaced since the last run (`foldersReplaced`), for the first scan.
