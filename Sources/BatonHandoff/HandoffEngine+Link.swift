@@ -309,34 +309,6 @@ extension HandoffEngine {
     return IndexReconciliation.answer(requests, from: index)
   }
 
-  /// What the peer lacks, by how it is sent: renames (a tombstone and a new
-  /// note of the same bytes, whose old name the peer holds with those
-  /// bytes and whose new name it does not hold) as MOVED, the other tombstones as GONE, notes as NOTE.
-  func linkSplit(_ pending: [HandoffIndexEntry], _ link: HandoffLink) -> (
-    moves: [(HandoffIndexEntry, HandoffIndexEntry)], tombstones: [HandoffIndexEntry],
-    notes: [HandoffIndexEntry]
-  ) {
-    var tombstones = pending.filter(\.deleted)
-    var notes = pending.filter { !$0.deleted }
-    var moves: [(HandoffIndexEntry, HandoffIndexEntry)] = []
-    guard !tombstones.isEmpty, !notes.isEmpty else { return (moves, tombstones, notes) }
-    var byHash: [ContentHash: Int] = [:]
-    for (i, t) in tombstones.enumerated()
-    where link.peerCopy(Self.key(t.activityType, t.path))?.hash == t.hash {
-      byHash[t.hash] = i
-    }
-    var moved = Set<Int>()
-    notes.removeAll { e in
-      guard let i = byHash[e.hash], tombstones[i].activityType == e.activityType,
-        link.peerCopy(Self.key(e.activityType, e.path)) == nil, moved.insert(i).inserted
-      else { return false }
-      moves.append((tombstones[i], e))
-      return true
-    }
-    tombstones = tombstones.enumerated().filter { !moved.contains($0.offset) }.map(\.element)
-    return (moves, tombstones, notes)
-  }
-
   /// What the peer lacks among the notes changed since the last call (all
   /// of them after the catch-up), in push order; nil before the catch-up
   /// told what the peer holds (which then makes a full pass anyway).

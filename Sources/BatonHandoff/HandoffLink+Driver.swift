@@ -6,9 +6,9 @@ import BatonSystem
 /// the reader hands what arrives to the engine's applier
 /// (`HandoffEngine.linkApplyWaiting`), and the sender, which runs on the
 /// engine's executor (`isolated`), asks it what the peer lacks
-/// (`linkPending`), how to send it (`linkSplit`) and for each note's bytes
-/// (`serveNote`). `HandoffEngine.runLink` runs both, with the applier and
-/// the watchdog.
+/// (`linkPending`) and for each note's bytes (`serveNote`), and sends it as
+/// `PushPlan` splits it. `HandoffEngine.runLink` runs both, with the
+/// applier and the watchdog.
 extension HandoffLink {
   // MARK: Reader
 
@@ -103,13 +103,15 @@ extension HandoffLink {
       try await sendControl(engine, &tx, &wakes)
       guard let pending = engine.linkPending(self), !pending.isEmpty else { return }
       var summary = SessionSummary(peerName: peerName, peerDevice: peerDevice)
-      let (moves, tombstones, notes) = engine.linkSplit(pending, self)
-      for (gone, new) in moves {
+      let plan = PushPlan(pending) { self.peerCopy($0)?.hash }
+      for move in plan.moves {
+        let (gone, new) = (move.gone, move.new)
         try await sendControl(engine, &tx, &wakes)
         try await tx.send(.moved(from: gone, to: new))
         peerHolds(HandoffEngine.key(gone.activityType, gone.path), version: gone.version, hash: gone.hash)
         peerHolds(HandoffEngine.key(new.activityType, new.path), version: new.version, hash: new.hash)
       }
+      let tombstones = plan.tombstones
       for chunk in stride(from: 0, to: tombstones.count, by: Self.goneBatch) {
         try await sendControl(engine, &tx, &wakes)
         let batch = Array(tombstones[chunk..<min(chunk + Self.goneBatch, tombstones.count)])
@@ -118,7 +120,7 @@ extension HandoffLink {
           peerHolds(HandoffEngine.key(e.activityType, e.path), version: e.version, hash: e.hash)
         }
       }
-      for e in notes {
+      for e in plan.notes {
         try await sendControl(engine, &tx, &wakes)
         let key = HandoffEngine.key(e.activityType, e.path)
         // Still lacking (a save or an arrival meanwhile may have changed it)?
