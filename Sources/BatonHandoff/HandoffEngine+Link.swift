@@ -219,12 +219,8 @@ extension HandoffEngine {
     for payload in payloads {
       let key = Self.key(payload.activityType, payload.path)
       link.peerHolds(key, version: payload.version, hash: payload.hash)
-      // Both sides push at once, so both would meet a conflict and each write
-      // a copy. Only the initiator resolves one (section 6.2); the responder
-      // keeps its version, which it pushes, and takes the resolution after.
-      if !link.initiator, let local = index[key], !local.deleted,
-        local.entry.hash != payload.hash, payload.version.compare(local.entry.version) == .concurrent
-      {
+      // Only the initiator resolves a conflict (`HandoffIndex.conflicts`).
+      if !link.initiator, index.conflicts(with: payload) {
         logger.debug("\(payload.path): concurrent versions; \(link.peerLabel) resolves the conflict")
         continue
       }
@@ -242,12 +238,7 @@ extension HandoffEngine {
     }
     guard !accepted.isEmpty else { return }
     // Pushed again (a relay, a resend after a cut): written already, so no news.
-    let held = Set(
-      accepted.filter { payload in
-        index[Self.key(payload.activityType, payload.path)].map {
-          !$0.deleted && $0.entry.hash == payload.hash
-        } ?? false
-      }.map { Self.key($0.activityType, $0.path) })
+    let held = Set(accepted.filter(index.holds).map { Self.key($0.activityType, $0.path) })
     var summary = SessionSummary(peerName: link.peerName, peerDevice: link.peerDevice)
     applyAll(accepted, from: link.peerLabel, summary: &summary)
     if summary.unwritten > 0 { link.scheduleResync(after: policy.retryInterval) }
@@ -263,9 +254,9 @@ extension HandoffEngine {
     // too. Tell them we hold it (HAVE), and relay it to them only if they
     // still lack it after `RelayHolds.hold`.
     let now = ContinuousClock.now
-    for payload in accepted {
+    for payload in accepted where index.holds(payload) {
       let key = Self.key(payload.activityType, payload.path)
-      guard let note = index[key], !note.deleted, note.entry.hash == payload.hash else { continue }
+      guard let note = index[key] else { continue }
       relayHolds.received(key, hash: payload.hash, over: ObjectIdentifier(link), at: now)
       for other in links.values where other !== link { other.queueHave(note.entry) }
     }

@@ -204,6 +204,22 @@ extension HandoffIndex {
     return (tombstone, note)
   }
 
+  /// Whether a note pushed over a link is concurrent with other bytes of
+  /// the live note here, by the versions alone. Both sides of a link push
+  /// at once, so both would meet such a conflict and each write a copy:
+  /// only the initiator resolves it (section 6.2), and the responder keeps
+  /// its version, which it pushes, and takes the resolution after.
+  func conflicts(with p: ActivityPayload) -> Bool {
+    guard let local = self[Self.key(p.activityType, p.path)], !local.deleted else { return false }
+    return local.entry.hash != p.hash && p.version.compare(local.entry.version) == .concurrent
+  }
+
+  /// Whether the live note here holds the bytes of `p`: a note pushed
+  /// again (a relay, a resend after a cut) is no news.
+  func holds(_ p: ActivityPayload) -> Bool {
+    self[Self.key(p.activityType, p.path)].map { !$0.deleted && $0.entry.hash == p.hash } ?? false
+  }
+
   /// What a note that arrived (NOTE), admitted (`EntryAdmission`: its
   /// vouchers those kept here), makes here: nil when it is nothing new
   /// (`IncomingVersion.taking`); else the note to write, with its version

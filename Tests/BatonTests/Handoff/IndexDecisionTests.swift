@@ -179,4 +179,18 @@ import Testing
     #expect(index[HandoffIndex.key(Self.type, "new.md")] == note)
     #expect(index.summary.count == 2 && index.tombstoneCount == 1)
   }
+
+  @Test mutating func aPushConflictsOnlyWithOtherBytesOfAConcurrentLiveNote() {
+    _ = index.recordLocal(Self.type, "n.md", hash: Self.hash("a"), size: 1, device: me)
+    #expect(index.conflicts(with: payload("b", VersionVector([peer: 1]))))
+    #expect(!index.conflicts(with: payload("a", VersionVector([peer: 1]))))
+    #expect(!index.conflicts(with: payload("b", VersionVector([me: 1, peer: 1]))))
+    #expect(!index.conflicts(with: payload("b", VersionVector([peer: 1]), path: "new.md")))
+    #expect(index.holds(payload("a", VersionVector([peer: 1]))))
+    #expect(!index.holds(payload("b", VersionVector([me: 1, peer: 1]))))
+    // Withdrawn here: neither, whatever the bytes.
+    _ = index.withdraw(Self.type, "n.md")
+    #expect(!index.conflicts(with: payload("b", VersionVector([peer: 1]))))
+    #expect(!index.holds(payload("a", VersionVector([peer: 1]))))
+  }
 }
