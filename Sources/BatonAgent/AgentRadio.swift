@@ -103,13 +103,14 @@ final class AgentRadio: Sendable {
 
   /// Our beacon sealed now, and whether to advertise it connectable; while
   /// `baton pair` shows a code, the pairing advertisement instead, always
-  /// connectable (PROTOCOL.md 14.7).
-  private func sealedBeacon() async -> (data: [UInt8], connectable: Bool) {
+  /// connectable (PROTOCOL.md 14.7). The engine's content as it last
+  /// published it: sealing never waits for the engine's thread.
+  private func sealedBeacon() -> (data: [UInt8], connectable: Bool) {
     if let session = pairing(), session.isOpen() {
       return (PairingAdvertisement.make(slot: session.offer.code.slot), true)
     }
     let (closed, asking) = state.withLock { $0.peers.beaconFlags(now: .now) }
-    return (await engine.currentBeacon(closed: closed, asking: asking), !closed)
+    return (engine.publishedBeacon(closed: closed, asking: asking), !closed)
   }
 
   /// Re-seals the beacon at `instant` (a window or an ask ends).
@@ -248,7 +249,7 @@ final class AgentRadio: Sendable {
     let channels = host.listenForChannels(psm: HandoffAgent.psm)
     do {
       state.withLock { $0.peers.controllerOpened(addressIsPrivate: host.addressIsPrivate) }
-      let beacon = await sealedBeacon()
+      let beacon = sealedBeacon()
       try await host.startAdvertising(
         data: beacon.data, intervalMilliseconds: interval, connectable: beacon.connectable)
       // Strangers' advertisements (most of what a busy room sends) end
@@ -430,7 +431,7 @@ final class AgentRadio: Sendable {
             // owns its address: then only the beacon is re-sealed, which
             // registers a new advertisement, and with privacy the kernel
             // gives that a new address; `rotationBase`.)
-            let beacon = await sealedBeacon().data
+            let beacon = sealedBeacon().data
             if let address = try await host.rotateAddressIfOwned(
               to: BluetoothAddress(littleEndian: engine.newAddress())!, advertisingData: beacon)
             {
@@ -801,7 +802,7 @@ final class AgentRadio: Sendable {
   private func refreshBeacon(_ host: any RadioHost) async {
     guard !host.isClosed else { return }
     do {
-      let beacon = await sealedBeacon()
+      let beacon = sealedBeacon()
       try await host.updateAdvertisingData(beacon.data, connectable: beacon.connectable)
     } catch {
       log.warning("cannot update the advertised beacon: \(error)")

@@ -14,13 +14,14 @@ import Synchronization
 /// Wiring, for the agent:
 /// - at start: `HandoffStore(directory: stateDir)` (the directory must exist),
 ///   then the engine; log `status().storeRecovery` if set (the engine logs it too);
+/// - scan the folders (`rescan()`) before the radio starts;
 /// - each save the folder watcher reports: `localSave(_:activityType:)`;
 ///   after an inotify overflow: `rescan()`;
-/// - advertise `currentBeacon()`; seal it again on each element of
-///   `beaconChanges` (the engine's every change of the beacon's content,
-///   whatever made it: a save, a deletion, a note that came in a session or
-///   over a link) and at every address rotation (it is re-sealed on each
-///   call);
+/// - advertise `publishedBeacon()`, without waiting for the engine's
+///   thread; seal it again on each element of `beaconChanges` (the
+///   engine's every change of the beacon's content, whatever made it: a
+///   save, a deletion, a note that came in a session or over a link) and
+///   at every address rotation (it is re-sealed on each call);
 /// - for each advertisement heard, without waiting for the engine's thread:
 ///   `openBeacon(_:from:)` (nil: not a group beacon), and the bounds on
 ///   connections the agent keeps (`ConnectionMemory`, PROTOCOL.md 3) with
@@ -83,9 +84,11 @@ public actor HandoffEngine {
       }
     }
   }
-  /// `indexDigest` as of the last change of the index, for the radio's
-  /// decisions off the engine's thread (`currentIndexDigest`).
-  private let publishedDigest = Atomic<UInt32>(0)
+  /// The beacon's content as of its last change, the activity hash in the
+  /// high 32 bits and the index digest in the low ones: for the radio's
+  /// decisions and its beacon, off the engine's thread
+  /// (`currentIndexDigest`, `publishedBeacon`).
+  private let published = Atomic<UInt64>(0)
   var current: (activityType: String, path: String)? {
     didSet { publishBeaconContent() }
   }
@@ -194,8 +197,8 @@ public actor HandoffEngine {
     self.folders = map
     self.gates = gates
     index = HandoffIndex(offeredTypes: Set(map.keys), summaryKey: keys.summary)
-    publishedDigest.store(index.summary.shortDigest, ordering: .releasing)
     publishedContent = (0, index.summary.shortDigest)
+    published.store(UInt64(index.summary.shortDigest), ordering: .releasing)
     (beaconChanges, beaconChanged) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     self.policy = policy
     deletionHold = DeletionHold(limits: policy.deletionLimits)
@@ -566,11 +569,10 @@ public actor HandoffEngine {
   /// `beaconChanges`. The engine so tells what changed; nobody has to poke
   /// the radio after calling it.
   private func publishBeaconContent() {
-    let digest = index.summary.shortDigest
-    publishedDigest.store(digest, ordering: .releasing)
-    let content = (activity: currentEntry?.activityHash ?? 0, digest: digest)
+    let content = (activity: currentEntry?.activityHash ?? 0, digest: index.summary.shortDigest)
     guard content != publishedContent else { return }
     publishedContent = content
+    published.store(UInt64(content.activity) << 32 | UInt64(content.digest), ordering: .releasing)
     beaconRevision &+= 1
     beaconChanged.yield()
   }
@@ -580,7 +582,21 @@ public actor HandoffEngine {
   /// the digest of each beacon heard (`ConnectionMemory.mayConnect`). Only
   /// valid once the folders were scanned (the agent does that first).
   public nonisolated var currentIndexDigest: UInt32 {
-    publishedDigest.load(ordering: .acquiring)
+    UInt32(truncatingIfNeeded: published.load(ordering: .acquiring))
+  }
+
+  /// The 31-byte advertising payload of the beacon's content as of its
+  /// last change, sealed afresh, without waiting for the engine's thread:
+  /// what the radio advertises at each change (`beaconChanges`) and each
+  /// address rotation. Only valid once the folders were scanned (the agent
+  /// does that first); `currentBeacon` scans them first if need be.
+  public nonisolated func publishedBeacon(closed: Bool = false, asking: Bool = false) -> [UInt8] {
+    let content = published.load(ordering: .acquiring)
+    return Beacon.seal(
+      BeaconContent(
+        activityHash: UInt32(truncatingIfNeeded: content >> 32),
+        indexDigest: UInt32(truncatingIfNeeded: content), closed: closed, asking: asking),
+      keys: keys, device: me.device)
   }
 
   // MARK: Status and bookkeeping

@@ -33,9 +33,14 @@ import Testing
     let revision = await a.engine.beaconRevision
     let digest = a.engine.currentIndexDigest
     // `baton send`: the index is the same, the beacon names another note.
+    let before = a.engine.openBeacon(a.engine.publishedBeacon())
     await a.engine.makeCurrent(activityType: HandoffTestAgent.notesType, path: "s.md")
     #expect(a.engine.currentIndexDigest == digest)
     #expect(await a.engine.beaconRevision == revision + 1)
+    // The beacon sealed off the engine's thread names it, as the engine's own does.
+    let after = a.engine.openBeacon(a.engine.publishedBeacon())
+    #expect(after != nil && after?.activityHash != before?.activityHash)
+    #expect(after == (await a.engine.beaconContent()))
     await a.engine.makeCurrent(activityType: HandoffTestAgent.notesType, path: "s.md")
     #expect(await a.engine.beaconRevision == revision + 1)
   }

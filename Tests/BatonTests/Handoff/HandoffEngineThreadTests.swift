@@ -112,6 +112,7 @@ private final class Gate: @unchecked Sendable {
           key: key, deviceName: "engine\(index)", store: store,
           folders: [(HandoffTestAgent.notesType, InMemoryNoteFolder(root: "/e\(index)"))]))
     }
+    let emptyDigest = engines[0].currentIndexDigest
     let saves = engines.map { engine in
       Task {
         await engine.localSave(
@@ -134,6 +135,10 @@ private final class Gate: @unchecked Sendable {
       return await group.reduce(0, +)
     }
     #expect(ran == 4 * count)
+    // The beacon is sealed, with the new note's digest, while the engine's
+    // thread is blocked: the radio never waits for it to advertise.
+    let beacon = engines[0].openBeacon(engines[0].publishedBeacon())
+    #expect(beacon != nil && beacon?.indexDigest != emptyDigest)
     #expect(!gate.openedByWatchdog)
     #expect(stores.allSatisfy { $0.blockedThreads == ["baton-engine"] })
     gate.open()
