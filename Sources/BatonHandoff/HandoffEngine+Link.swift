@@ -17,8 +17,8 @@ import FoundationEssentials
 /// Catch-up when a link comes up is the sender's walk: each side walks the
 /// other's index summary (section 6.1's GET_NODES and NODES, both walks at
 /// once), which tells it what the peer holds where the two differ, and
-/// pushes what the peer lacks. A peer that missed k changes costs about k entries on the
-/// wire, not the whole index.
+/// pushes what the peer lacks. A peer that missed k changes costs about k
+/// entries on the wire, not the whole index.
 extension HandoffEngine {
   /// The result of serving an incoming channel.
   public enum IncomingOutcome: Sendable {
@@ -290,7 +290,7 @@ extension HandoffEngine {
     }
   }
 
-  // MARK: Sender
+  // MARK: What the reader and the sender ask
 
   /// The answer to a peer's GET_NODES on a link, from the index as it is now.
   func answerNodes(_ requests: [IndexReconciliation.Request])
