@@ -104,7 +104,8 @@ package struct EntryAdmission: Sendable {
     _ version: VersionVector, _ vouchers: Vouchers, type: String, path: String,
     against local: HandoffIndexEntry?
   ) -> Result<Vouchers, VoucherRefusal> {
-    let (localVersion, localVouchers) = (local?.version ?? VersionVector(), local?.vouchers ?? Vouchers())
+    let localVersion = local?.version ?? VersionVector()
+    let localVouchers = local?.vouchers ?? Vouchers()
     var kept = Vouchers()
     for device in version.devices where device != self.device {
       let (counter, localCounter) = (version[device], localVersion[device])

@@ -3,10 +3,11 @@ import BatonSystem
 /// Each peer's transfer to this agent as it runs (`TransferProgress`), for
 /// `baton status` and the progress lines logged every
 /// `TransferProgress.logInterval`. A session counts what its pulls want; a
-/// link what its own walk of the peer's summary (the link sender's `walk`) finds the peer
-/// holds and this agent lacks, which the peer then pushes. Kept in memory
-/// only, per peer device; a transfer ends with its session or link, when
-/// everything wanted arrived, or after `transferIdleLimit` without news.
+/// link what its own walk of the peer's summary (the link sender's `walk`)
+/// finds the peer holds and this agent lacks, which the peer then pushes.
+/// Kept in memory only, per peer device; a transfer ends with its session
+/// or link, when everything wanted arrived, or after `transferIdleLimit`
+/// without news.
 extension HandoffEngine {
   /// A transfer that learns nothing for this long is no longer shown: a note
   /// wanted that the peer does not push (its limit is lower, it declines to)

@@ -3,10 +3,11 @@ import BatonSystem
 /// The decisions that change the index, made by the index itself: a local
 /// save, a note gone from its folder or withdrawn, what a peer's index
 /// holds worth fetching, what a peer's deletion or rename does here, and
-/// what a note that arrived makes here (PROTOCOL.md sections 7 to 7.3). Each weighs the note here with
-/// `LocalVersion` or `IncomingVersion`, changes the index and returns what
-/// changed; the engine stores that, logs it and writes the files. Plain
-/// value code with no store, folder or actor (`IndexDecisionTests`).
+/// what a note that arrived makes here (PROTOCOL.md sections 7 to 7.3).
+/// Each weighs the note here with `LocalVersion` or `IncomingVersion`,
+/// changes the index and returns what changed; the engine stores that,
+/// logs it and writes the files. Plain value code with no store, folder or
+/// actor (`IndexDecisionTests`).
 extension HandoffIndex {
   /// The key of a note: `type \0 path`.
   static func key(_ type: String, _ path: String) -> String { type + "\u{0}" + path }
@@ -194,7 +195,8 @@ extension HandoffIndex {
   mutating func renamed(_ gone: HandoffIndexEntry, to new: HandoffIndexEntry)
     -> (gone: StoredNote, new: StoredNote)
   {
-    let (oldKey, newKey) = (Self.key(gone.activityType, gone.path), Self.key(new.activityType, new.path))
+    let oldKey = Self.key(gone.activityType, gone.path)
+    let newKey = Self.key(new.activityType, new.path)
     let tombstone = StoredNote(entry: gone)
     self[oldKey] = tombstone
     var entry = new

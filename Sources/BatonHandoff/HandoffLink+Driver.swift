@@ -108,8 +108,9 @@ extension HandoffLink {
         let (gone, new) = (move.gone, move.new)
         try await sendControl(engine, &tx, &wakes)
         try await tx.send(.moved(from: gone, to: new))
-        peerHolds(HandoffEngine.key(gone.activityType, gone.path), version: gone.version, hash: gone.hash)
-        peerHolds(HandoffEngine.key(new.activityType, new.path), version: new.version, hash: new.hash)
+        for e in [gone, new] {
+          peerHolds(HandoffEngine.key(e.activityType, e.path), version: e.version, hash: e.hash)
+        }
       }
       let tombstones = plan.tombstones
       for chunk in stride(from: 0, to: tombstones.count, by: Self.goneBatch) {
