@@ -244,7 +244,7 @@ extension HandoffIndex {
         origin: p.origin))
     return IncomingNote(
       payload: p, key: key, incoming: note, local: stored.flatMap { $0.deleted ? nil : $0 },
-      conflict: taking == .conflictCopy, merged: merged)
+      conflict: taking == .conflictCopy)
   }
 }
 
@@ -260,5 +260,7 @@ struct IncomingNote {
   /// Concurrent with other bytes of a live note here: written as a
   /// conflict copy, the note here untouched.
   var conflict: Bool
-  var merged: VersionVector
+
+  /// The version it has here once written: the one here merged with its own.
+  var merged: VersionVector { incoming.entry.version }
 }
