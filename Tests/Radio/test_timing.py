@@ -264,6 +264,42 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
             self.assertGreaterEqual(when, end / 1e6 - 0.0005)
             self.assertLess(when - end / 1e6, 0.030)
 
+    async def test_data_under_way_is_lost_with_its_connection(self):
+        timing = Timing(interval_us=40_000)
+        link = TimedLink(timing)
+        hosts = [Host(), Host()]
+        central, peripheral = (TimedController(f"T{i}", host_sink=hosts[i], link=link)
+                               for i in range(2))
+        addresses = [set_random_address(c, i) for i, c in enumerate((central, peripheral))]
+        advertise(peripheral, 20)
+        central.on_hci_packet(hci.HCI_LE_Create_Connection_Command(
+            le_scan_interval=16, le_scan_window=16, initiator_filter_policy=0,
+            peer_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address=addresses[1],
+            own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, connection_interval_min=32,
+            connection_interval_max=32, max_latency=0, supervision_timeout=200,
+            min_ce_length=0, max_ce_length=0))
+
+        def complete(packet):
+            return isinstance(packet, hci.HCI_LE_Connection_Complete_Event)
+        _, made = await hosts[0].wait_for(complete)
+        await hosts[1].wait_for(complete)
+        handle = made.connection_handle
+        # Three 1000-byte packets need more than one event; the connection
+        # ends before the first of them is due.
+        data = (996).to_bytes(2, "little") + (0x0040).to_bytes(2, "little") + bytes(996)
+        await asyncio.sleep(0.005)
+        for _ in range(3):
+            central.on_hci_packet(hci.HCI_AclDataPacket(handle, 0b10, 0, len(data), data))
+        central.on_hci_packet(hci.HCI_Disconnect_Command(connection_handle=handle, reason=0x13))
+
+        def gone(packet):
+            return isinstance(packet, hci.HCI_Disconnection_Complete_Event)
+        await hosts[1].wait_for(gone)
+        # Past the events that would have carried them: nothing arrived.
+        await asyncio.sleep(3 * timing.interval_us / 1e6)
+        self.assertFalse([p for _, p in hosts[1].packets if isinstance(p, hci.HCI_AclDataPacket)])
+        self.assertEqual(link.schedules, {})
+
     async def test_a_scanner_reports_only_in_its_windows(self):
         timing = Timing.from_options(40, 6, 251, "1m", 100, 20)
         link = TimedLink(timing)

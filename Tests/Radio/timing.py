@@ -55,7 +55,7 @@ What it leaves out:
   as the host sends it, so a host may queue any amount in the controller;
   the queue drains at the model's pace.
 - LL control PDUs (LL_TERMINATE_IND, encryption) and disconnection cross at
-  once. An advertisement takes no air time and is heard on every
+  once; data of the connection still under way is then lost with it. An advertisement takes no air time and is heard on every
   advertising event (no channel is missed); the advertiser keeps
   advertising during the interval before the connection. The strangers
   (strangers.py) keep bumble's advertiser. A scanner's window does not
@@ -298,6 +298,16 @@ class TimedLink(LocalLink):
             self.schedules[key] = (
                 central, ConnectionSchedule(self.timing, self.now_us()), self.generation)
         super().send_advertising_pdu(sender_controller, packet)
+
+    def send_ll_control_pdu(self, sender_address, receiver_address, packet) -> None:
+        # A connection that ends takes its data still under way with it, as
+        # on a real radio: without this, data queued for a later event
+        # reached a new connection between one of the two controllers and
+        # the other's address (a reused controller with a new address
+        # connecting to the same peer), with the same handle and channel.
+        if isinstance(packet, ll.TerminateInd):
+            self.schedules.pop(frozenset((bytes(sender_address), bytes(receiver_address))), None)
+        super().send_ll_control_pdu(sender_address, receiver_address, packet)
 
     def send_acl_data(self, sender_controller, destination_address, transport, data) -> None:
         if transport != core.PhysicalTransport.LE:
