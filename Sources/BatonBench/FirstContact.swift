@@ -113,7 +113,9 @@ struct FirstContact {
 
   /// Prints each part's median beside its floor, and the whole first
   /// contact's median, floor and ratio, for `contacts` (at least one).
-  static func report(_ contacts: [FirstContact], timing: RadioTiming, units: Int) {
+  static func report(
+    _ contacts: [FirstContact], of kind: String, timing: RadioTiming, units: Int
+  ) {
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     let frames = contacts.map(\.noteFrame).sorted()
     let floors = floor(timing, units: units, noteFrame: frames[frames.count / 2])
@@ -122,7 +124,7 @@ struct FirstContact {
     ]
     let own = contacts.filter(\.connected).count
     print(
-      "first contact on the timed radio (\(contacts.count) arrivals, \(own) of them connecting"
+      "first contact of \(kind) on the timed radio (\(contacts.count), \(own) of them connecting"
         + " themselves; floor: the model's, see"
         + " FirstContact.swift), median ms:")
     for (k, label) in labels.enumerated() {

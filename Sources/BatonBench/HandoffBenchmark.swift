@@ -23,9 +23,10 @@ import Synchronization
 /// With --arrivals N, N times over: a fresh agent comes into range (starts
 /// on a spare controller) while A holds notes, and the time to its first
 /// note is printed (median and slowest), then it stops. On the timed radio
-/// each arrival's first contact is also split, from its HCI log, into
-/// hearing, connecting and the protocol, each beside the model's floor
-/// (`FirstContact`), with the whole one's measured/floor.
+/// each arrival's first contact is also split, from its HCI log, into the
+/// time until connected and the protocol, each beside the model's floor
+/// (`FirstContact`), with the whole one's measured/floor; then as many
+/// first contacts of a member coming back (HandoffBenchmark+Arrivals.swift).
 ///
 /// With --radio timed, the simulated radio runs its clock (Tests/Radio/timing.py:
 /// connection events, PDUs per event, air time), set by --conn-interval MS
@@ -196,68 +197,12 @@ enum HandoffBenchmark {
       try await runBurst(burst, from: agents[0].notes, to: agents.dropFirst().map(\.notes))
     }
     if arrivals > 0 {
-      var firsts: [Double] = []
-      var contacts: [FirstContact] = []
-      // A's current activity, which a link pushes first (PROTOCOL.md 6.2):
-      // a small note, so that an arrival's first note is one L2CAP packet.
-      var current = Array("Arrivals\n".utf8)
-      while current.count < 200 { current.append(UInt8(ascii: "a") + UInt8(current.count % 26)) }
-      _ = FileManager.default.createFile(
-        atPath: agents[0].notes + "/.tmp-arrivals.md", contents: Data(current))
-      rename(agents[0].notes + "/.tmp-arrivals.md", agents[0].notes + "/arrivals.md")
-      try await Task.sleep(for: .seconds(1))
-      for round in 0..<arrivals {
-        let home = base + "/arrival\(round)"
-        try Bench.makeAgentHome(home)
-        if timing.timed {
-          // The previous arrival's end restarted A's and B's advertising:
-          // start this one at a random point of their cycle, not at the
-          // same one each time.
-          usleep(UInt32.random(in: 0..<UInt32(units * 625 + 10_000)))
-        }
-        let start = ContinuousClock.now
-        let process = try Bench.spawn(
-          baton,
-          [
-            "agent", "--name", "N\(round)", "--notes", home + "/notes", "--controller",
-            "tcp:127.0.0.1:\(radio.ports[agentCount])", "--key-file", keyPath, "--state-dir",
-            home + "/state", "--hci-log", home + "/hci.btsnoop",
-          ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
-        var first: Duration?
-        var noted = Date()
-        while first == nil && ContinuousClock.now - start < .seconds(30) {
-          let names = (try? FileManager.default.contentsOfDirectory(atPath: home + "/notes")) ?? []
-          if names.contains(where: { $0.hasSuffix(".md") }) {
-            first = ContinuousClock.now - start
-            noted = Date()
-          }
-          usleep(1000)
-        }
-        process.terminate()
-        process.waitUntilExit()
-        guard let first else { throw BenchError.failed("no note reached arrival \(round) in 30 s") }
-        firsts.append(first.secondsValue * 1000)
-        if timing.timed {
-          guard let contact = FirstContact(hciLog: home + "/hci.btsnoop", noted: noted) else {
-            throw BenchError.failed(
-              "arrival \(round)'s HCI log lacks its scan, connection or note (\(home))")
-          }
-          contacts.append(contact)
-        }
-      }
-      firsts.sort()
-      print(
-        String(
-          format:
-            "a peer coming into range (agent started) with notes to get: first note after median %.0f ms, slowest %.0f ms (%d arrivals)",
-          firsts[firsts.count / 2], firsts.last!, firsts.count))
-      if timing.timed {
-        if timing.scanIntervalMicroseconds > 0 {
-          print("first contact: no floor with scan windows (the model's floor hears all the time)")
-        } else {
-          FirstContact.report(contacts, timing: timing, units: units)
-        }
-      }
+      try await runArrivals(
+        arrivals,
+        Arrivals(
+          base: base, baton: baton, port: Int(radio.ports[agentCount]), keyPath: keyPath,
+          timing: timing, units: units),
+        into: agents[0].notes)
     }
     // Stop the agents so that their btsnoop logs are complete.
     for agent in agents {
