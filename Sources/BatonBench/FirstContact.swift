@@ -2,22 +2,26 @@ import Foundation
 
 /// One first contact on the timed radio, read from the arriving agent's
 /// btsnoop log (issue 29's target: within 1.2x its floor at the median):
-/// when its controller started scanning, whether its host asked for the
-/// connection (LE Create Connection) or a peer connected to it, when the
-/// connection was up (LE Connection Complete), and the last L2CAP packet
+/// when its controller started scanning, when it first heard an
+/// advertisement, when its first connection was up (LE Connection
+/// Complete) and whether it was the central there (it connected) or a peer
+/// connected to it, and the last L2CAP packet
 /// it received before its first note was on disk (the NOTE's frame: a note
 /// of up to about 1.6 KB crosses as one L2CAP packet, and the benchmark
 /// makes the one pushed first 200 B).
 ///
-/// The floor splits the same way, from the model (Tests/Radio/timing.py),
-/// for a radio that hears all the time:
-/// - connected: the next advertising event of the side to be connected to
-///   after the other heard it (a gap: the interval in 0.625 ms units plus
-///   advDelay's mean, 5 ms), then one connection interval (the model makes
-///   the connection then). Nothing is counted for hearing: the arrival's
-///   first advertising event goes out as it starts, so a peer that scans
-///   can hear it at once (one that scans in windows cannot: that wait is
-///   the scan schedule's, issue 25's, and shows in the measured figure);
+/// Each contact's floor splits the same way, from the model
+/// (Tests/Radio/timing.py), for a radio that hears all the time:
+/// - connected: hearing the other side, then its next advertising event
+///   (a gap: the interval in 0.625 ms units plus advDelay's mean, 5 ms),
+///   then one connection interval (the model makes the connection then).
+///   Hearing counts as it fell when the arrival connected itself (from
+///   scanning on to the first advertisement reported: the peers' random
+///   phase, which no protocol moves), and as nothing when a peer connected
+///   to it (its first advertising event goes out as it starts, and a peer
+///   that scans hears it at once; one that scans in windows cannot: that
+///   wait is the scan schedule's, issue 25's, and shows in the measured
+///   figure);
 /// - protocol: the turns nothing can remove, each one connection event
 ///   (the answer to what arrived in an event goes in the next): the
 ///   channel's request and response, the handshake's M1, M2 and M3, then
@@ -26,7 +30,9 @@ import Foundation
 ///   so its request goes in event 1.
 struct FirstContact {
   var scanning: Date
-  /// Whether this agent's host asked for the connection.
+  /// The first advertisement reported after `scanning`.
+  var heard: Date
+  /// Whether this agent was the central of its first connection.
   var connected: Bool
   var up: Date
   var noted: Date
@@ -47,7 +53,8 @@ struct FirstContact {
     let epoch: Int64 = 0x00DC_DDB3_0F2F_8000
     let last = Int64(noted.timeIntervalSince1970 * 1e6) + epoch
     var scanning: Int64?
-    var creating: Int64?
+    var heard: Int64?
+    var central = false
     var up: Int64?
     var noteFrame = 0
     var i = 16
@@ -66,16 +73,20 @@ struct FirstContact {
         let enable = included >= 5 && bytes[p + 4] == 1
         // LE Set Scan Enable, LE Set Extended Scan Enable.
         if scanning == nil, opcode == 0x200C || opcode == 0x2042, enable { scanning = stamp }
-        // LE Create Connection, LE Extended Create Connection.
-        if scanning != nil, up == nil, opcode == 0x200D || opcode == 0x2043 {
-          creating = stamp
-        }
       case (0x04, true):
-        // LE Meta: (Enhanced) Connection Complete, status 0.
-        if scanning != nil, up == nil, included >= 5, bytes[p + 1] == 0x3E,
+        // LE Meta: (Extended) Advertising Report.
+        if scanning != nil, heard == nil, included >= 4, bytes[p + 1] == 0x3E,
+          bytes[p + 3] == 0x02 || bytes[p + 3] == 0x0D
+        {
+          heard = stamp
+        }
+        // LE Meta: (Enhanced) Connection Complete, status 0; then the
+        // handle (2 bytes) and the role (0: central).
+        if scanning != nil, up == nil, included >= 8, bytes[p + 1] == 0x3E,
           bytes[p + 3] == 0x01 || bytes[p + 3] == 0x0A, bytes[p + 4] == 0
         {
           up = stamp
+          central = bytes[p + 7] == 0
         }
       case (0x02, true):
         // ACL data: a start fragment's L2CAP length (continuations add no
@@ -88,11 +99,12 @@ struct FirstContact {
       }
     }
     guard let scanning, let up else { return nil }
+    let heardAt = heard ?? scanning
     func date(_ stamp: Int64) -> Date {
       Date(timeIntervalSince1970: Double(stamp - epoch) / 1e6)
     }
-    (self.scanning, self.connected, self.up, self.noted, self.noteFrame) = (
-      date(scanning), creating != nil, date(up), noted, noteFrame
+    (self.scanning, self.heard, self.connected, self.up, self.noted, self.noteFrame) = (
+      date(scanning), date(heardAt), central, date(up), noted, noteFrame
     )
   }
 
@@ -102,13 +114,13 @@ struct FirstContact {
   }
 
   /// The model's floor for both parts, in milliseconds (see the type's
-  /// comment), for a peer advertising every `units` of 0.625 ms and a NOTE
-  /// frame of `noteFrame` bytes.
-  static func floor(_ timing: RadioTiming, units: Int, noteFrame: Int) -> [Double] {
+  /// comment), for peers advertising every `units` of 0.625 ms.
+  func floor(_ timing: RadioTiming, units: Int) -> [Double] {
     let gap = Double(units) * 0.625 + 5
     let interval = Double(timing.intervalMicroseconds) / 1000
+    let hearing = connected ? heard.timeIntervalSince(scanning) * 1000 : 0
     let protocolTime = 6 * interval + Double(timing.carryTime([noteFrame])) / 1000
-    return [gap + interval, protocolTime]
+    return [hearing + gap + interval, protocolTime]
   }
 
   /// Prints each part's median beside its floor, and the whole first
@@ -118,7 +130,7 @@ struct FirstContact {
   ) {
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     let frames = contacts.map(\.noteFrame).sorted()
-    let floors = floor(timing, units: units, noteFrame: frames[frames.count / 2])
+    let floors = contacts.map { $0.floor(timing, units: units) }
     let labels = [
       "connected (scanning on -> connection up)", "protocol (-> the first note on disk)",
     ]
@@ -131,10 +143,11 @@ struct FirstContact {
       print(
         "  " + label.padding(toLength: 44, withPad: " ", startingAt: 0)
           + String(
-            format: "measured %7.1f  floor %7.1f", median(contacts.map { $0.parts[k] }), floors[k]))
+            format: "measured %7.1f  floor %7.1f", median(contacts.map { $0.parts[k] }),
+            median(floors.map { $0[k] })))
     }
     let whole = median(contacts.map { $0.parts.reduce(0, +) })
-    let floorWhole = floors.reduce(0, +)
+    let floorWhole = median(floors.map { $0.reduce(0, +) })
     print(
       String(
         format:
