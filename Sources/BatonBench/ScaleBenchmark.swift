@@ -32,10 +32,10 @@ import Foundation
 /// one (full PDUs in every event, one direction). The floor is the model's
 /// time to carry the L2CAP packets B's HCI log shows it received in the
 /// measured window (`RadioTiming.carryTime`) plus what the protocol cannot
-/// avoid: for the catch-up, two intervals (A's walk must hear that B holds
-/// nothing: GET_NODES goes in the next event and NODES, which its host
-/// makes after that event's PDUs, in the one after), for a save, half an
-/// interval (the wait for the next connection event, at the median).
+/// avoid: for the catch-up, nothing (B's LINK carries its summary's root,
+/// which tells A that B holds nothing, so A's walk asks for nothing:
+/// PROTOCOL.md 6.2), for a save, half an interval (the wait for the next
+/// connection event, at the median).
 ///
 /// Options: --small N (10000; 2000 on the timed radio), --large N (1000),
 /// --saves N (5), --memory-notes N (100000), --note-bytes N (100000),
@@ -194,7 +194,8 @@ enum ScaleBenchmark {
         count, size, seconds, usedA, usedB))
     let lengths = Bench.receivedL2CAPLengths(b.hciLog, from: wall, to: end)
     printFloor(
-      o.timing, measured: seconds, lengths: lengths, intervals: 2, unavoidable: "two intervals (GET_NODES, NODES)", noteBytes: count * size,
+      o.timing, measured: seconds, lengths: lengths, intervals: 0,
+      unavoidable: "nothing (B's LINK showed A an empty root)", noteBytes: count * size,
       target: "70 % for 10,000 x 100 B")
     if saves > 0 { try await singleSaves(pair, count: count, saves: saves) }
   }

@@ -291,7 +291,11 @@ enum FuzzTargets {
 
   /// The messages only a link carries (PROTOCOL.md section 6.2).
   static let linkMessages: [HandoffMessage] = [
-    .link(maxNoteSize: 1 << 20), .ping, .pong, .have([sampleEntry]), .gone([sampleEntry]),
+    .link(maxNoteSize: 1 << 20, root: .entries([sampleEntry])),
+    .link(
+      maxNoteSize: 1 << 20,
+      root: .children(Array(repeating: .init(count: 1, fingerprint: 2), count: 16))),
+    .ping, .pong, .have([sampleEntry]), .gone([sampleEntry]),
     .moved(from: sampleEntry, to: sampleEntry),
   ]
   static let firstLinkKind = HandoffMessage.Kind.link.rawValue

@@ -32,8 +32,6 @@ extension HandoffEngine {
         applyAll(payloads, from: peer, summary: &summary)
       }
     }
-    if overflowed {
-      for link in links.values { link.resyncNow() }
-    }
+    if overflowed { resyncLinks() }
   }
 }

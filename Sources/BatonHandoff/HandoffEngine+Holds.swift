@@ -218,7 +218,7 @@ extension HandoffEngine {
     }
     if kept + wanted > 0 { localRevision &+= 1 }
     // The peers learn from our index that we lack the notes wanted back.
-    if wanted > 0 { for link in links.values { link.scheduleResync(after: .zero) } }
+    if wanted > 0 { resyncLinks() }
     let message =
       "rejected \(all.count) held deletions: \(kept) deleted on a peer are kept here and go back"
       + " to every peer, \(wanted) deleted here come back from the peers"

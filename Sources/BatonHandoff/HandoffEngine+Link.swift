@@ -28,26 +28,28 @@ extension HandoffEngine {
     case session(SessionSummary)
   }
 
-  /// Opens a link as the initiator: handshake, LINK, the peer's LINK.
-  /// Throws (after closing the channel) if the peer is not admitted or does
-  /// not speak links.
+  /// Opens a link as the initiator: handshake, LINK (sent with MEMBERS,
+  /// section 6.2), the peer's LINK. Throws (after closing the channel) if
+  /// the peer is not admitted or does not speak links.
   public func openLink(
     over channel: any MessageChannel, peerAddress: String,
     authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
   ) async throws -> HandoffLink {
     let watched = WatchedChannel(channel)
-    var secure = try await admit(
-      over: watched, initiator: true, peerAddress: peerAddress, authenticated: authenticated)
+    let lackingSince = lackRevision
+    var (secure, _) = try await admit(
+      over: watched, initiator: true, peerAddress: peerAddress, asksForLink: true,
+      authenticated: authenticated)
     do {
-      try await secure.send(.link(maxNoteSize: UInt32(clamping: policy.maxNoteSize)))
       let answer = try await secure.receive()
-      guard case .link(let limit) = answer else {
+      guard case .link(let limit, let root) = answer else {
         throw HandoffError.protocolViolation(
           peer: secure.peerLabel, reason: "expected LINK, got \(answer.kind)")
       }
       return HandoffLink(
         secure: secure, channel: watched, initiator: true, peerMaxNoteSize: Int(limit),
-        keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,
+        peerRoot: root, lackingSince: lackingSince, keepAlive: policy.keepAlive,
+        busyKeepAlive: policy.busyKeepAlive,
         silenceLimit: policy.silenceLimit, peerIndexInterval: policy.retryInterval)
     } catch {
       await watched.close()
@@ -64,17 +66,23 @@ extension HandoffEngine {
     authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
   ) async throws -> IncomingOutcome {
     let watched = WatchedChannel(channel)
-    var secure = try await admit(
+    let lackingSince = lackRevision
+    var (secure, ahead) = try await admit(
       over: watched, initiator: false, peerAddress: peerAddress, authenticated: authenticated)
     let first: HandoffMessage
     do {
-      first = try await secure.receive()
-      if case .link(let limit) = first {
-        try await secure.send(.link(maxNoteSize: UInt32(clamping: policy.maxNoteSize)))
+      if let ahead {
+        first = ahead
+      } else {
+        first = try await secure.receive()
+      }
+      if case .link(let limit, let root) = first {
+        try await secure.send(linkMessage())
         return .link(
           HandoffLink(
             secure: secure, channel: watched, initiator: false, peerMaxNoteSize: Int(limit),
-            keepAlive: policy.keepAlive, busyKeepAlive: policy.busyKeepAlive,
+            peerRoot: root, lackingSince: lackingSince, keepAlive: policy.keepAlive,
+            busyKeepAlive: policy.busyKeepAlive,
             silenceLimit: policy.silenceLimit, peerIndexInterval: policy.retryInterval))
       }
     } catch {
@@ -94,6 +102,9 @@ extension HandoffEngine {
     ensureScanned()
     let id = ObjectIdentifier(link)
     links[id] = link
+    // Notes this side came to lack after its LINK carried its root: the
+    // peer learns of them by INDEX, as a running link's peer does.
+    if link.lackingSince != lackRevision { link.resyncNow() }
     logger.info(
       "link with \(link.peerLabel) up (\(link.initiator ? "we connected" : "it connected"))")
     var reason = "closed"
@@ -291,6 +302,21 @@ extension HandoffEngine {
   }
 
   // MARK: What the reader and the sender ask
+
+  /// Tells every link's peer, by INDEX now, what this side lacks (section
+  /// 6.2, "Retry"); a link made before it resyncs as it starts (`runLink`).
+  func resyncLinks() {
+    lackRevision &+= 1
+    for link in links.values { link.resyncNow() }
+  }
+
+  /// This side's LINK: its note size limit, and its summary's root as it
+  /// would answer GET_NODES for it now (section 6.2).
+  func linkMessage() -> HandoffMessage {
+    .link(
+      maxNoteSize: UInt32(clamping: policy.maxNoteSize),
+      root: answerNodes([IndexReconciliation.Request.root])[0])
+  }
 
   /// The answer to a peer's GET_NODES on a link, from the index as it is now.
   func answerNodes(_ requests: [IndexReconciliation.Request])

@@ -37,7 +37,11 @@ extension HandoffEngine {
   /// After the handshake: refuses a removed peer, exchanges the records,
   /// then refuses a peer that is still not a member. Throws (after an ERROR
   /// and closing) when the peer is refused, or when the peer refused us.
-  func settleMembership(_ secure: inout SecureChannel, initiator: Bool) async throws {
+  /// Returns the initiator's first message when the responder read it
+  /// ahead of the initiator's records (see `exchangeMembership`).
+  func settleMembership(_ secure: inout SecureChannel, initiator: Bool, asksForLink: Bool)
+    async throws -> HandoffMessage?
+  {
     let peer = secure.peer
     if let removal = membership.removal(of: peer.device) {
       try await refuse(
@@ -45,13 +49,15 @@ extension HandoffEngine {
         "\(peer.name) (\(peer.device)) was removed from the group by \(memberName(removal.by));"
           + " it gets nothing")
     }
-    try await exchangeMembership(&secure, initiator: initiator)
+    let first = try await exchangeMembership(
+      &secure, initiator: initiator, asksForLink: asksForLink)
     guard membership.isMember(peer.key) else {
       try await refuse(
         &secure,
         "\(peer.name) (\(peer.device), fingerprint \(peer.key.fingerprint)) is not a member of"
           + " this group (once a device was removed, the key file admits nobody new)")
     }
+    return first
   }
 
   /// Sends `.error(code: 2)`, closes, records the failure and throws.
@@ -62,32 +68,51 @@ extension HandoffEngine {
     throw HandoffError.notAMember(peer: secure.peerLabel, reason: reason)
   }
 
-  /// I sends its digest; R answers with its digest and, when they differ,
-  /// its records; I then sends its records if the digests differed.
-  private func exchangeMembership(_ secure: inout SecureChannel, initiator: Bool) async throws {
+  /// I sends its digest (and, for a link, LINK at once: section 6.2); R
+  /// answers with its digest and, when they differ, its records; I then
+  /// sends its records if the digests differed. R takes I's records after
+  /// I's first message when that came first (a pipelined LINK), and returns
+  /// that message.
+  private func exchangeMembership(
+    _ secure: inout SecureChannel, initiator: Bool, asksForLink: Bool
+  ) async throws -> HandoffMessage? {
     let mine = membership.digest
     if initiator {
       try await secure.send(.members(digest: mine, records: nil))
+      if asksForLink { try await secure.send(linkMessage()) }
       let (theirs, records) = try await receiveMembers(&secure)
       if let records { try learn(records, from: secure.peerLabel) }
       if !HandoffCrypto.constantTimeEqual(theirs, mine) {
         try await secure.send(.members(digest: membership.digest, records: membership.encodedRecords))
       }
-    } else {
-      let (theirs, _) = try await receiveMembers(&secure)
-      let differ = !HandoffCrypto.constantTimeEqual(theirs, mine)
-      try await secure.send(.members(digest: mine, records: differ ? membership.encodedRecords : nil))
-      if differ {
-        let (_, records) = try await receiveMembers(&secure)
-        if let records { try learn(records, from: secure.peerLabel) }
-      }
+      return nil
     }
+    let (theirs, _) = try await receiveMembers(&secure)
+    let differ = !HandoffCrypto.constantTimeEqual(theirs, mine)
+    try await secure.send(.members(digest: mine, records: differ ? membership.encodedRecords : nil))
+    guard differ else { return nil }
+    var first: HandoffMessage?
+    var message = try await secure.receive()
+    if case .link = message {
+      first = message
+      message = try await secure.receive()
+    }
+    let (_, records) = try await members(in: message, &secure)
+    if let records { try learn(records, from: secure.peerLabel) }
+    return first
   }
 
   private func receiveMembers(_ secure: inout SecureChannel) async throws -> (
     [UInt8], [UInt8]?
   ) {
-    switch try await secure.receive() {
+    try await members(in: try await secure.receive(), &secure)
+  }
+
+  /// MEMBERS' digest and records; closes and throws for anything else.
+  private func members(in message: HandoffMessage, _ secure: inout SecureChannel) async throws
+    -> ([UInt8], [UInt8]?)
+  {
+    switch message {
     case .members(let digest, let records): return (digest, records)
     case .error(Self.notAMemberCode, let text):
       await secure.channel.close()

@@ -19,9 +19,10 @@ extension HandoffEngine {
     over channel: any MessageChannel, initiator: Bool, peerAddress: String,
     authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)? = nil
   ) async throws -> SessionSummary {
-    let secure = try await admit(
+    let (secure, first) = try await admit(
       over: channel, initiator: initiator, peerAddress: peerAddress, authenticated: authenticated)
-    return try await runAdmitted(secure, initiator: initiator, peerAddress: peerAddress, first: nil)
+    return try await runAdmitted(
+      secure, initiator: initiator, peerAddress: peerAddress, first: first)
   }
 
   /// The session after `admit`: the initiator's or the responder's part
@@ -35,13 +36,18 @@ extension HandoffEngine {
   }
 
   /// The handshake (both sides prove the group key and who they are), then
-  /// the allow-list; records the peer and calls `authenticated`. Closes the
-  /// channel and throws when the peer is not admitted. Shared by one-shot
-  /// sessions and links (HandoffEngine+Link.swift).
+  /// the allow-list and the membership (section 6.3); records the peer and
+  /// calls `authenticated`. Closes the channel and throws when the peer is
+  /// not admitted. Shared by one-shot sessions and links
+  /// (HandoffEngine+Link.swift). An initiator that `asksForLink` sends
+  /// LINK right after its MEMBERS, without waiting for the responder's; a
+  /// responder returns the initiator's first message when it came so, ahead
+  /// of the initiator's records.
   func admit(
     over channel: any MessageChannel, initiator: Bool, peerAddress: String,
+    asksForLink: Bool = false,
     authenticated: (@Sendable (_ name: String, _ device: DeviceID) -> Void)?
-  ) async throws -> SecureChannel {
+  ) async throws -> (secure: SecureChannel, first: HandoffMessage?) {
     ensureScanned()
     var secure: SecureChannel
     do {
@@ -67,8 +73,9 @@ extension HandoffEngine {
       fail(activityType: "-", peer: secure.peerLabel, reason: error.description)
       throw error
     }
+    let first: HandoffMessage?
     do {
-      try await settleMembership(&secure, initiator: initiator)
+      first = try await settleMembership(&secure, initiator: initiator, asksForLink: asksForLink)
     } catch {
       fail(activityType: "-", peer: secure.peerLabel, reason: "\(error)")
       throw error
@@ -77,7 +84,7 @@ extension HandoffEngine {
       try store.recordPeer(PeerRecord(device: peer.device, name: peer.name, lastSeen: Date()))
     }
     authenticated?(peer.name, peer.device)
-    return secure
+    return (secure, first)
   }
 
   func violation(_ ch: SecureChannel, _ reason: String) -> HandoffError {

@@ -118,6 +118,11 @@ public actor HandoffEngine {
   /// files found changed or missing), so that a session can tell whether the
   /// index it is about to settle still is the one it exchanged.
   var localRevision: UInt64 = 0
+  /// Counts the times this side came to lack notes it offered before (held
+  /// deletions rejected, notes a gate had no room to keep), which its link
+  /// peers learn by INDEX (`resyncLinks`): a link whose LINK was made before
+  /// the latest of them resyncs as it starts.
+  var lackRevision: UInt64 = 0
 
   /// What was logged or counted once, by a key with its kind first: a
   /// decline logged per peer and type, and counted per peer, type, path and

@@ -170,10 +170,11 @@ extension HandoffLink {
     for answers in due.nodes { try await tx.send(.nodes(answers)) }
   }
 
-  /// The catch-up step of a link: walks the peer's summary (GET_NODES, the
-  /// reader hands over each NODES) against our index as it was when the walk
-  /// began, then knows what the peer holds and pushes what it lacks. A peer
-  /// that leaves a GET_NODES unanswered for `receiveTimeout` ends the link.
+  /// The catch-up step of a link: walks the peer's summary (the root as its
+  /// LINK answered it, then GET_NODES, the reader handing over each NODES)
+  /// against our index as it was when the walk began, then knows what the
+  /// peer holds and pushes what it lacks. A peer that leaves a GET_NODES
+  /// unanswered for `receiveTimeout` ends the link.
   private func walk(
     _ engine: isolated HandoffEngine, _ tx: inout SecureChannel,
     _ wakes: inout AsyncStream<Void>.Iterator
@@ -183,7 +184,13 @@ extension HandoffLink {
     var walk = IndexReconciliation()
     var peerEntries: [HandoffIndexEntry] = []
     let receiveTimeout = engine.policy.receiveTimeout
+    var root: IndexReconciliation.Answer? = peerRoot
     while let request = walk.nextRequest() {
+      if let answer = root, request == [.root] {
+        root = nil
+        try absorb([answer], request, &walk, &peerEntries, engine, snapshot)
+        continue
+      }
       expectNodes()
       try await tx.send(.getNodes(request))
       let deadline = ContinuousClock.now + receiveTimeout
@@ -204,17 +211,26 @@ extension HandoffLink {
         guard await wakes.next(isolation: engine) != nil else { throw CancellationError() }
         answers = takeNodes()
       }
-      let found: [HandoffIndexEntry]
-      do {
-        found = try walk.absorb(request, answers!, mine: snapshot).peerEntries
-      } catch {
-        throw HandoffError.protocolViolation(peer: peerLabel, reason: error.reason)
-      }
-      // What the peer will push: its progress, for `baton status`.
-      engine.expectPushes(found, before: snapshot, self)
-      peerEntries += found
+      try absorb(answers!, request, &walk, &peerEntries, engine, snapshot)
     }
     engine.transferTotalsKnown(from: peerDevice)
     setPeerHoldings(snapshot: snapshot, differing: walk.differingKeys, peerEntries: peerEntries)
+  }
+
+  /// One step of the walk: the peer's answers to `request`.
+  private func absorb(
+    _ answers: [IndexReconciliation.Answer], _ request: [IndexReconciliation.Request],
+    _ walk: inout IndexReconciliation, _ peerEntries: inout [HandoffIndexEntry],
+    _ engine: isolated HandoffEngine, _ snapshot: HandoffIndex
+  ) throws {
+    let found: [HandoffIndexEntry]
+    do {
+      found = try walk.absorb(request, answers, mine: snapshot).peerEntries
+    } catch {
+      throw HandoffError.protocolViolation(peer: peerLabel, reason: error.reason)
+    }
+    // What the peer will push: its progress, for `baton status`.
+    engine.expectPushes(found, before: snapshot, self)
+    peerEntries += found
   }
 }

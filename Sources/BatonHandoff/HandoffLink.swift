@@ -36,6 +36,11 @@ public final class HandoffLink: Sendable {
   public let initiator: Bool
   /// The peer's note size limit, from its LINK message.
   let peerMaxNoteSize: Int
+  /// The peer's answer for its summary's root, from its LINK: our walk's
+  /// first answer (section 6.2).
+  let peerRoot: IndexReconciliation.Answer
+  /// The engine's `lackRevision` before our LINK was made.
+  let lackingSince: UInt64
   let peerLabel: String
   let channel: WatchedChannel
   /// The channel after the handshake: the reader and the sender each take a
@@ -120,7 +125,8 @@ public final class HandoffLink: Sendable {
 
   init(
     secure: SecureChannel, channel: WatchedChannel, initiator: Bool, peerMaxNoteSize: Int,
-    keepAlive: Duration, busyKeepAlive: Duration, silenceLimit: Duration,
+    peerRoot: IndexReconciliation.Answer, lackingSince: UInt64, keepAlive: Duration,
+    busyKeepAlive: Duration, silenceLimit: Duration,
     peerIndexInterval: Duration = .seconds(30)
   ) {
     self.peerIndexInterval = peerIndexInterval
@@ -131,6 +137,8 @@ public final class HandoffLink: Sendable {
     self.channel = channel
     self.initiator = initiator
     self.peerMaxNoteSize = peerMaxNoteSize
+    self.peerRoot = peerRoot
+    self.lackingSince = lackingSince
     peerName = secure.peer.name
     peerDevice = secure.peer.device
     peerLabel = secure.peerLabel
@@ -477,9 +485,14 @@ public final class HandoffLink: Sendable {
   /// What our walk of the peer's summary found (PROTOCOL.md 6.2): the peer
   /// holds what `snapshot` (our index when the walk began) held, except our
   /// entries under `differing`, where it holds `peerEntries` (or nothing).
+  /// An INDEX the peer sent meanwhile wins: the walk began from the root
+  /// its LINK carried, which may be older than that INDEX (a note wanted
+  /// back, section 7.4), and taking the peer to lack a note costs at most
+  /// a NOTE sent again, while taking it to hold one loses the note.
   func setPeerHoldings(
     snapshot: HandoffIndex, differing: Set<String>, peerEntries: [HandoffIndexEntry]
   ) {
+    guard state.withLock({ $0.peerHas == nil }) else { return }
     var map: [String: PeerCopy] = [:]
     map.reserveCapacity(snapshot.summary.count)
     for (key, note) in snapshot where !differing.contains(key) && snapshot.isOffered(note) {
@@ -489,6 +502,7 @@ public final class HandoffLink: Sendable {
       map[HandoffEngine.key(e.activityType, e.path)] = PeerCopy(version: e.version, hash: e.hash)
     }
     state.withLock { s in
+      guard s.peerHas == nil else { return }
       for (key, copy) in s.heldBeforeKnown {
         if let known = map[key], copy.version.compare(known.version) == .older { continue }
         map[key] = copy

@@ -28,13 +28,15 @@ extension HandoffMessage {
           if case .entries(let entries) = $0 { return .entries(entries.map(entry)) }
           return $0
         })
+    case .link(let limit, .entries(let entries)):
+      return .link(maxNoteSize: limit, root: .entries(entries.map(entry)))
     case .note(let payload):
       var out = payload
       out.vouchers = payload.vouchers.signed(
         by: key, type: payload.activityType, path: payload.path, version: payload.version)
       return .note(out)
-    case .getActivity, .getIndex, .getNote, .noteUnavailable, .done, .error, .getNodes, .link,
-      .ping, .pong, .members:
+    case .getActivity, .getIndex, .getNote, .noteUnavailable, .done, .error, .getNodes,
+      .link(_, .children), .ping, .pong, .members:
       return self
     }
   }

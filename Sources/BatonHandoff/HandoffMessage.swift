@@ -253,8 +253,10 @@ package enum HandoffMessage: Equatable {
   case nodes([IndexReconciliation.Answer])
   /// Link mode (PROTOCOL.md section 6.2): sent by the initiator as its first
   /// message after the handshake, and by the responder in answer; carries the
-  /// sender's note size limit, so that a peer never pushes a note it refuses.
-  case link(maxNoteSize: UInt32)
+  /// sender's note size limit, so that a peer never pushes a note it refuses,
+  /// and its answer for the root of its index summary (section 6.1), so that
+  /// the peer's walk starts without asking for it.
+  case link(maxNoteSize: UInt32, root: IndexReconciliation.Answer)
   /// Link keep-alive: PING asks for a PONG.
   case ping
   case pong
@@ -330,7 +332,7 @@ package enum HandoffMessage: Equatable {
   /// The largest body a receiver accepts for `kind`.
   static func limit(for kind: Kind, maxNoteSize: Int) -> Int {
     switch kind {
-    case .index, .turn, .nodes, .have, .gone: HandoffLimits.maxIndexBytes
+    case .index, .turn, .nodes, .have, .gone, .link: HandoffLimits.maxIndexBytes
     case .note: maxNoteSize + HandoffLimits.noteMetadataSlack
     case .members: Self.maxMembersBytes + 64
     default: HandoffLimits.maxControlBytes
@@ -341,8 +343,9 @@ package enum HandoffMessage: Equatable {
     var w = ByteWriter()
     switch self {
     case .getActivity, .getIndex, .ping, .pong: break
-    case .link(let maxNoteSize):
+    case .link(let maxNoteSize, let root):
       w.u32(maxNoteSize)
+      Self.encode(root, into: &w)
     case .activity(let entry, let title, let digest):
       w.raw(digest.count == 32 ? digest : [UInt8](repeating: 0, count: 32))
       if let entry {
@@ -368,19 +371,7 @@ package enum HandoffMessage: Equatable {
       }
     case .nodes(let answers):
       w.u16(UInt16(clamping: answers.count))
-      for a in answers.prefix(Int(UInt16.max)) {
-        switch a {
-        case .children(let children):
-          w.u8(0)
-          for c in children {
-            w.u32(c.count)
-            w.u64(c.fingerprint)
-          }
-        case .entries(let entries):
-          w.u8(1)
-          Self.encode(entries, into: &w)
-        }
-      }
+      for a in answers.prefix(Int(UInt16.max)) { Self.encode(a, into: &w) }
     case .getNote(let type, let path):
       w.string(type, max: HandoffLimits.maxActivityTypeBytes)
       w.string(path, max: HandoffLimits.maxPathBytes)
@@ -419,7 +410,9 @@ package enum HandoffMessage: Equatable {
     switch kind {
     case .getActivity: message = .getActivity
     case .getIndex: message = .getIndex
-    case .link: message = .link(maxNoteSize: try r.u32())
+    case .link:
+      let limit = try r.u32()
+      message = .link(maxNoteSize: limit, root: try decodeAnswer(&r))
     case .ping: message = .ping
     case .pong: message = .pong
     case .activity:
@@ -468,19 +461,7 @@ package enum HandoffMessage: Equatable {
       let count = Int(try r.u16())
       guard count <= r.remaining / 5 else { throw WireError("answer count \(count)") }
       var answers: [IndexReconciliation.Answer] = []
-      for _ in 0..<count {
-        switch try r.u8() {
-        case 0:
-          var children: [IndexReconciliation.Child] = []
-          for _ in 0..<16 {
-            let n = try r.u32()
-            children.append(.init(count: n, fingerprint: try r.u64()))
-          }
-          answers.append(.children(children))
-        case 1: answers.append(.entries(try decodeEntries(&r)))
-        default: throw WireError("node answer form")
-        }
-      }
+      for _ in 0..<count { answers.append(try decodeAnswer(&r)) }
       message = .nodes(answers)
     case .getNote:
       let type = try r.string(max: HandoffLimits.maxActivityTypeBytes)
@@ -506,6 +487,39 @@ package enum HandoffMessage: Equatable {
     }
     try r.expectEnd()
     return message
+  }
+
+  /// A node's answer (section 6.1): `00 || 16 × (u32 count || u64
+  /// fingerprint)` for its children, `01 || u32 n || n × entry` for its
+  /// entries.
+  private static func encode(_ answer: IndexReconciliation.Answer, into w: inout ByteWriter) {
+    switch answer {
+    case .children(let children):
+      w.u8(0)
+      for c in children {
+        w.u32(c.count)
+        w.u64(c.fingerprint)
+      }
+    case .entries(let entries):
+      w.u8(1)
+      Self.encode(entries, into: &w)
+    }
+  }
+
+  private static func decodeAnswer(_ r: inout WireReader) throws(WireError)
+    -> IndexReconciliation.Answer
+  {
+    switch try r.u8() {
+    case 0:
+      var children: [IndexReconciliation.Child] = []
+      for _ in 0..<16 {
+        let n = try r.u32()
+        children.append(.init(count: n, fingerprint: try r.u64()))
+      }
+      return .children(children)
+    case 1: return .entries(try decodeEntries(&r))
+    default: throw WireError("node answer form")
+    }
   }
 
   private static func encode(_ entries: [HandoffIndexEntry], into w: inout ByteWriter) {

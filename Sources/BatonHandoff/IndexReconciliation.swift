@@ -33,6 +33,10 @@ package struct IndexReconciliation {
       self.expected = expected
     }
 
+    /// The root, answered with its children, or its entries when it holds
+    /// at most `leafSize`: a walk's first request, and what LINK carries.
+    package static let root = Request(depth: 0, prefix: 0, wantsEntries: false)
+
     package static func == (a: Request, b: Request) -> Bool {
       a.depth == b.depth && a.prefix == b.prefix && a.wantsEntries == b.wantsEntries
     }
@@ -82,7 +86,7 @@ package struct IndexReconciliation {
   /// when it is sent (`HandoffMessage.vouched(by:)`).
   static let turnBudget = 15 << 20
 
-  private var pending: [Request] = [Request(depth: 0, prefix: 0, wantsEntries: false)]
+  private var pending: [Request] = [.root]
   private var head = 0
   private var asked = 0
   /// Our keys in nodes the peer lacks or holds otherwise: what TURN offers.

@@ -62,9 +62,11 @@ package struct SecureChannel: Sendable {
   /// each version's vouchers (`Vouchers`) and moves the frame keys to a new
   /// key phase every hour (`FrameRecovery`); version 10 seals each identity
   /// under a key the ephemeral exchange makes (M1 carries the initiator's
-  /// ephemeral key); the beacon's own format version stays
-  /// `Beacon.protocolVersion` (PROTOCOL.md section 4, "Versions").
-  package static let handshakeVersion: UInt8 = 10
+  /// ephemeral key); version 11 sends LINK with the initiator's MEMBERS and
+  /// LINK carries the sender's summary root (section 6.2); the beacon's own
+  /// format version stays `Beacon.protocolVersion` (PROTOCOL.md section 4,
+  /// "Versions").
+  package static let handshakeVersion: UInt8 = 11
   package static let hello: UInt8 = 0x01
   static let challengeResponse: UInt8 = 0x02
   static let response: UInt8 = 0x03

@@ -129,8 +129,8 @@ def main():
     shared = sk_i.exchange(X25519PublicKey.from_public_bytes(e_r))
     assert shared == sk_r.exchange(X25519PublicKey.from_public_bytes(e_i))
     got["hs_ephemeral_i"], got["hs_ephemeral_r"], got["hs_shared"] = e_i, e_r, shared
-    m1 = bytes([1, 10]) + e_i
-    head2 = bytes([2, 10]) + e_r + b"\x33" * 24
+    m1 = bytes([1, 11]) + e_i
+    head2 = bytes([2, 11]) + e_r + b"\x33" * 24
     hk = hashlib.blake2b(b"baton-identity-1" + m1 + head2 + shared, digest_size=64,
                          key=got["k_auth"]).digest()
     got["k_identity_r"], got["k_identity_i"] = hk[:32], hk[32:]
@@ -178,18 +178,22 @@ def main():
     got["frame_plaintext"] = frame_plain
     got["frame"] = frame
 
-    # Links (section 6.1): LINK (max note size 1 MiB) as the initiator's frame 0,
-    # PING as the responder's frame 0, PONG as the initiator's frame 1
+    # Links (section 6.2): LINK (max note size 1 MiB, and the root of an
+    # index holding only the NOTE's entry, answered with that entry) as the
+    # initiator's frame 0, PING as the responder's frame 0, PONG as the
+    # initiator's frame 1
     def seal_frame(key, counter, plain):
         h = bytes([0x11]) + struct.pack("<QQIIB", counter, 0, 0, 0, 0)
         return h + xchacha20poly1305_seal(key, h[1:9] + bytes(16), plain, h)
-    got["link_plaintext"] = bytes([13, 0]) + struct.pack("<I", 1 << 20)
+    # The NOTE's index entry (size 5, origin alice)
+    entry = (string("org.example.notes") + string("a.md") + chash + struct.pack("<Q", len(content))
+             + version + vouched + struct.pack("<Q", alice) + bytes([0]))
+    got["link_plaintext"] = (bytes([13, 0]) + struct.pack("<I", 1 << 20) + bytes([1])
+                             + struct.pack("<I", 1) + entry)
     got["link_frame"] = seal_frame(okm[:32], 0, got["link_plaintext"])
     got["ping_frame"] = seal_frame(okm[32:], 0, bytes([14, 0]))
     got["pong_frame"] = seal_frame(okm[:32], 1, bytes([15, 0]))
-    # HAVE with the NOTE's index entry (size 5, origin alice), the initiator's frame 2
-    entry = (string("org.example.notes") + string("a.md") + chash + struct.pack("<Q", len(content))
-             + version + vouched + struct.pack("<Q", alice) + bytes([0]))
+    # HAVE with that entry, the initiator's frame 2
     got["have_plaintext"] = bytes([16, 0]) + struct.pack("<I", 1) + entry
     got["have_frame"] = seal_frame(okm[:32], 2, got["have_plaintext"])
     # The responder's control frame 0: it took frames 0 to 2 (ack 3), holds 4

@@ -13,7 +13,7 @@ import Testing
     let sandbox = try BatonSandbox()
     let version = try sandbox.run(["--version"])
     #expect(version.status == 0)
-    #expect(version.stdout == "baton \(BatonCommand.version) (handoff protocol 10)\n")
+    #expect(version.stdout == "baton \(BatonCommand.version) (handoff protocol 11)\n")
     #expect(version.stderr.isEmpty)
     let help = try sandbox.run(["--help"])
     #expect(help.status == 0)

@@ -21,7 +21,11 @@ import Testing
       .turn(indexDigest: 6, [entry]), .getNodes([.init(depth: 8, prefix: 0xFFFF_FFFF, wantsEntries: true)]),
       .nodes([.children(Array(repeating: .init(count: 1, fingerprint: 2), count: 16)), .entries([entry])]),
       .done(activityHash: 7, indexDigest: 8), .error(code: 1, text: "no"),
-      .link(maxNoteSize: 1_048_576), .ping, .pong, .have([entry]), .have([]),
+      .link(maxNoteSize: 1_048_576, root: .entries([entry])),
+      .link(
+        maxNoteSize: 7,
+        root: .children(Array(repeating: .init(count: 3, fingerprint: 4), count: 16))),
+      .ping, .pong, .have([entry]), .have([]),
     ]
     for m in messages {
       #expect(

@@ -169,7 +169,7 @@ final class TamperingChannel: MessageChannel {
 }
 
 /// The ephemeral X25519 agreement (handshake version 2), the identities
-/// sealed under it (version 10), and the version rules (PROTOCOL.md section 4).
+/// sealed under it (since version 10), and the version rules (PROTOCOL.md section 4).
 @Suite struct ForwardSecrecyTests {
   let key = GroupKey.generate()
   var keys: HandoffKeys { HandoffKeys(groupKey: key) }
@@ -359,28 +359,29 @@ final class TamperingChannel: MessageChannel {
     #expect(text.contains("speaks baton protocol \(newer)") && text.contains("upgrade this agent"))
   }
 
-  /// Protocol 10 refuses a protocol 3 to 9 hello with the version notice
-  /// `02 0a` and the upgrade message: protocols 3 to 6 have no device keys,
+  /// Protocol 11 refuses a protocol 3 to 10 hello with the version notice
+  /// `02 0b` and the upgrade message: protocols 3 to 6 have no device keys,
   /// 7 sends a frame again only whole, with control frames 8 reads
-  /// otherwise, 8 carries no vouchers in its entries, and 9 seals the
-  /// identities under the group key alone.
-  @Test(arguments: [3, 4, 5, 6, 7, 8, 9] as [UInt8])
+  /// otherwise, 8 carries no vouchers in its entries, 9 seals the
+  /// identities under the group key alone, and 10 sends LINK without its
+  /// summary root and only after the responder's MEMBERS.
+  @Test(arguments: [3, 4, 5, 6, 7, 8, 9, 10] as [UInt8])
   func olderInitiatorGetsTheUpgradeMessage(version: UInt8) async throws {
-    #expect(SecureChannel.handshakeVersion == 10)
+    #expect(SecureChannel.handshakeVersion == 11)
     let a = try HandoffTestAgent("alice", key: key)
     let (old, victim) = InMemoryMessageChannel.pair()
     async let session = Result(catching: {
       try await a.engine.runSession(over: victim, initiator: false, peerAddress: "old")
     })
     try await old.send([0x01, version] + HandoffCrypto.random(32))
-    #expect(try await old.receive() == [0x02, 10])
+    #expect(try await old.receive() == [0x02, 11])
     guard case .failure(let error) = await session else {
       Issue.record("a protocol \(version) hello was accepted")
       return
     }
     #expect(
       "\(error)".contains(
-        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 10)"))
+        "peer old speaks baton protocol \(version); upgrade it to this version (protocol 11)"))
   }
 
   /// A bit flipped in an ephemeral key: `eR` in M2 (the responder's first
