@@ -208,25 +208,35 @@ def advertise(controller, interval: int) -> None:
     controller.on_hci_packet(hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1))
 
 
+def connect_pair(timing: Timing):
+    """A TimedLink with two timed controllers and their hosts, the central
+    asked (now) to connect to the peripheral, which advertises every 20 ms:
+    (link, hosts, central, the time asked). The connection is made as the
+    model says; wait for it on the hosts."""
+    link = TimedLink(timing)
+    hosts = [Host(), Host()]
+    central, peripheral = (TimedController(f"T{i}", host_sink=hosts[i], link=link)
+                           for i in range(2))
+    addresses = [set_random_address(c, i) for i, c in enumerate((central, peripheral))]
+    advertise(peripheral, 20)
+    asked = asyncio.get_running_loop().time()
+    central.on_hci_packet(hci.HCI_LE_Create_Connection_Command(
+        le_scan_interval=16, le_scan_window=16, initiator_filter_policy=0,
+        peer_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address=addresses[1],
+        own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, connection_interval_min=32,
+        connection_interval_max=32, max_latency=0, supervision_timeout=200,
+        min_ce_length=0, max_ce_length=0))
+    return link, hosts, central, asked
+
+
+def complete(packet):
+    return isinstance(packet, hci.HCI_LE_Connection_Complete_Event)
+
+
 class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
     async def test_connection_and_data_follow_the_events(self):
         timing = Timing(interval_us=40_000)
-        link = TimedLink(timing)
-        hosts = [Host(), Host()]
-        central, peripheral = (TimedController(f"T{i}", host_sink=hosts[i], link=link)
-                               for i in range(2))
-        addresses = [set_random_address(c, i) for i, c in enumerate((central, peripheral))]
-        advertise(peripheral, 20)
-        asked = asyncio.get_running_loop().time()
-        central.on_hci_packet(hci.HCI_LE_Create_Connection_Command(
-            le_scan_interval=16, le_scan_window=16, initiator_filter_policy=0,
-            peer_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address=addresses[1],
-            own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, connection_interval_min=32,
-            connection_interval_max=32, max_latency=0, supervision_timeout=200,
-            min_ce_length=0, max_ce_length=0))
-
-        def complete(packet):
-            return isinstance(packet, hci.HCI_LE_Connection_Complete_Event)
+        link, hosts, central, asked = connect_pair(timing)
         made = []
         for host in hosts:
             made.append(await host.wait_for(complete))
@@ -266,21 +276,7 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
 
     async def test_data_under_way_is_lost_with_its_connection(self):
         timing = Timing(interval_us=40_000)
-        link = TimedLink(timing)
-        hosts = [Host(), Host()]
-        central, peripheral = (TimedController(f"T{i}", host_sink=hosts[i], link=link)
-                               for i in range(2))
-        addresses = [set_random_address(c, i) for i, c in enumerate((central, peripheral))]
-        advertise(peripheral, 20)
-        central.on_hci_packet(hci.HCI_LE_Create_Connection_Command(
-            le_scan_interval=16, le_scan_window=16, initiator_filter_policy=0,
-            peer_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, peer_address=addresses[1],
-            own_address_type=hci.Address.RANDOM_DEVICE_ADDRESS, connection_interval_min=32,
-            connection_interval_max=32, max_latency=0, supervision_timeout=200,
-            min_ce_length=0, max_ce_length=0))
-
-        def complete(packet):
-            return isinstance(packet, hci.HCI_LE_Connection_Complete_Event)
+        link, hosts, central, _ = connect_pair(timing)
         _, made = await hosts[0].wait_for(complete)
         await hosts[1].wait_for(complete)
         handle = made.connection_handle
