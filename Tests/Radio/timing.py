@@ -55,7 +55,8 @@ What it leaves out:
   as the host sends it, so a host may queue any amount in the controller;
   the queue drains at the model's pace.
 - LL control PDUs (LL_TERMINATE_IND, encryption) and disconnection cross at
-  once; data of the connection still under way is then lost with it. An advertisement takes no air time and is heard on every
+  once; data of the connection still under way is then lost with it. An
+  advertisement takes no air time and is heard on every
   advertising event (no channel is missed); the advertiser keeps
   advertising during the interval before the connection. The strangers
   (strangers.py) keep bumble's advertiser. A scanner's window does not
