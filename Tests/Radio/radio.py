@@ -76,8 +76,8 @@ from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 from faults import FaultPlan, FaultSpecError, FaultyLink
 from strangers import DeduplicatingController, add_strangers
-from timing import (ScanWindows, TimedAdvertising, TimedConnections, TimedLink, Timing,
-                    TimingError)
+from timing import (ScanWindows, TimedAdvertising, TimedConnections, TimedConnectionUpdates,
+                    TimedLink, Timing, TimingError)
 
 
 # A test process may have started us with SIGTERM/SIGINT blocked (the Swift
@@ -104,7 +104,8 @@ class RangedController(DeduplicatingController):
             super().on_ll_advertising_pdu(packet)
 
 
-class TimedController(TimedConnections, ScanWindows, TimedAdvertising, RangedController):
+class TimedController(TimedConnections, TimedConnectionUpdates, ScanWindows, TimedAdvertising,
+                      RangedController):
     """The radio's controller on the timed link (--timing timed)."""
 
 

@@ -16,8 +16,8 @@ from bumble import hci  # noqa: E402
 from bumble.controller import Controller  # noqa: E402
 
 from timing import (  # noqa: E402
-    T_IFS_US, ConnectionSchedule, ScanWindows, TimedAdvertising, TimedConnections, TimedLink,
-    Timing, TimingError, advertising_gap_us, events_for)
+    T_IFS_US, ConnectionSchedule, ScanWindows, TimedAdvertising, TimedConnections,
+    TimedConnectionUpdates, TimedLink, Timing, TimingError, advertising_gap_us, events_for)
 
 
 def traffic(schedule: ConnectionSchedule, seed: int, packets: int):
@@ -153,6 +153,59 @@ class Schedule(unittest.TestCase):
         self.assertEqual(schedule.send(1, 20, 0), 7_500 + timing.airtime_us(251) + T_IFS_US
                          + timing.airtime_us(20))
 
+    def test_an_update_changes_the_interval_from_its_instant(self):
+        schedule = ConnectionSchedule(Timing(interval_us=40_000), anchor_us=100_000)
+        # Asked for during event 1: the instant is event 7, at the old pace.
+        self.assertEqual(schedule.update(7_500, 150_000), 7)
+        self.assertEqual([schedule.event_start(i) for i in range(10)],
+                         [100_000 + i * 40_000 for i in range(8)] + [387_500, 395_000])
+        self.assertEqual([schedule.event_at(t) for t in (379_999, 380_000, 387_499, 387_500)],
+                         [6, 7, 7, 8])
+        self.assertEqual(schedule.events_between(100_000, 380_000), 7)
+        self.assertEqual(schedule.events_between(380_000, 420_000), 6)
+        self.assertEqual(schedule.events_between(99_000, 100_001), 1)
+        # After the instant the events are 7.5 ms long: three full PDUs fit
+        # in one (6 would in 40 ms), and they end by the next event.
+        schedule.record = True
+        end = schedule.send(0, 251 * 9, 380_000)
+        self.assertEqual([p.event for _, p in schedule.placements], [7, 7, 7, 8, 8, 8, 9, 9, 9])
+        self.assertEqual(end, 395_000 + 3 * 2_120 + 2 * T_IFS_US)
+
+    def test_an_update_moves_nothing_placed(self):
+        schedule = ConnectionSchedule(Timing(interval_us=40_000, pdus_per_event=1), anchor_us=0)
+        schedule.record = True
+        schedule.send(0, 251 * 10, 0)  # one PDU an event: events 0 to 9
+        placed = [p for _, p in schedule.placements]
+        self.assertEqual([p.event for p in placed], list(range(10)))
+        # Asked for in event 0: not at event 6, after the last placed PDU's.
+        self.assertEqual(schedule.update(100_000, 10_000), 10)
+        for p in placed:
+            self.assertEqual(p.start_us, schedule.event_start(p.event))
+            self.assertLessEqual(p.end_us, schedule.event_start(p.event + 1))
+        self.assertEqual(schedule.event_start(10), 400_000)
+        schedule.send(0, 251 * 3, 20_000)
+        self.assertEqual([p.start_us for _, p in schedule.placements[10:]],
+                         [400_000, 500_000, 600_000])
+
+    def test_an_update_before_the_last_ones_instant(self):
+        schedule = ConnectionSchedule(Timing(interval_us=40_000), anchor_us=0)
+        self.assertEqual(schedule.update(100_000, 0), 6)
+        # Never before the pending instant; at the same event it replaces it.
+        self.assertEqual(schedule.update(20_000, 50_000), 7)
+        self.assertEqual([schedule.event_start(i) for i in (6, 7, 8)],
+                         [240_000, 340_000, 360_000])
+        self.assertEqual(schedule.update(50_000, 60_000), 7)
+        self.assertEqual(schedule.segments,
+                         [(0, 0, 40_000), (6, 240_000, 100_000), (7, 340_000, 50_000)])
+
+    def test_an_update_to_an_invalid_interval_is_refused(self):
+        schedule = ConnectionSchedule(Timing(), anchor_us=0)
+        for bad in (0, 6_250, 41_000, 4_001_250):
+            with self.assertRaises(TimingError, msg=bad):
+                schedule.update(bad, 0)
+        self.assertEqual(schedule.event_start(100), 100 * 40_000)
+        self.assertEqual(schedule.update(4_000_000, 0), 6)
+
 
 class Host:
     """A host that records what its controller sends it, with the time."""
@@ -176,7 +229,8 @@ class Host:
         return await asyncio.wait_for(find(), timeout)
 
 
-class TimedController(TimedConnections, ScanWindows, TimedAdvertising, Controller):
+class TimedController(TimedConnections, TimedConnectionUpdates, ScanWindows, TimedAdvertising,
+                      Controller):
     pass
 
 
@@ -295,6 +349,33 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
         await asyncio.sleep(3 * timing.interval_us / 1e6)
         self.assertFalse([p for _, p in hosts[1].packets if isinstance(p, hci.HCI_AclDataPacket)])
         self.assertEqual(link.schedules, {})
+
+    async def test_a_connection_update_changes_the_links_interval(self):
+        timing = Timing(interval_us=40_000)
+        # In 1.25 ms units: 150 to 200 ms gets the top, 30 to 60 ms the
+        # link's 40 ms.
+        for low, high, chosen in [(120, 160, 160), (24, 48, 32)]:
+            with self.subTest(low=low, high=high):
+                link, hosts, central, _ = connect_pair(timing)
+                _, made = await hosts[0].wait_for(complete)
+                await hosts[1].wait_for(complete)
+                _, schedule, _ = next(iter(link.schedules.values()))
+                before = TimedLink.now_us()
+                central.on_hci_packet(hci.HCI_LE_Connection_Update_Command(
+                    connection_handle=made.connection_handle, connection_interval_min=low,
+                    connection_interval_max=high, max_latency=0, supervision_timeout=200,
+                    min_ce_length=0, max_ce_length=0))
+                after = TimedLink.now_us()
+                for host in hosts:
+                    _, update = await host.wait_for(
+                        lambda p: isinstance(p, hci.HCI_LE_Connection_Update_Complete_Event))
+                    self.assertEqual(update.connection_interval, chosen)
+                self.assertEqual(len(schedule.segments), 2)
+                instant = schedule.segments[-1][0]
+                self.assertGreaterEqual(instant, schedule.event_at(before) + 6)
+                self.assertLessEqual(instant, schedule.event_at(after) + 6)
+                self.assertEqual(schedule.interval_us(instant - 1), timing.interval_us)
+                self.assertEqual(schedule.interval_us(instant), chosen * 1_250)
 
     async def test_a_scanner_reports_only_in_its_windows(self):
         timing = Timing.from_options(40, 6, 251, "1m", 100, 20)

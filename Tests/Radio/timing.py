@@ -9,7 +9,15 @@ The model, for each LE connection:
   connect to (so it starts at one of the target's advertising events, plus
   one interval): only then does CONNECT_IND go out and both hosts get their
   LE Connection Complete. That instant is the anchor: connection events
-  start at anchor + k * interval, k = 0, 1, 2, ...
+  start at anchor + k * interval, k = 0, 1, 2, ... (until an update).
+- Connection updates. A host's LE Connection Update gets the link's
+  configured interval when its range holds it, else the range's top (what
+  bumble gives). The new interval applies from the instant: the first
+  event at least 6 events after the one under way when
+  LL_CONNECTION_UPDATE_IND goes out (Core 6.0, Vol 6, Part B, 5.1.1) and
+  after every event that already carries a PDU, so nothing placed moves.
+  Events keep their numbers; those before the instant keep the old
+  interval.
 - PDUs. An L2CAP packet (bumble's controller reassembles the host's ACL
   fragments into one) is cut into PDUs of at most `data_length` payload
   bytes. A PDU of p payload bytes takes (p + 14) * 8 us on the 1M PHY
@@ -48,15 +56,19 @@ What it leaves out:
   ready, and empty PDUs take no air.
 - Retransmissions, CRC errors, the more-data bit's rules, peripheral
   latency, channel hopping, the transmit window of the first event
-  (transmitWindowOffset), LL control procedures (connection, PHY and data
-  length updates are not modelled: the parameters are fixed for the whole
-  run), and encryption's effect on PDU size beyond the MIC.
+  (transmitWindowOffset) and of an update's instant, the PHY and data
+  length update procedures (the PHY, data length and PDUs per event are
+  fixed for the whole run), and encryption's effect on PDU size beyond the
+  MIC.
 - The host's HCI buffers: bumble reports each ACL packet completed as soon
   as the host sends it, so a host may queue any amount in the controller;
   the queue drains at the model's pace.
-- LL control PDUs (LL_TERMINATE_IND, encryption) and disconnection cross at
-  once; data of the connection still under way is then lost with it. An
-  advertisement takes no air time and is heard on every
+- LL control PDUs (LL_TERMINATE_IND, LL_CONNECTION_UPDATE_IND, encryption)
+  and disconnection cross at once; data still under way when a connection
+  ends is lost with it. Both hosts get LE Connection Update Complete at
+  once (bumble sends it), not at the instant. bumble lets a peripheral's
+  controller send LL_CONNECTION_UPDATE_IND too; the model takes it as the
+  central's. An advertisement takes no air time and is heard on every
   advertising event (no channel is missed); the advertiser keeps
   advertising during the interval before the connection. The strangers
   (strangers.py) keep bumble's advertiser. A scanner's window does not
@@ -69,9 +81,10 @@ What it leaves out:
 caller passes the time (in microseconds), so it is tested without sockets
 or a clock (test_timing.py); `TimedLink` is bumble's LocalLink driving one
 schedule per connection on the event loop's clock, and
-`TimedConnections`, `ScanWindows` and `TimedAdvertising` the controller
-mix-ins that delay connection creation, keep a scanner to its windows and
-time legacy advertising.
+`TimedConnections`, `TimedConnectionUpdates`, `ScanWindows` and
+`TimedAdvertising` the controller mix-ins that delay connection creation,
+choose an updated interval, keep a scanner to its windows and time legacy
+advertising.
 """
 import asyncio
 import collections
@@ -104,6 +117,15 @@ class TimingError(ValueError):
     pass
 
 
+def check_interval(interval_us: int) -> None:
+    """Raises TimingError unless `interval_us` is a connection interval:
+    7.5 ms to 4 s in steps of 1.25 ms (Core 6.0, Vol 6, Part B, 4.5.1)."""
+    if not 7_500 <= interval_us <= 4_000_000 or interval_us % 1_250:
+        raise TimingError(
+            f"connection interval {interval_us / 1000} ms: give 7.5 to 4000 ms in"
+            " steps of 1.25 ms (for example 7.5, 30, 40, 50)")
+
+
 @dataclasses.dataclass(frozen=True)
 class Timing:
     """The link's fixed parameters: connection interval (microseconds), PDUs
@@ -118,11 +140,7 @@ class Timing:
     scan_window_us: int = 0
 
     def __post_init__(self):
-        # 7.5 ms to 4 s in steps of 1.25 ms (Core 6.0, Vol 6, Part B, 4.5.1).
-        if not 7_500 <= self.interval_us <= 4_000_000 or self.interval_us % 1_250:
-            raise TimingError(
-                f"connection interval {self.interval_us / 1000} ms: give 7.5 to 4000 ms in"
-                " steps of 1.25 ms (for example 7.5, 30, 40, 50)")
+        check_interval(self.interval_us)
         if self.pdus_per_event < 1:
             raise TimingError(
                 f"PDUs per event {self.pdus_per_event}: give at least 1 (default 6)")
@@ -199,26 +217,78 @@ class Placement:
 class ConnectionSchedule:
     """One connection's events, shared by its two directions (0: central to
     peripheral, 1: the other way). `send` places a packet's PDUs and returns
-    when the last one ends; it never moves a PDU placed before."""
+    when the last one ends; it never moves a PDU placed before. Events are
+    numbered from the anchor (0) for the whole connection; `update` changes
+    the interval from an instant on."""
+
+    # The central gives the peripheral at least 6 connection events before
+    # the instant of a connection update (Core 6.0, Vol 6, Part B, 5.1.1).
+    UPDATE_EVENTS = 6
 
     def __init__(self, timing: Timing, anchor_us: int):
         self.timing = timing
         self.anchor_us = anchor_us
+        # Where each interval begins: (first event's index, its start, the
+        # interval), in order; the first from the anchor on the timing's.
+        self.segments: list[tuple[int, int, int]] = [(0, anchor_us, timing.interval_us)]
         self.events: dict[int, Event] = {}
         self.last_event = [0, 0]
         self.placements: list[tuple[int, Placement]] = []  # kept for tests when `record`
         self.record = False
 
     def event_start(self, index: int) -> int:
-        return self.anchor_us + index * self.timing.interval_us
+        for first, start, interval in reversed(self.segments):
+            if index >= first:
+                return start + (index - first) * interval
+        raise ValueError(f"event {index} is before the anchor")
+
+    def event_at(self, time_us: int) -> int:
+        """The index of the event under way at `time_us` (the last to start
+        at or before it; 0 before the anchor)."""
+        if time_us <= self.anchor_us:
+            return 0
+        for first, start, interval in reversed(self.segments):
+            if time_us >= start:
+                return first + (time_us - start) // interval
+        raise AssertionError("the first segment starts at the anchor")
+
+    def first_event_from(self, time_us: int) -> int:
+        """The index of the first event that starts at or after `time_us`."""
+        index = self.event_at(time_us)
+        return index if self.event_start(index) >= time_us else index + 1
+
+    def events_between(self, from_us: int, to_us: int) -> int:
+        """How many connection events start at or after `from_us` and before
+        `to_us`, whether or not they carry anything."""
+        if to_us <= from_us:
+            return 0
+        return self.first_event_from(to_us) - self.first_event_from(from_us)
+
+    def interval_us(self, index: int) -> int:
+        """The interval from event `index` to the next."""
+        return self.event_start(index + 1) - self.event_start(index)
+
+    def update(self, interval_us: int, now_us: int) -> int:
+        """A connection update asked for at `now_us`: the events change to
+        `interval_us` from the instant, the first event at least
+        UPDATE_EVENTS after the one under way and after every event that
+        holds a placed PDU (nothing placed moves). Returns the instant's
+        index (its start is event_start of it)."""
+        check_interval(interval_us)
+        # last_event: each direction's latest event with a PDU in it.
+        instant = max(self.event_at(now_us) + self.UPDATE_EVENTS, max(self.last_event) + 1)
+        # Never before the last update's instant (time and the placed events
+        # only go forward); at the same event, this one takes its place.
+        start = self.event_start(instant)
+        if self.segments[-1][0] == instant:
+            self.segments.pop()
+        self.segments.append((instant, start, interval_us))
+        return instant
 
     def place_pdu(self, direction: int, payload: int, ready_us: int) -> Placement:
         timing = self.timing
         airtime = timing.airtime_us(payload)
-        if ready_us <= self.anchor_us:
-            current = 0
-        else:
-            current = (ready_us - self.anchor_us) // timing.interval_us
+        current = self.event_at(ready_us)
         # Events before the one under way cannot take anything (a caller's
         # clock never goes back): forget them.
         for old in [i for i in self.events if i < current]:
@@ -237,7 +307,7 @@ class ConnectionSchedule:
                 counts = event.counts
             end = start + airtime
             if (open_to_it and counts[direction] < timing.pdus_per_event
-                    and end <= start_of_event + timing.interval_us):
+                    and end <= self.event_start(index + 1)):
                 if event is None:
                     event = self.events[index] = Event(end, counts)
                 event.end_us = end
@@ -306,8 +376,16 @@ class TimedLink(LocalLink):
         # reached a new connection between one of the two controllers and
         # the other's address (a reused controller with a new address
         # connecting to the same peer), with the same handle and channel.
+        key = frozenset((bytes(sender_address), bytes(receiver_address)))
         if isinstance(packet, ll.TerminateInd):
-            self.schedules.pop(frozenset((bytes(sender_address), bytes(receiver_address))), None)
+            self.schedules.pop(key, None)
+        elif isinstance(packet, ll.ConnectionUpdateInd) and key in self.schedules:
+            # The interval is in 1.25 ms units. One the model cannot take
+            # (bumble passes on whatever the host asked) leaves it as it was.
+            try:
+                self.schedules[key][1].update(packet.interval * 1_250, self.now_us())
+            except TimingError as error:
+                logger.warning("timed link: connection update not applied: %s", error)
         super().send_ll_control_pdu(sender_address, receiver_address, packet)
 
     def send_acl_data(self, sender_controller, destination_address, transport, data) -> None:
@@ -376,6 +454,20 @@ class TimedConnections:
                 super(TimedConnections, self).create_le_connection(peer_address)
 
         asyncio.get_running_loop().call_later(self.link.timing.interval_us / 1_000_000, create)
+
+
+class TimedConnectionUpdates:
+    """Controller mix-in (before bumble's Controller in the bases): LE
+    Connection Update picks the interval a controller would within the
+    host's range, the link's interval when the range holds it, else the
+    range's top (bumble always takes the top). The link applies it from the
+    instant (ConnectionSchedule.update)."""
+
+    def on_hci_le_connection_update_command(self, command):
+        preferred = self.link.timing.interval_us // 1_250
+        if command.connection_interval_min <= preferred <= command.connection_interval_max:
+            command.connection_interval_max = preferred
+        return super().on_hci_le_connection_update_command(command)
 
 
 class ScanWindows:
