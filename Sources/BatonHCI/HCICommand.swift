@@ -22,6 +22,7 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
   case leSetScanEnable(Bool, filterDuplicates: Bool)
   case leCreateConnection(CreateConnectionParameters)
   case leCreateConnectionCancel
+  case leConnectionUpdate(handle: UInt16, ConnectionUpdateParameters)
   case disconnect(handle: UInt16, reason: HCIStatus)
 
   /// LE Set Advertising Parameters.
@@ -75,6 +76,22 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// LE Connection Update: a central's new parameters for a connection.
+  public struct ConnectionUpdateParameters: Equatable, Sendable {
+    /// 1.25 ms units.
+    public var intervalMin: UInt16
+    public var intervalMax: UInt16
+    public var maxLatency: UInt16 = 0
+    /// 10 ms units: 4 s.
+    public var supervisionTimeout: UInt16 = 400
+    public var minCELength: UInt16 = 0
+    public var maxCELength: UInt16 = 0
+    public init(intervalMin: UInt16, intervalMax: UInt16) {
+      self.intervalMin = intervalMin
+      self.intervalMax = intervalMax
+    }
+  }
+
   public var opcode: UInt16 {
     switch self {
     case .reset: 0x0C03
@@ -94,6 +111,7 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
     case .leSetScanEnable: 0x200C
     case .leCreateConnection: 0x200D
     case .leCreateConnectionCancel: 0x200E
+    case .leConnectionUpdate: 0x2013
     case .disconnect: 0x0406
     }
   }
@@ -122,6 +140,7 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
     case 0x200C: "LE Set Scan Enable"
     case 0x200D: "LE Create Connection"
     case 0x200E: "LE Create Connection Cancel"
+    case 0x2013: "LE Connection Update"
     case 0x0406: "Disconnect"
     default: "command 0x\(hex(opcode))"
     }
@@ -167,6 +186,12 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
       for v in [
         c.connectionIntervalMin, c.connectionIntervalMax, c.maxLatency, c.supervisionTimeout,
         c.minCELength, c.maxCELength,
+      ] { p.appendLE(v) }
+    case .leConnectionUpdate(let handle, let u):
+      p.appendLE(handle)
+      for v in [
+        u.intervalMin, u.intervalMax, u.maxLatency, u.supervisionTimeout, u.minCELength,
+        u.maxCELength,
       ] { p.appendLE(v) }
     case .disconnect(let handle, let reason):
       p.appendLE(handle)
@@ -259,6 +284,14 @@ public enum HCICommand: Equatable, Sendable, CustomStringConvertible {
       c.minCELength = try r.u16()
       c.maxCELength = try r.u16()
       command = .leCreateConnection(c)
+    case 0x2013:
+      let handle = try r.u16()
+      var u = ConnectionUpdateParameters(intervalMin: try r.u16(), intervalMax: try r.u16())
+      u.maxLatency = try r.u16()
+      u.supervisionTimeout = try r.u16()
+      u.minCELength = try r.u16()
+      u.maxCELength = try r.u16()
+      command = .leConnectionUpdate(handle: handle, u)
     case 0x0406:
       command = .disconnect(handle: try r.u16(), reason: HCIStatus(rawValue: try r.u8()))
     default:

@@ -11,6 +11,7 @@ public enum HCIEvent: Equatable, Sendable {
   case commandStatus(status: HCIStatus, numCommandPackets: UInt8, opcode: UInt16)
   case numberOfCompletedPackets([(handle: UInt16, count: UInt16)])
   case leConnectionComplete(ConnectionComplete)
+  case leConnectionUpdateComplete(ConnectionUpdateComplete)
   case leAdvertisingReports([AdvertisingReport])
   case other(code: UInt8, parameters: [UInt8])
 
@@ -29,6 +30,28 @@ public enum HCIEvent: Equatable, Sendable {
     public var latency: UInt16
     public var supervisionTimeout: UInt16
     public var clockAccuracy: UInt8
+  }
+
+  /// LE Connection Update Complete (0x03): the parameters a connection now
+  /// runs with, after either side's controller changed them.
+  public struct ConnectionUpdateComplete: Equatable, Sendable {
+    public var status: HCIStatus
+    public var handle: UInt16
+    /// 1.25 ms units.
+    public var interval: UInt16
+    public var latency: UInt16
+    /// 10 ms units.
+    public var supervisionTimeout: UInt16
+    public init(
+      status: HCIStatus, handle: UInt16, interval: UInt16, latency: UInt16,
+      supervisionTimeout: UInt16
+    ) {
+      self.status = status
+      self.handle = handle
+      self.interval = interval
+      self.latency = latency
+      self.supervisionTimeout = supervisionTimeout
+    }
   }
 
   public static func == (a: HCIEvent, b: HCIEvent) -> Bool { a.encoded == b.encoded }
@@ -96,6 +119,12 @@ public enum HCIEvent: Equatable, Sendable {
             peerResolvablePrivateAddress: peerRPA,
             interval: try r.u16(), latency: try r.u16(), supervisionTimeout: try r.u16(),
             clockAccuracy: try r.u8()))
+      case 0x03:
+        r = ByteReader(r.bytes, from: 1, decoding: "LE Connection Update Complete")
+        event = .leConnectionUpdateComplete(
+          ConnectionUpdateComplete(
+            status: HCIStatus(rawValue: try r.u8()), handle: try r.u16() & 0x0FFF,
+            interval: try r.u16(), latency: try r.u16(), supervisionTimeout: try r.u16()))
       case 0x02:
         r = ByteReader(r.bytes, from: 1, decoding: "LE Advertising Report")
         let n = Int(try r.u8())
@@ -194,6 +223,10 @@ public enum HCIEvent: Equatable, Sendable {
       p.appendLE(c.latency)
       p.appendLE(c.supervisionTimeout)
       p.append(c.clockAccuracy)
+    case .leConnectionUpdateComplete(let u):
+      code = 0x3E
+      p += [0x03, u.status.rawValue]
+      for v in [u.handle, u.interval, u.latency, u.supervisionTimeout] { p.appendLE(v) }
     case .leAdvertisingReports(let reports):
       code = 0x3E
       let extended = reports.first?.extended ?? false

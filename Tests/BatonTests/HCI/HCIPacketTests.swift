@@ -17,6 +17,8 @@ struct HCIPacketTests {
     var create = HCICommand.CreateConnectionParameters(
       peerAddressType: .random, peerAddress: address)
     create.supervisionTimeout = 0x0C80
+    var update = HCICommand.ConnectionUpdateParameters(intervalMin: 0x90, intervalMax: 0xA0)
+    update.maxLatency = 2
     return [
       .reset, .setEventMask(0x2000_1FFF_FFFF_FFFF), .readLocalVersion, .readLocalSupportedFeatures,
       .readBufferSize, .readBDAddr, .leSetEventMask(0x121F), .leReadBufferSize,
@@ -25,6 +27,7 @@ struct HCIPacketTests {
       .leSetAdvertisingEnable(true), .leSetScanParameters(scan),
       .leSetScanEnable(true, filterDuplicates: false),
       .leCreateConnection(create), .leCreateConnectionCancel,
+      .leConnectionUpdate(handle: 0x0041, update),
       .disconnect(handle: 0x0042, reason: .remoteUserTerminated),
     ]
   }()
@@ -44,6 +47,8 @@ struct HCIPacketTests {
         enhanced: true, status: .success, handle: 2, role: 1, peerAddressType: .random,
         peerAddress: address,
         interval: 24, latency: 0, supervisionTimeout: 400, clockAccuracy: 1)),
+    .leConnectionUpdateComplete(
+      .init(status: .success, handle: 1, interval: 160, latency: 0, supervisionTimeout: 400)),
     .leAdvertisingReports([
       AdvertisingReport(
         address: address, addressType: .random, data: [2, 1, 6], rssi: -50, eventType: 0)
