@@ -38,6 +38,8 @@ public final class HCIController: Sendable {
   /// Called on the reader thread when ACL data for `handle` was lost or
   /// garbled below L2CAP (a gap or a length mismatch in reassembly).
   public typealias LossHandler = @Sendable (_ handle: UInt16, _ reason: String) -> Void
+  /// Called on the sender's thread after `sendACL` queued a PDU for `handle`.
+  public typealias SendHandler = @Sendable (_ handle: UInt16) -> Void
 
   private struct InFlight {
     var id: UInt64
@@ -70,6 +72,7 @@ public final class HCIController: Sendable {
     var dataHandler: DataHandler?
     var closeHandler: CloseHandler?
     var lossHandler: LossHandler?
+    var sendHandler: SendHandler?
     var statistics = Statistics()
     /// A drain of the queues is queued on the writer thread.
     var drainQueued = false
@@ -180,6 +183,11 @@ public final class HCIController: Sendable {
     state.withLock { $0.lossHandler = handler }
   }
 
+  /// Installs the handler told of each PDU queued (see `SendHandler`).
+  public func onSend(_ handler: @escaping SendHandler) {
+    state.withLock { $0.sendHandler = handler }
+  }
+
   /// How long packets sent on `handle` have waited with none completed
   /// (Number Of Completed Packets); nil when none are outstanding. A
   /// controller that lost our packets, or whose completions were lost, never
@@ -252,15 +260,17 @@ public final class HCIController: Sendable {
   /// Queues one L2CAP PDU for `handle`, fragmented to the buffer size; the
   /// fragments go out as controller buffers free up.
   public func sendACL(handle: UInt16, pdu: [UInt8]) throws {
-    try state.withLock { s throws(HCIError) in
+    let sent = try state.withLock { s throws(HCIError) in
       if s.closedReason != nil { throw HCIError.transportLost(reason: "closed") }
       if s.aclQueueHead > 1024 {
         s.aclQueue.removeFirst(s.aclQueueHead)
         s.aclQueueHead = 0
       }
       s.aclQueue += ACLPacket.fragments(of: pdu, handle: handle, maximumLength: s.aclLength)
+      return s.sendHandler
     }
     pump()
+    sent?(handle)
   }
 
   /// Closes the transport; pending commands fail with `HCIError.closed`.
@@ -586,6 +596,7 @@ public final class HCIController: Sendable {
         s.eventHandler = nil
         s.dataHandler = nil
         s.lossHandler = nil
+        s.sendHandler = nil
       }
       return (waiting, s.closeHandler, s.closedByOwner ? nil : reason)
     }

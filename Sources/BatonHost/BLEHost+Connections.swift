@@ -169,8 +169,8 @@ extension BLEHost {
     }
     let connection = LEConnection(
       handle: complete.handle, peerAddress: complete.peerAddress,
-      peerAddressType: complete.peerAddressType,
-      role: role, controller: controller, acceptor: { [weak self] psm in self?.acceptor(psm: psm) })
+      peerAddressType: complete.peerAddressType, role: role, interval: complete.interval,
+      pace: paceSchedule, controller: controller, acceptor: { [weak self] psm in self?.acceptor(psm: psm) })
     enum Next {
       case central(PendingConnect)
       case stray, incoming
@@ -189,6 +189,7 @@ extension BLEHost {
       return .stray
     }
     log.info("\(connection) up")
+    trafficCrossed(on: connection)
     switch next {
     case .central(let pending):
       pending.continuation.resume(returning: connection)

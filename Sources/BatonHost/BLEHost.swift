@@ -23,6 +23,8 @@ public final class BLEHost: Sendable {
   let incomingContinuation: AsyncStream<LEConnection>.Continuation
   /// How long an identical advertisement (address and data) is suppressed.
   public let duplicateWindow: Duration
+  /// The paces of the connections we are central of (`LinkPace`).
+  public let paceSchedule: LinkPace.Schedule
 
   let log = Logger(label: "ble")
   let connectGate = AsyncGate(count: 1)
@@ -67,19 +69,20 @@ public final class BLEHost: Sendable {
   /// channel), so it runs on a thread of its own.
   public static func open(
     controller spec: String, hciLog: String? = nil, address: BluetoothAddress? = nil,
-    duplicateWindow: Duration = .seconds(1)
+    duplicateWindow: Duration = .seconds(1), pace: LinkPace.Schedule = .standard
   ) async throws -> BLEHost {
     let controller = try HCITransportSpec(spec)
     let transport = try await ThreadExecutor.run(name: "hci-open") { try controller.open() }
     return try await open(
       transport: transport, spec: spec, hciLog: hciLog, address: address,
-      duplicateWindow: duplicateWindow)
+      duplicateWindow: duplicateWindow, pace: pace)
   }
 
   /// Brings up a host on an already open transport.
   public static func open(
     transport: any HCITransport, spec: String? = nil, hciLog: String? = nil,
-    address: BluetoothAddress? = nil, duplicateWindow: Duration = .seconds(1)
+    address: BluetoothAddress? = nil, duplicateWindow: Duration = .seconds(1),
+    pace: LinkPace.Schedule = .standard
   ) async throws -> BLEHost {
     let snoop: BTSnoopWriter?
     do {
@@ -91,7 +94,7 @@ public final class BLEHost: Sendable {
     let host = BLEHost(
       controller: HCIController(transport: transport, snoop: snoop),
       spec: spec ?? transport.description, address: address ?? .randomStatic(),
-      duplicateWindow: duplicateWindow)
+      duplicateWindow: duplicateWindow, pace: pace)
     do {
       try await host.bringUp()
     } catch {
@@ -103,16 +106,18 @@ public final class BLEHost: Sendable {
 
   init(
     controller: HCIController, spec: String, address: BluetoothAddress = .randomStatic(),
-    duplicateWindow: Duration
+    duplicateWindow: Duration, pace: LinkPace.Schedule = .standard
   ) {
     self.controller = controller
     self.spec = spec
     self.duplicateWindow = duplicateWindow
+    paceSchedule = pace
     (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
     state = Mutex(State(address: address))
     controller.onDataLoss { [weak self] handle, reason in
       self?.state.withLock { $0.connections[handle] }?.link.dataLost(reason)
     }
+    controller.onSend { [weak self] handle in self?.trafficCrossed(handle: handle) }
     controller.start(
       events: { [weak self] event in self?.handle(event) },
       data: { [weak self] handle, pdu in
@@ -120,6 +125,7 @@ public final class BLEHost: Sendable {
         let connection = self.state.withLock { $0.connections[handle] }
         if let connection {
           connection.link.receive(pdu)
+          self.trafficCrossed(on: connection)
         } else {
           self.log.debug("data for unknown connection 0x\(hex(handle)) dropped")
         }
@@ -311,6 +317,8 @@ public final class BLEHost: Sendable {
       for report in reports { deliver(report) }
     case .leConnectionComplete(let complete):
       connectionComplete(complete)
+    case .leConnectionUpdateComplete(let update):
+      connectionUpdated(update)
     case .disconnectionComplete(let status, let handle, let reason):
       guard status == .success else { return }
       disconnectionComplete(handle: handle, reason: reason)

@@ -21,22 +21,28 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
   /// Our role.
   public let role: Role
   let link: L2CAPLink
+  /// When we are central: how often its events come (`LinkPace`).
+  private let pace: Mutex<LinkPace?>
 
   private struct State {
     var reason: HCIStatus?
+    /// 1.25 ms units, as the controller last reported.
+    var interval: UInt16
     var waiters: [CheckedContinuation<HCIStatus, Never>] = []
   }
-  private let state = Mutex(State())
+  private let state: Mutex<State>
 
   init(
     handle: UInt16, peerAddress: BluetoothAddress, peerAddressType: AddressType, role: Role,
-    controller: HCIController,
+    interval: UInt16, pace: LinkPace.Schedule, controller: HCIController,
     acceptor: @escaping @Sendable (UInt16) -> (@Sendable (L2CAPChannel) -> Void)?
   ) {
     self.handle = handle
     self.peerAddress = peerAddress
     self.peerAddressType = peerAddressType
     self.role = role
+    state = Mutex(State(interval: interval))
+    self.pace = Mutex(role == .central ? LinkPace(schedule: pace, madeAt: .now) : nil)
     link = L2CAPLink(
       handle: handle, peerAddress: peerAddress, description: "connection 0x\(hex(handle)) to \(peerAddress)", controller: controller,
       acceptor: acceptor)
@@ -51,6 +57,26 @@ public final class LEConnection: Sendable, Hashable, CustomStringConvertible {
 
   /// Why it ended (nil while connected).
   public var disconnectReason: HCIStatus? { state.withLock { $0.reason } }
+
+  /// The connection interval, as the controller last reported it (LE
+  /// Connection Complete, then each LE Connection Update Complete).
+  public var interval: Duration {
+    .microseconds(Int(state.withLock { $0.interval }) * 1250)
+  }
+
+  func intervalChanged(to units: UInt16) { state.withLock { $0.interval = units } }
+
+  /// The pace asked for last; nil when we are peripheral.
+  var wantedPace: LinkPace.Pace? { pace.withLock { $0?.pace } }
+
+  /// Runs `body` on the pace (none when we are peripheral).
+  func withPace(_ body: (inout LinkPace) -> [LinkPace.Action]) -> [LinkPace.Action] {
+    pace.withLock { p in
+      guard var value = p else { return [] }
+      defer { p = value }
+      return body(&value)
+    }
+  }
 
   /// Waits until the connection ends; returns the reason.
   public func waitForDisconnection() async -> HCIStatus {

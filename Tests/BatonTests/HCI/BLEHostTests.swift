@@ -13,7 +13,7 @@ import Testing
 struct BLEHostTests {
   /// Two hosts up on a fresh radio; `body` runs, then everything stops.
   static func withHosts(
-    _ count: Int = 2, hciLog: String? = nil,
+    _ count: Int = 2, hciLog: String? = nil, pace: LinkPace.Schedule = .standard,
     _ body: ([BLEHost], SimulatedRadio) async throws -> Void
   ) async throws {
     let radio = try SimulatedRadio(controllers: count)
@@ -22,7 +22,8 @@ struct BLEHostTests {
     do {
       for index in 0..<count {
         hosts.append(
-          try await BLEHost.open(controller: radio.spec(index), hciLog: index == 0 ? hciLog : nil))
+          try await BLEHost.open(
+            controller: radio.spec(index), hciLog: index == 0 ? hciLog : nil, pace: pace))
       }
       try await body(hosts, radio)
     } catch {
@@ -210,6 +211,38 @@ struct BLEHostTests {
       // B advertises again after its connection ended: A reconnects.
       let again = try await a.connect(to: b.address, timeout: .seconds(5))
       #expect(again.isConnected)
+    }
+  }
+
+  @Test func aQuietLinkSlowsDownAndDataSpeedsItUp() async throws {
+    var schedule = LinkPace.Schedule.standard
+    schedule.quietSpell = .milliseconds(300)
+    try await Self.withHosts(pace: schedule) { hosts, _ in
+      let (a, b) = (hosts[0], hosts[1])
+      let listener = b.listen(psm: 0x0083)
+      try await b.startAdvertising(data: [0x02, 0x01, 0x06], intervalMilliseconds: 30)
+      let connection = try await a.connect(to: b.address, timeout: .seconds(5))
+      var incoming = b.incomingConnections.makeAsyncIterator()
+      let atB = try #require(await incoming.next())
+      let channel = try await a.openChannel(connection, psm: 0x0083)
+      var iterator = listener.makeAsyncIterator()
+      let accepted = try #require(await iterator.next())
+      // bumble's controller takes the top of the range asked for: 200 ms
+      // idle, 50 ms busy; the peripheral hears it over the air and asks
+      // for nothing itself.
+      #expect(
+        await eventually(10, "the idle pace on both sides") {
+          connection.interval == .milliseconds(200) && atB.interval == .milliseconds(200)
+        })
+      #expect(atB.wantedPace == nil)
+      try await accepted.send(Array("wake up".utf8))
+      #expect(try await channel.receive() == Array("wake up".utf8))
+      #expect(
+        await eventually(10, "the busy pace on both sides") {
+          connection.interval == .milliseconds(50) && atB.interval == .milliseconds(50)
+        })
+      #expect(
+        await eventually(10, "idle again") { connection.interval == .milliseconds(200) })
     }
   }
 
