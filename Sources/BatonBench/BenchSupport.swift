@@ -105,52 +105,59 @@ enum Bench {
       ], log: home + "/agent.log", environment: ["XDG_RUNTIME_DIR": home + "/run"])
   }
 
+  /// One packet of a btsnoop log: when, which way, and its bytes (H4, the
+  /// type byte first).
+  struct SnoopRecord {
+    var stamp: Date
+    var received: Bool
+    var packet: ArraySlice<UInt8>
+  }
+
+  /// Every whole record of the btsnoop log at `path` (none when it cannot
+  /// be read).
+  static func btsnoopRecords(_ path: String) -> [SnoopRecord] {
+    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else { return [] }
+    let bytes = [UInt8](data)
+    func u32(_ at: Int) -> Int {
+      Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+    }
+    // btsnoop stamps count microseconds from year 0; this is 1970's.
+    let epoch: Int64 = 0x00DC_DDB3_0F2F_8000
+    var records: [SnoopRecord] = []
+    var i = 16
+    while i + 24 <= bytes.count {
+      let included = u32(i + 4)
+      let stamp = Int64(u32(i + 16)) << 32 | Int64(u32(i + 20))
+      guard i + 24 + included <= bytes.count else { break }
+      records.append(
+        SnoopRecord(
+          stamp: Date(timeIntervalSince1970: Double(stamp - epoch) / 1e6),
+          received: u32(i + 8) & 1 == 1, packet: bytes[(i + 24)..<(i + 24 + included)]))
+      i += 24 + included
+    }
+    return records
+  }
+
   /// The bytes of every packet in a btsnoop file (records' included lengths).
   static func btsnoopPayloadBytes(_ path: String) -> Int {
-    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else { return 0 }
-    let bytes = [UInt8](data)
-    var offset = 16
-    var total = 0
-    while offset + 24 <= bytes.count {
-      let included =
-        Int(bytes[offset + 4]) << 24 | Int(bytes[offset + 5]) << 16
-        | Int(bytes[offset + 6]) << 8 | Int(bytes[offset + 7])
-      total += included
-      offset += 24 + included
-    }
-    return total
+    btsnoopRecords(path).reduce(0) { $0 + $1.packet.count }
   }
 
   /// The lengths of the L2CAP packets (ACL data, fragments joined) that a
   /// btsnoop log shows its host received between two times.
   static func receivedL2CAPLengths(_ path: String, from: Date, to: Date) -> [Int] {
-    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else { return [] }
-    let bytes = [UInt8](data)
-    let offset: Int64 = 0x00DC_DDB3_0F2F_8000
-    let lower = Int64(from.timeIntervalSince1970 * 1e6) + offset
-    let upper = Int64(to.timeIntervalSince1970 * 1e6) + offset
-    func u32(_ at: Int) -> Int {
-      Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-    }
     var lengths: [Int] = []
-    var i = 16
-    while i + 24 <= bytes.count {
-      let included = u32(i + 4)
-      let flags = u32(i + 8)
-      let stamp = Int64(u32(i + 16)) << 32 | Int64(u32(i + 20))
-      guard i + 24 + included <= bytes.count else { break }
-      let packet = i + 24
-      // H4 type 2 (ACL), received (flag bit 0), with its 4-byte header.
-      if stamp >= lower, stamp <= upper, flags & 1 == 1, included >= 5, bytes[packet] == 0x02 {
-        let boundary = (bytes[packet + 2] >> 4) & 3
-        let length = Int(bytes[packet + 3]) | Int(bytes[packet + 4]) << 8
-        if boundary == 1, !lengths.isEmpty {
-          lengths[lengths.count - 1] += length
-        } else {
-          lengths.append(length)
-        }
+    for record in btsnoopRecords(path) where record.stamp >= from && record.stamp <= to {
+      let p = record.packet.startIndex
+      // H4 type 2 (ACL), received, with its 4-byte header.
+      guard record.received, record.packet.count >= 5, record.packet[p] == 0x02 else { continue }
+      let boundary = (record.packet[p + 2] >> 4) & 3
+      let length = Int(record.packet[p + 3]) | Int(record.packet[p + 4]) << 8
+      if boundary == 1, !lengths.isEmpty {
+        lengths[lengths.count - 1] += length
+      } else {
+        lengths.append(length)
       }
-      i += 24 + included
     }
     return lengths
   }

@@ -42,56 +42,43 @@ struct FirstContact {
   /// The instants and the NOTE's frame from `path`, the arrival's note on
   /// disk at `noted`; nil when the log lacks its scan or connection.
   init?(hciLog path: String, noted: Date) {
-    guard let data = FileManager.default.contents(atPath: path), data.count >= 16 else {
-      return nil
-    }
-    let bytes = [UInt8](data)
-    func u32(_ at: Int) -> Int {
-      Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-    }
-    // btsnoop stamps count microseconds from year 0; this is 1970's.
-    let epoch: Int64 = 0x00DC_DDB3_0F2F_8000
-    let last = Int64(noted.timeIntervalSince1970 * 1e6) + epoch
-    var scanning: Int64?
-    var heard: Int64?
+    var scanning: Date?
+    var heard: Date?
     var central = false
-    var up: Int64?
+    var up: Date?
     var noteFrame = 0
-    var i = 16
-    while i + 24 <= bytes.count {
-      let included = u32(i + 4)
-      let received = u32(i + 8) & 1 == 1
-      let stamp = Int64(u32(i + 16)) << 32 | Int64(u32(i + 20))
-      guard i + 24 + included <= bytes.count else { break }
-      let p = i + 24
-      i += 24 + included
-      guard included >= 4, stamp <= last else { continue }
-      switch (bytes[p], received) {
+    for record in Bench.btsnoopRecords(path) where record.stamp <= noted {
+      let bytes = record.packet
+      let p = bytes.startIndex
+      guard bytes.count >= 4 else { continue }
+      switch (bytes[p], record.received) {
       case (0x01, false):
         // A command: opcode (little-endian), length, parameters.
         let opcode = Int(bytes[p + 1]) | Int(bytes[p + 2]) << 8
-        let enable = included >= 5 && bytes[p + 4] == 1
+        let enable = bytes.count >= 5 && bytes[p + 4] == 1
         // LE Set Scan Enable, LE Set Extended Scan Enable.
-        if scanning == nil, opcode == 0x200C || opcode == 0x2042, enable { scanning = stamp }
+        if scanning == nil, opcode == 0x200C || opcode == 0x2042, enable {
+          scanning = record.stamp
+        }
       case (0x04, true):
         // LE Meta: (Extended) Advertising Report.
-        if scanning != nil, heard == nil, included >= 4, bytes[p + 1] == 0x3E,
+        if scanning != nil, heard == nil, bytes[p + 1] == 0x3E,
           bytes[p + 3] == 0x02 || bytes[p + 3] == 0x0D
         {
-          heard = stamp
+          heard = record.stamp
         }
         // LE Meta: (Enhanced) Connection Complete, status 0; then the
         // handle (2 bytes) and the role (0: central).
-        if scanning != nil, up == nil, included >= 8, bytes[p + 1] == 0x3E,
+        if scanning != nil, up == nil, bytes.count >= 8, bytes[p + 1] == 0x3E,
           bytes[p + 3] == 0x01 || bytes[p + 3] == 0x0A, bytes[p + 4] == 0
         {
-          up = stamp
+          up = record.stamp
           central = bytes[p + 7] == 0
         }
       case (0x02, true):
         // ACL data: a start fragment's L2CAP length (continuations add no
         // new packet).
-        if up != nil, included >= 7, (bytes[p + 2] >> 4) & 3 != 1 {
+        if up != nil, bytes.count >= 7, (bytes[p + 2] >> 4) & 3 != 1 {
           noteFrame = Int(bytes[p + 5]) | Int(bytes[p + 6]) << 8
         }
       default:
@@ -99,12 +86,8 @@ struct FirstContact {
       }
     }
     guard let scanning, let up else { return nil }
-    let heardAt = heard ?? scanning
-    func date(_ stamp: Int64) -> Date {
-      Date(timeIntervalSince1970: Double(stamp - epoch) / 1e6)
-    }
     (self.scanning, self.heard, self.connected, self.up, self.noted, self.noteFrame) = (
-      date(scanning), date(heardAt), central, date(up), noted, noteFrame
+      scanning, heard ?? scanning, central, up, noted, noteFrame
     )
   }
 
