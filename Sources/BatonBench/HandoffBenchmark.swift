@@ -28,6 +28,10 @@ import Synchronization
 /// (`FirstContact`), with the whole one's measured/floor; then as many
 /// first contacts of a member coming back (HandoffBenchmark+Arrivals.swift).
 ///
+/// With --idle-saves N (timed radio only), N saves of 200 B, each once the
+/// link has slowed to its idle pace, beside the floor at that pace, and the
+/// air an idle and a busy link take (HandoffBenchmark+IdleLink.swift).
+///
 /// With --radio timed, the simulated radio runs its clock (Tests/Radio/timing.py:
 /// connection events, PDUs per event, air time), set by --conn-interval MS
 /// (default 40), --pdus-per-event N (6), --data-length 27|251 (251) and
@@ -46,8 +50,8 @@ import Synchronization
 ///
 /// Options: --saves N (default 50), --interval MS (advertising interval,
 /// default the agent's), --agents K (2 or 3; sizes are timed to B, a burst
-/// to every peer), --burst N (default 0: none), --keep (leave the folders),
-/// --radio instant|timed (default instant) and the timed radio's options.
+/// to every peer), --burst N (default 0: none), --idle-saves N (default 0), --keep (leave the
+/// folders), --radio instant|timed (default instant) and the timed radio's options.
 enum HandoffBenchmark {
   static func run(_ arguments: [String]) async throws {
     var saves = 50
@@ -56,6 +60,7 @@ enum HandoffBenchmark {
     var agentCount = 2
     var burst = 0
     var arrivals = 0
+    var idleSaves = 0
     var timing = RadioTiming()
     var rest = arguments[...]
     while let argument = rest.popFirst() {
@@ -66,6 +71,7 @@ enum HandoffBenchmark {
       case "--agents": agentCount = min(3, max(2, Int(rest.popFirst() ?? "") ?? 2))
       case "--burst": burst = max(0, Int(rest.popFirst() ?? "") ?? 0)
       case "--arrivals": arrivals = max(0, Int(rest.popFirst() ?? "") ?? 0)
+      case "--idle-saves": idleSaves = max(0, Int(rest.popFirst() ?? "") ?? 0)
       default:
         guard try timing.parse(argument, &rest) else {
           throw BenchError.usage("unknown option \(argument)")
@@ -73,6 +79,9 @@ enum HandoffBenchmark {
       }
     }
     try timing.validate()
+    if idleSaves > 0, !timing.timed {
+      throw BenchError.usage("--idle-saves needs --radio timed (the instant radio has no interval)")
+    }
     let top = Bench.repository
     let baton = top + "/.build/release/baton"
     guard FileManager.default.isExecutableFile(atPath: baton) else {
@@ -192,6 +201,11 @@ enum HandoffBenchmark {
       if timing.timed {
         printFloor(timing, windows: windows, hciLog: agents[1].hciLog, median: median, p95: p95)
       }
+    }
+    if idleSaves > 0 {
+      try runIdleSaves(
+        idleSaves, timing: timing, from: agents[0].notes, to: agents[1].notes,
+        peerLog: agents[1].hciLog)
     }
     if burst > 0 {
       try await runBurst(burst, from: agents[0].notes, to: agents.dropFirst().map(\.notes))

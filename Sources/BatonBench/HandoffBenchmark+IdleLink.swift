@@ -1,0 +1,116 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `--idle-saves N` on the timed radio: what an idle link costs and what it
+/// costs a save. N times, the benchmark waits until B's HCI log shows the
+/// link slowed down (LE Connection Update Complete to a longer interval than
+/// the radio's: the central's `LinkPace` idled it after its quiet spell),
+/// then for the radio's switch at the update's instant (six events of the
+/// busy interval), then a random part of one idle interval; then it saves a
+/// 200 B note in A and times its arrival in B's folder. It prints the
+/// median and p95 beside the floor at the idle interval (half an interval
+/// at the median, 0.95 of one at p95, plus the NOTE's carry), and the air
+/// an empty connection event takes per second at each pace: two empty PDUs
+/// and the space between them (80 + 150 + 80 us on 1M), at each interval
+/// the log shows.
+extension HandoffBenchmark {
+  /// The interval (microseconds) a connection had from each time on, as B's
+  /// host was told: LE (Enhanced) Connection Complete, then each LE
+  /// Connection Update Complete, status 0 both.
+  static func intervalChanges(_ hciLog: String) -> [(at: Date, micros: Int)] {
+    var changes: [(at: Date, micros: Int)] = []
+    for record in Bench.btsnoopRecords(hciLog) where record.received {
+      let bytes = record.packet
+      let p = bytes.startIndex
+      guard bytes.count >= 5, bytes[p] == 0x04, bytes[p + 1] == 0x3E, bytes[p + 4] == 0 else {
+        continue
+      }
+      // The interval's offset: after status, handle, role, peer address
+      // type and address (and the enhanced event's two RPAs); after status
+      // and handle in an update.
+      let offset: Int
+      switch bytes[p + 3] {
+      case 0x01: offset = 15
+      case 0x0A: offset = 27
+      case 0x03: offset = 7
+      default: continue
+      }
+      guard bytes.count >= offset + 2 else { continue }
+      let units = Int(bytes[p + offset]) | Int(bytes[p + offset + 1]) << 8
+      changes.append((record.stamp, units * 1250))
+    }
+    return changes
+  }
+
+  static func runIdleSaves(
+    _ count: Int, timing: RadioTiming, from source: String, to peer: String, peerLog: String
+  ) throws {
+    // An empty PDU carries no MIC (4 of the model's overhead bytes): 80 us
+    // on 1M.
+    let emptyPDU = timing.airtime(-4)
+    let emptyEvent = Double(2 * emptyPDU + RadioTiming.interframeSpace)
+    var latencies: [Double] = []
+    var windows: [(Date, Date)] = []
+    var idleMicros = 0
+    var since = Date()
+    for i in 0..<count {
+      let deadline = ContinuousClock.now + .seconds(60)
+      var idle: Int?
+      while idle == nil, ContinuousClock.now < deadline {
+        usleep(50_000)
+        idle = intervalChanges(peerLog).last {
+          $0.at > since && $0.micros > timing.intervalMicroseconds
+        }?.micros
+      }
+      guard let idle else {
+        throw BenchError.failed(
+          "the link did not slow down within 60 s of the last save (no LE Connection Update"
+            + " Complete to a longer interval in \(peerLog))")
+      }
+      idleMicros = idle
+      usleep(UInt32(6 * timing.intervalMicroseconds + Int.random(in: 0..<idle)))
+      var bytes = Array("Idle \(i)\n".utf8)
+      while bytes.count < 200 { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
+      let name = "bench-idle-\(i).md"
+      let temporary = source + "/.tmp-" + name
+      _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+      let wallStart = Date()
+      let start = ContinuousClock.now
+      rename(temporary, source + "/" + name)
+      let target = peer + "/" + name
+      while ContinuousClock.now - start < .seconds(30) {
+        if let data = FileManager.default.contents(atPath: target), Array(data) == bytes { break }
+        usleep(1000)
+      }
+      let elapsed = ContinuousClock.now - start
+      guard elapsed < .seconds(30) else {
+        throw BenchError.failed("\(name) did not arrive within 30 s")
+      }
+      latencies.append(elapsed.secondsValue * 1000)
+      since = Date()
+      windows.append((wallStart, since))
+    }
+    latencies.sort()
+    let median = latencies[latencies.count / 2]
+    let p95 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.95).rounded(.up)) - 1)]
+    let busy = Double(timing.intervalMicroseconds)
+    print(
+      String(
+        format:
+          "idle link (LinkPace): B's log shows it slowed to %.1f ms after each save's quiet spell;"
+          + " air of its empty events: %.2f ms per second idle, %.2f ms per second busy (%.1f ms)",
+        Double(idleMicros) / 1000, emptyEvent / Double(idleMicros) * 1000,
+        emptyEvent / busy * 1000, busy / 1000))
+    print(
+      String(
+        format:
+          "%6d B notes on an idle link (%d saves): save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
+        200, count, median, p95))
+    var idleTiming = timing
+    idleTiming.intervalMicroseconds = idleMicros
+    printFloor(idleTiming, windows: windows, hciLog: peerLog, median: median, p95: p95)
+  }
+}
