@@ -13,8 +13,9 @@ dies takes its radio with it). Options:
     --no-extended-advertising   clear the LE Extended Advertising feature bit,
                         so scanners get legacy (0x02) advertising reports
     --le-acl-length N   the LE ACL buffer size the controllers report (default
-                        bumble's 27; 251 is what controllers with LE Data
-                        Length Extension, such as nRF52, report)
+                        bumble's 27, or with --timing timed the data length;
+                        251 is what controllers with LE Data Length
+                        Extension, such as nRF52, report)
     --log-level LEVEL   bumble's log level (default WARNING)
     --faults RULES      inject faults between the hosts and their controllers
                         (drop, corrupt, delay, duplicate chosen packets, or
@@ -46,7 +47,9 @@ dies takes its radio with it). Options:
     --conn-interval MS  the connection interval (default 40; 7.5 to 4000 in
                         steps of 1.25)
     --pdus-per-event N  PDUs per connection event and direction (default 6)
-    --data-length N     the largest PDU payload, 27 or 251 (default 251)
+    --data-length N     the largest PDU payload, 27 or 251 (default 251); the
+                        controllers' LE ACL buffers are as long, unless
+                        --le-acl-length says otherwise
     --phy 1m|2m         the PHY whose air time PDUs take (default 1m)
     --scan-interval-ms MS, --scan-window-ms MS
                         a scanning or initiating controller hears
@@ -172,6 +175,11 @@ async def main() -> None:
             )
         if args.le_acl_length:
             controller.le_acl_data_packet_length = args.le_acl_length
+        elif timing:
+            # A controller with 251-byte PDUs reports buffers as long, so a
+            # host's fragments (and L2CAP frames that fill whole buffers)
+            # match the PDUs on the air.
+            controller.le_acl_data_packet_length = timing.data_length
         if args.no_extended_advertising:
             controller.le_features &= ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
         controller.away = index in args.away

@@ -62,7 +62,8 @@ What it leaves out:
   MIC.
 - The host's HCI buffers: bumble reports each ACL packet completed as soon
   as the host sends it, so a host may queue any amount in the controller;
-  the queue drains at the model's pace.
+  the queue drains at the model's pace. (radio.py makes them as long as
+  the data length, as a controller with 251-byte PDUs reports them.)
 - LL control PDUs (LL_TERMINATE_IND, LL_CONNECTION_UPDATE_IND, encryption)
   and disconnection cross at once; data still under way when a connection
   ends is lost with it. Both hosts get LE Connection Update Complete at
