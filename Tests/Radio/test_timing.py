@@ -350,6 +350,31 @@ class ThroughALocalLink(unittest.IsolatedAsyncioTestCase):
         self.assertFalse([p for _, p in hosts[1].packets if isinstance(p, hci.HCI_AclDataPacket)])
         self.assertEqual(link.schedules, {})
 
+    async def test_what_is_queued_goes_at_the_pace_after_an_update(self):
+        # One PDU an event every 100 ms: twelve packets queued would take
+        # until event 12. A move to 7.5 ms right after (the range's top: the
+        # link's 100 ms is outside it) takes effect six events on, and what
+        # is still queued then goes at 7.5 ms: all in by about 0.65 s.
+        timing = Timing(interval_us=100_000, pdus_per_event=1)
+        link, hosts, central, _ = connect_pair(timing)
+        _, made = await hosts[0].wait_for(complete)
+        await hosts[1].wait_for(complete)
+        handle = made.connection_handle
+        sent = asyncio.get_running_loop().time()
+        for i in range(12):
+            data = (196).to_bytes(2, "little") + (0x0040).to_bytes(2, "little") + bytes([i]) * 196
+            central.on_hci_packet(hci.HCI_AclDataPacket(handle, 0b10, 0, len(data), data))
+        central.on_hci_packet(hci.HCI_LE_Connection_Update_Command(
+            connection_handle=handle, connection_interval_min=6, connection_interval_max=6,
+            max_latency=0, supervision_timeout=200, min_ce_length=0, max_ce_length=0))
+
+        def last(packet):
+            return isinstance(packet, hci.HCI_AclDataPacket) and packet.data[4] == 11
+        arrived, _ = await hosts[1].wait_for(last, timeout=3)
+        self.assertLess(arrived - sent, 0.9)
+        order = [p.data[4] for _, p in hosts[1].packets if isinstance(p, hci.HCI_AclDataPacket)]
+        self.assertEqual(order, list(range(12)))
+
     async def test_a_connection_update_changes_the_links_interval(self):
         timing = Timing(interval_us=40_000)
         # In 1.25 ms units: 150 to 200 ms gets the top, 30 to 60 ms the

@@ -13,11 +13,13 @@ The model, for each LE connection:
 - Connection updates. A host's LE Connection Update gets the link's
   configured interval when its range holds it, else the range's top (what
   bumble gives). The new interval applies from the instant: the first
-  event at least 6 events after the one under way when
-  LL_CONNECTION_UPDATE_IND goes out (Core 6.0, Vol 6, Part B, 5.1.1) and
-  after every event that already carries a PDU, so nothing placed moves.
-  Events keep their numbers; those before the instant keep the old
-  interval.
+  event 6 events after the one under way when LL_CONNECTION_UPDATE_IND
+  goes out (Core 6.0, Vol 6, Part B, 5.1.1). Events keep their numbers;
+  those before the instant keep the old interval. What the controllers
+  still hold queued is placed again from then on, in order, at the pace
+  the events will have (a packet whose first PDUs already went is placed
+  whole again). `ConnectionSchedule.update` alone, without that, puts the
+  instant after every event that already carries a PDU.
 - PDUs. An L2CAP packet (bumble's controller reassembles the host's ACL
   fragments into one) is cut into PDUs of at most `data_length` payload
   bytes. A PDU of p payload bytes takes (p + 14) * 8 us on the 1M PHY
@@ -286,6 +288,16 @@ class ConnectionSchedule:
         self.segments.append((instant, start, interval_us))
         return instant
 
+    def replan(self, now_us: int) -> None:
+        """Forgets every placement after the event under way at `now_us`,
+        so that what is still queued can be placed again (TimedLink.update:
+        a controller sends its queue at the pace the events have when they
+        come, not at the one they had when the host queued it)."""
+        current = self.event_at(now_us)
+        for later in [i for i in self.events if i > current]:
+            del self.events[later]
+        self.last_event = [min(last, current) for last in self.last_event]
+
     def place_pdu(self, direction: int, payload: int, ready_us: int) -> Placement:
         timing = self.timing
         airtime = timing.airtime_us(payload)
@@ -384,7 +396,7 @@ class TimedLink(LocalLink):
             # The interval is in 1.25 ms units. One the model cannot take
             # (bumble passes on whatever the host asked) leaves it as it was.
             try:
-                self.schedules[key][1].update(packet.interval * 1_250, self.now_us())
+                self.update(key, packet.interval * 1_250)
             except TimingError as error:
                 logger.warning("timed link: connection update not applied: %s", error)
         super().send_ll_control_pdu(sender_address, receiver_address, packet)
@@ -411,8 +423,34 @@ class TimedLink(LocalLink):
         now = self.now_us()
         due = schedule.send(direction, len(data), now)
         queue = self.queues.setdefault((key, direction), collections.deque())
-        queue.append((due, generation, destination, source_address, transport, bytes(data)))
+        queue.append((due, now, generation, destination, source_address, transport, bytes(data)))
         if (key, direction) not in self.timers:
+            self.arm(key, direction)
+
+    def update(self, key, interval_us: int) -> None:
+        """A connection update of the pair: the schedule forgets what it
+        placed after the event under way, takes the new interval from the
+        instant, and places every packet still queued again, in order (a
+        controller sends its queue at the pace the events have when they
+        come). A packet whose first PDUs already went is placed whole again,
+        from now."""
+        check_interval(interval_us)
+        schedule = self.schedules[key][1]
+        now = self.now_us()
+        schedule.replan(now)
+        schedule.update(interval_us, now)
+        for direction in (0, 1):
+            queue = self.queues.get((key, direction))
+            if not queue:
+                continue
+            timer = self.timers.pop((key, direction), None)
+            if timer is not None:
+                timer.cancel()
+            entries = list(queue)
+            queue.clear()
+            for _, ready, *rest in entries:
+                due = schedule.send(direction, len(rest[-1]), max(ready, now))
+                queue.append((due, ready, *rest))
             self.arm(key, direction)
 
     def arm(self, key, direction) -> None:
@@ -427,7 +465,7 @@ class TimedLink(LocalLink):
         now = self.now_us()
         current = self.schedules.get(key)
         while queue and queue[0][0] <= now:
-            _, generation, destination, source_address, transport, data = queue.popleft()
+            _, _, generation, destination, source_address, transport, data = queue.popleft()
             # Data of a connection that was replaced (disconnected and made
             # again) is lost with it.
             if current is not None and current[2] == generation:
