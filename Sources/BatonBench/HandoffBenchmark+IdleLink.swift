@@ -10,9 +10,12 @@ import Foundation
 /// the radio's: the central's `LinkPace` idled it after its quiet spell),
 /// then for the radio's switch at the update's instant (six events of the
 /// busy interval), then a random part of one idle interval; then it saves a
-/// 200 B note in A and times its arrival in B's folder. It prints the
-/// median and p95 beside the floor at the idle interval (half an interval
-/// at the median, 0.95 of one at p95, plus the NOTE's carry), and the air
+/// note of --idle-bytes N (default 200) in A and times its arrival in B's
+/// folder. It prints the median and p95 beside the floor: the wait for the
+/// next event at the idle interval (half an interval at the median, 0.95 of
+/// one at p95), then the NOTE's carry, its first five events at the idle
+/// interval (the save's data asks for the busy pace, which takes effect
+/// six events after the one under way), the rest at the busy one; and the air
 /// an empty connection event takes per second at each pace: two empty PDUs
 /// and the space between them (80 + 150 + 80 us on 1M), at each interval
 /// the log shows.
@@ -21,6 +24,13 @@ extension HandoffBenchmark {
   /// host was told: LE (Enhanced) Connection Complete, then each LE
   /// Connection Update Complete, status 0 both.
   static func intervalChanges(_ hciLog: String) -> [(at: Date, micros: Int)] {
+    intervalLog(hciLog).changes
+  }
+
+  /// `intervalChanges`, and whether the log's host was the central of the
+  /// last connection it made (LE Connection Complete's role, 0).
+  static func intervalLog(_ hciLog: String) -> (changes: [(at: Date, micros: Int)], central: Bool) {
+    var central = false
     var changes: [(at: Date, micros: Int)] = []
     for record in Bench.btsnoopRecords(hciLog) where record.received {
       let bytes = record.packet
@@ -39,14 +49,16 @@ extension HandoffBenchmark {
       default: continue
       }
       guard bytes.count >= offset + 2 else { continue }
+      if bytes[p + 3] != 0x03 { central = bytes[p + 7] == 0 }
       let units = Int(bytes[p + offset]) | Int(bytes[p + offset + 1]) << 8
       changes.append((record.stamp, units * 1250))
     }
-    return changes
+    return (changes, central)
   }
 
   static func runIdleSaves(
-    _ count: Int, timing: RadioTiming, from source: String, to peer: String, peerLog: String
+    _ count: Int, bytes size: Int, timing: RadioTiming, from source: String, to peer: String,
+    peerLog: String
   ) throws {
     // An empty PDU carries no MIC (4 of the model's overhead bytes): 80 us
     // on 1M.
@@ -73,7 +85,7 @@ extension HandoffBenchmark {
       idleMicros = idle
       usleep(UInt32(6 * timing.intervalMicroseconds + Int.random(in: 0..<idle)))
       var bytes = Array("Idle \(i)\n".utf8)
-      while bytes.count < 200 { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
+      while bytes.count < size { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
       let name = "bench-idle-\(i).md"
       let temporary = source + "/.tmp-" + name
       _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
@@ -97,6 +109,7 @@ extension HandoffBenchmark {
     let median = latencies[latencies.count / 2]
     let p95 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.95).rounded(.up)) - 1)]
     let busy = Double(timing.intervalMicroseconds)
+    let peerIsCentral = intervalLog(peerLog).central
     print(
       String(
         format:
@@ -107,10 +120,14 @@ extension HandoffBenchmark {
     print(
       String(
         format:
-          "%6d B notes on an idle link (%d saves): save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
-        200, count, median, p95))
+          "%6d B notes on an idle link (%d saves, the saver %@): save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
+        size, count, peerIsCentral ? "peripheral" : "central", median, p95))
+    // The update's instant is six events after the one under way when the
+    // central asks. A central that saved asks as the NOTE goes out, before
+    // the first event that carries it: five carry at the idle interval. A
+    // central that receives asks once the first event brought data: six.
     var idleTiming = timing
-    idleTiming.intervalMicroseconds = idleMicros
+    idleTiming.slowStart = (peerIsCentral ? 6 : 5, idleMicros)
     printFloor(idleTiming, windows: windows, hciLog: peerLog, median: median, p95: p95)
   }
 }

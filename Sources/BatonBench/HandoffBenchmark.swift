@@ -28,9 +28,10 @@ import Synchronization
 /// (`FirstContact`), with the whole one's measured/floor; then as many
 /// first contacts of a member coming back (HandoffBenchmark+Arrivals.swift).
 ///
-/// With --idle-saves N (timed radio only), N saves of 200 B, each once the
-/// link has slowed to its idle pace, beside the floor at that pace, and the
-/// air an idle and a busy link take (HandoffBenchmark+IdleLink.swift).
+/// With --idle-saves N (timed radio only), N saves (of 200 B, or
+/// --idle-bytes N), each once the link has slowed to its idle pace, beside
+/// the floor at that pace, and the air an idle and a busy link take
+/// (HandoffBenchmark+IdleLink.swift).
 ///
 /// With --radio timed, the simulated radio runs its clock (Tests/Radio/timing.py:
 /// connection events, PDUs per event, air time), set by --conn-interval MS
@@ -50,8 +51,9 @@ import Synchronization
 ///
 /// Options: --saves N (default 50), --interval MS (advertising interval,
 /// default the agent's), --agents K (2 or 3; sizes are timed to B, a burst
-/// to every peer), --burst N (default 0: none), --idle-saves N (default 0), --keep (leave the
-/// folders), --radio instant|timed (default instant) and the timed radio's options.
+/// to every peer), --burst N (default 0: none), --idle-saves N (default 0),
+/// --idle-bytes N (200), --keep (leave the folders), --radio instant|timed
+/// (default instant) and the timed radio's options.
 enum HandoffBenchmark {
   static func run(_ arguments: [String]) async throws {
     var saves = 50
@@ -61,6 +63,7 @@ enum HandoffBenchmark {
     var burst = 0
     var arrivals = 0
     var idleSaves = 0
+    var idleBytes = 200
     var timing = RadioTiming()
     var rest = arguments[...]
     while let argument = rest.popFirst() {
@@ -72,6 +75,7 @@ enum HandoffBenchmark {
       case "--burst": burst = max(0, Int(rest.popFirst() ?? "") ?? 0)
       case "--arrivals": arrivals = max(0, Int(rest.popFirst() ?? "") ?? 0)
       case "--idle-saves": idleSaves = max(0, Int(rest.popFirst() ?? "") ?? 0)
+      case "--idle-bytes": idleBytes = min(1_000_000, max(20, Int(rest.popFirst() ?? "") ?? 200))
       default:
         guard try timing.parse(argument, &rest) else {
           throw BenchError.usage("unknown option \(argument)")
@@ -204,7 +208,7 @@ enum HandoffBenchmark {
     }
     if idleSaves > 0 {
       try runIdleSaves(
-        idleSaves, timing: timing, from: agents[0].notes, to: agents[1].notes,
+        idleSaves, bytes: idleBytes, timing: timing, from: agents[0].notes, to: agents[1].notes,
         peerLog: agents[1].hciLog)
     }
     if burst > 0 {
@@ -245,7 +249,7 @@ enum HandoffBenchmark {
     let middle = carries[carries.count / 2]
     let high = carries[
       min(carries.count - 1, Int((Double(carries.count) * 0.95).rounded(.up)) - 1)]
-    let interval = Double(timing.intervalMicroseconds) / 1000
+    let interval = Double(timing.firstIntervalMicroseconds) / 1000
     let floorMedian = 0.5 * interval + middle.ms
     let floorP95 = 0.95 * interval + high.ms
     print(

@@ -15,6 +15,24 @@ struct RadioTiming: Sendable {
   /// --scan-window-ms); 0: the radio hears all the time.
   var scanIntervalMicroseconds = 0
   var scanWindowMicroseconds = 0
+  /// A link that was idle (`LinkPace`): its first events keep the idle
+  /// interval until the update to the busy one takes effect at its
+  /// instant. Nil: every event at `intervalMicroseconds`.
+  var slowStart: (events: Int, intervalMicroseconds: Int)?
+
+  /// The interval a save waits for its first event in.
+  var firstIntervalMicroseconds: Int { slowStart?.intervalMicroseconds ?? intervalMicroseconds }
+
+  /// Where event `k` (0: the first the carry may use) starts and how long
+  /// it lasts, in microseconds.
+  func event(_ k: Int) -> (start: Int, length: Int) {
+    guard let slow = slowStart else { return (k * intervalMicroseconds, intervalMicroseconds) }
+    if k < slow.events { return (k * slow.intervalMicroseconds, slow.intervalMicroseconds) }
+    return (
+      slow.events * slow.intervalMicroseconds + (k - slow.events) * intervalMicroseconds,
+      intervalMicroseconds
+    )
+  }
 
   static let interframeSpace = 150
   static let pduOverhead = 14
@@ -146,7 +164,8 @@ struct RadioTiming: Sendable {
   /// From the anchor of the first event they may use to the end of the last
   /// PDU, in microseconds: L2CAP packets of `lengths` bytes, all ready at
   /// that anchor, going one way over an otherwise idle link (at most
-  /// `pdusPerEvent` PDUs per event, each ending within its event).
+  /// `pdusPerEvent` PDUs per event, each ending within its event; events
+  /// as `event(_:)` places them).
   func carryTime(_ lengths: [Int]) -> Int {
     var event = 0
     var used = 0  // air used in the current event, with the gaps
@@ -158,7 +177,7 @@ struct RadioTiming: Sendable {
         let payload = min(left, dataLength)
         left -= payload
         let start = count == 0 ? 0 : used + Self.interframeSpace
-        if count == pdusPerEvent || start + airtime(payload) > intervalMicroseconds {
+        if count == pdusPerEvent || start + airtime(payload) > self.event(event).length {
           event += 1
           count = 0
           used = airtime(payload)
@@ -166,7 +185,7 @@ struct RadioTiming: Sendable {
           used = start + airtime(payload)
         }
         count += 1
-        end = event * intervalMicroseconds + used
+        end = self.event(event).start + used
       } while left > 0
     }
     return end
