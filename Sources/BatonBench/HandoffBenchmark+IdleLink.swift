@@ -84,30 +84,14 @@ extension HandoffBenchmark {
       }
       idleMicros = idle
       usleep(UInt32(6 * timing.intervalMicroseconds + Int.random(in: 0..<idle)))
-      var bytes = Array("Idle \(i)\n".utf8)
-      while bytes.count < size { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
-      let name = "bench-idle-\(i).md"
-      let temporary = source + "/.tmp-" + name
-      _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
-      let wallStart = Date()
-      let start = ContinuousClock.now
-      rename(temporary, source + "/" + name)
-      let target = peer + "/" + name
-      while ContinuousClock.now - start < .seconds(30) {
-        if let data = FileManager.default.contents(atPath: target), Array(data) == bytes { break }
-        usleep(1000)
-      }
-      let elapsed = ContinuousClock.now - start
-      guard elapsed < .seconds(30) else {
-        throw BenchError.failed("\(name) did not arrive within 30 s")
-      }
-      latencies.append(elapsed.secondsValue * 1000)
-      since = Date()
-      windows.append((wallStart, since))
+      let save = try timedSave(
+        noteBytes("Idle \(i)", size: size, seed: i), as: "bench-idle-\(i).md", from: source,
+        to: peer)
+      latencies.append(save.ms)
+      windows.append(save.window)
+      since = save.window.1
     }
-    latencies.sort()
-    let median = latencies[latencies.count / 2]
-    let p95 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.95).rounded(.up)) - 1)]
+    let (median, p95) = medianAndP95(latencies)
     let busy = Double(timing.intervalMicroseconds)
     let peerIsCentral = intervalLog(peerLog).central
     print(

@@ -166,38 +166,20 @@ enum HandoffBenchmark {
           + " p95) + the model's time to carry the L2CAP packets B received between save and"
           + " arrival (the median save's, the p95 save's)")
     }
-    var noteBytes = 0
+    var savedBytes = 0
     for size in [200, 2_000, 20_000] {
       var latencies: [Double] = []
       var windows: [(Date, Date)] = []
       for i in 0..<saves {
-        var bytes = Array("Note \(size)-\(i)\n".utf8)
-        while bytes.count < size { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
-        let name = "bench-\(size)-\(i).md"
+        let bytes = noteBytes("Note \(size)-\(i)", size: size, seed: i)
         if timing.timed { usleep(UInt32.random(in: 0..<UInt32(timing.intervalMicroseconds))) }
-        let temporary = agents[0].notes + "/.tmp-" + name
-        _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
-        let wallStart = Date()
-        let start = ContinuousClock.now
-        rename(temporary, agents[0].notes + "/" + name)
-        let target = agents[1].notes + "/" + name
-        let deadline = start + .seconds(30)
-        while ContinuousClock.now < deadline {
-          if let data = FileManager.default.contents(atPath: target), Array(data) == bytes { break }
-          usleep(1000)
-        }
-        let elapsed = ContinuousClock.now - start
-        guard elapsed < .seconds(30) else {
-          throw BenchError.failed("\(name) did not arrive within 30 s")
-        }
-        latencies.append(elapsed.secondsValue * 1000)
-        windows.append((wallStart, Date()))
-        noteBytes += bytes.count
+        let save = try timedSave(
+          bytes, as: "bench-\(size)-\(i).md", from: agents[0].notes, to: agents[1].notes)
+        latencies.append(save.ms)
+        windows.append(save.window)
+        savedBytes += bytes.count
       }
-      latencies.sort()
-      let median = latencies[latencies.count / 2]
-      let p95 = latencies[
-        min(latencies.count - 1, Int((Double(latencies.count) * 0.95).rounded(.up)) - 1)]
+      let (median, p95) = medianAndP95(latencies)
       print(
         String(
           format: "%6d B notes: save -> identical file on the peer: median %7.1f ms, p95 %7.1f ms",
@@ -232,7 +214,45 @@ enum HandoffBenchmark {
       String(
         format:
           "HCI bytes per note byte: %.2f (A %d B + B %d B over %d note bytes; includes advertising, scanning and handshakes)",
-        Double(hciBytes.reduce(0, +)) / Double(noteBytes), hciBytes[0], hciBytes[1], noteBytes))
+        Double(hciBytes.reduce(0, +)) / Double(savedBytes), hciBytes[0], hciBytes[1], savedBytes))
+  }
+
+  /// A note of `size` bytes: `title` on its first line, then letters.
+  static func noteBytes(_ title: String, size: Int, seed: Int) -> [UInt8] {
+    var bytes = Array((title + "\n").utf8)
+    while bytes.count < size { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + seed) % 26)) }
+    return bytes
+  }
+
+  /// Saves `bytes` as `name` in `source` as an editor does (written aside,
+  /// then renamed into place) and waits, at most 30 s, until the identical
+  /// file is in `peer`: the time it took in milliseconds and the wall-clock
+  /// window (to read the HCI logs by).
+  static func timedSave(
+    _ bytes: [UInt8], as name: String, from source: String, to peer: String
+  ) throws -> (ms: Double, window: (Date, Date)) {
+    let temporary = source + "/.tmp-" + name
+    _ = FileManager.default.createFile(atPath: temporary, contents: Data(bytes))
+    let wallStart = Date()
+    let start = ContinuousClock.now
+    rename(temporary, source + "/" + name)
+    let target = peer + "/" + name
+    while ContinuousClock.now - start < .seconds(30) {
+      if let data = FileManager.default.contents(atPath: target), Array(data) == bytes { break }
+      usleep(1000)
+    }
+    let elapsed = ContinuousClock.now - start
+    guard elapsed < .seconds(30) else {
+      throw BenchError.failed("\(name) did not arrive within 30 s")
+    }
+    return (elapsed.secondsValue * 1000, (wallStart, Date()))
+  }
+
+  /// The median and the 95th percentile of `values` (at least one).
+  static func medianAndP95(_ values: [Double]) -> (Double, Double) {
+    let sorted = values.sorted()
+    let p95 = sorted[min(sorted.count - 1, Int((Double(sorted.count) * 0.95).rounded(.up)) - 1)]
+    return (sorted[sorted.count / 2], p95)
   }
 
   /// The timed radio's floor for one size's saves (see the type's comment),
@@ -267,9 +287,7 @@ enum HandoffBenchmark {
   /// then prints how many arrived and the slowest save-to-arrival time.
   static func runBurst(_ count: Int, from source: String, to peers: [String]) async throws {
     let notes: [(name: String, bytes: [UInt8])] = (0..<count).map { i in
-      var bytes = Array("Burst \(i)\n".utf8)
-      while bytes.count < 200 { bytes.append(UInt8(ascii: "a") + UInt8((bytes.count + i) % 26)) }
-      return ("burst-\(i).md", bytes)
+      ("burst-\(i).md", noteBytes("Burst \(i)", size: 200, seed: i))
     }
     let clock = BurstClock(notes: count, peers: peers.count)
     // inotify on the peers' folders, so watching costs nothing between
