@@ -56,6 +56,32 @@ extension HandoffBenchmark {
     return (changes, central)
   }
 
+  /// Brings the link to the busy pace before saves are timed on it: it
+  /// may have idled since it came up. When B's HCI log shows it idle, saves
+  /// one untimed note, waits until the log shows the busy pace asked for
+  /// (at most 10 s), then for the switch at the update's instant (six
+  /// events of the idle interval) and one more event.
+  static func busyLink(
+    timing: RadioTiming, from source: String, to peer: String, peerLog: String
+  ) throws {
+    guard let idle = intervalChanges(peerLog).last?.micros, idle > timing.intervalMicroseconds
+    else { return }
+    _ = try timedSave(
+      noteBytes("Warm-up", size: 200, seed: 0), as: "bench-warm-up.md", from: source, to: peer)
+    let deadline = ContinuousClock.now + .seconds(10)
+    while let last = intervalChanges(peerLog).last, last.micros > timing.intervalMicroseconds {
+      guard ContinuousClock.now < deadline else {
+        throw BenchError.failed("the link did not come back to the busy pace within 10 s")
+      }
+      usleep(20_000)
+    }
+    usleep(UInt32(7 * idle))
+    print(
+      String(
+        format: "the link had idled (%.1f ms events): one untimed save brought the busy pace back",
+        Double(idle) / 1000))
+  }
+
   static func runIdleSaves(
     _ count: Int, bytes size: Int, timing: RadioTiming, from source: String, to peer: String,
     peerLog: String

@@ -166,6 +166,10 @@ enum HandoffBenchmark {
           + " p95) + the model's time to carry the L2CAP packets B received between save and"
           + " arrival (the median save's, the p95 save's)")
     }
+    if timing.timed {
+      try busyLink(
+        timing: timing, from: agents[0].notes, to: agents[1].notes, peerLog: agents[1].hciLog)
+    }
     var savedBytes = 0
     for size in [200, 2_000, 20_000] {
       var latencies: [Double] = []
