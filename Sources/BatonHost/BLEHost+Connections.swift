@@ -170,7 +170,8 @@ extension BLEHost {
     let connection = LEConnection(
       handle: complete.handle, peerAddress: complete.peerAddress,
       peerAddressType: complete.peerAddressType, role: role, interval: complete.interval,
-      pace: paceSchedule, controller: controller, acceptor: { [weak self] psm in self?.acceptor(psm: psm) })
+      pace: paceSchedule, controller: controller,
+      acceptor: { [weak self] psm in self?.acceptor(psm: psm) })
     enum Next {
       case central(PendingConnect)
       case stray, incoming
