@@ -138,6 +138,6 @@ extension HandoffBenchmark {
     // central that receives asks once the first event brought data: six.
     var idleTiming = timing
     idleTiming.slowStart = (peerIsCentral ? 6 : 5, idleMicros)
-    printFloor(idleTiming, windows: windows, hciLog: peerLog, median: median, p95: p95)
+    printFloor(idleTiming, windows: windows, latencies: latencies, hciLog: peerLog)
   }
 }
