@@ -99,6 +99,8 @@ final class AgentRadio: Sendable {
     /// The host changed how it scans: tell it the schedule's step, even if
     /// the step did not change.
     var scanToldStale = false
+    /// Addresses whose beacon is decided again when the link fallback ends.
+    var waiting: Set<String> = []
   }
 
   /// Our beacon sealed now, and whether to advertise it connectable; while
@@ -525,7 +527,10 @@ final class AgentRadio: Sendable {
     }
     flagsChanged(flags)
     switch decision {
-    case .ignore, .wait:
+    case .ignore:
+      return .none
+    case .wait(let until):
+      decideAgain(report, at: until)
       return .none
     case .probe(let link):
       link.probe()
@@ -546,6 +551,23 @@ final class AgentRadio: Sendable {
           for: content, from: address, mine: mine, addressIsKnown: s.peers.isKnown(address),
           now: .now) && s.peers.claimSession(address)
       } ? .session : .none
+    }
+  }
+
+  /// Decides on `report` again at `instant` (the link fallback's end), once
+  /// per address: a host reports an unchanged advertisement once a scan
+  /// unless told to report every one (in a burst or window it is not, and
+  /// bluetoothd says nothing of an unchanged one whatever it is told), so
+  /// waiting for the next report could outlast the peer's window.
+  private func decideAgain(_ report: AdvertisingReport, at instant: ContinuousClock.Instant) {
+    let address = report.address.description
+    guard state.withLock({ $0.waiting.insert(address).inserted }) else { return }
+    Task { [weak self] in
+      try? await Timers.shared.sleep(until: instant)
+      self?.state.withLock { s in
+        s.waiting.remove(address)
+        _ = s.events?.yield(.report(report))
+      }
     }
   }
 

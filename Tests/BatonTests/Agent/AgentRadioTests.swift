@@ -86,6 +86,8 @@ import Testing
       Set(host.attempts.map(\.description)) == ["60:00:00:00:00:01", "60:00:00:00:00:03"])
   }
 
+  /// (Alice's fallback ends 2.5 s after she is heard; the radio stops well
+  /// before, right after carol's attempt.)
   @Test func theSideWithTheHigherAddressWaitsForThePeer() async throws {
     let bob = try HandoffTestAgent("bob", key: Self.key)
     let alice = try await peerBeacon("alice")
@@ -100,6 +102,23 @@ import Testing
       })
     await radio.stop()
     #expect(host.attempts.map(\.description) == ["60:00:00:00:00:03"])
+  }
+
+  /// A beacon heard once (a host reports an unchanged one once a scan) is
+  /// still connected to when the link fallback ends: the radio decides on
+  /// it again then, without a second report.
+  @Test func aPeerHeardOnceIsConnectedToWhenTheFallbackEnds() async throws {
+    let bob = try HandoffTestAgent("bob", key: Self.key)
+    let alice = try await peerBeacon("alice")
+    let radio = Running(engine: bob.engine)
+    let host = try #require(await radio.scanningHost())
+    // Alice's address (40:…) is the lower: her turn, for the fallback.
+    host.hear(report(alice, from: "40:00:00:00:00:01"))
+    #expect(
+      await eventually(20, "alice's beacon is connected to") {
+        host.attempts.map(\.description) == ["40:00:00:00:00:01"]
+      })
+    await radio.stop()
   }
 
   /// Issue 27: a beacon from an address heard before is decided without
