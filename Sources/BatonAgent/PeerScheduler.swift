@@ -14,7 +14,8 @@ import FoundationEssentials
 /// to `maxLinks` (fewer once the controller refused a connection for lack of
 /// room). Of the two, the one whose device id is lower (the lower address
 /// while either is unknown) connects; the other accepts, and connects itself
-/// only if no link has come `linkFallback` after it first heard the peer.
+/// only if no link has come `linkFallback` after it first heard the peer, or
+/// at once while its own beacon is closed (the peer cannot connect to it).
 /// Peers beyond the limit, a peer whose link attempts failed `linkAttempts`
 /// times in a row (for `linkRetryPause`), and every peer of a host that
 /// connects from another address than it advertises, get the per-change
@@ -37,10 +38,10 @@ struct PeerScheduler<Link: AnyObject> {
   static var maxLinks: Int { 4 }
   /// How long the side that only accepts waits for the peer's link before
   /// connecting itself (the peer may be at its limit, not know us yet, or
-  /// not be scanning: a linked agent scans only in windows, so for a
-  /// newcomer this wait is part of every new link). A peer that is
-  /// scanning hears our beacon well within it (every 200 ms, or 1.28 s
-  /// from bluetoothd) and connects first.
+  /// not be scanning: a linked agent scans only in windows). A peer that
+  /// is scanning hears our beacon well within it (every 200 ms, or 1.28 s
+  /// from bluetoothd) and connects first. Not while our beacon is closed:
+  /// then nobody can connect to us, and we connect at once.
   static var linkFallback: Duration { .milliseconds(2500) }
   /// Link attempts that fail in a row before the peer gets per-change
   /// sessions instead, for `linkRetryPause`.
@@ -49,9 +50,8 @@ struct PeerScheduler<Link: AnyObject> {
   /// Connection attempts the controller refuses because it still holds an
   /// abandoned one (it did not carry out the cancel) before it is reopened.
   static var stuckAttemptsBeforeReopen: Int { 3 }
-  /// How long a window stays open: the asker connects within the link
-  /// fallback (4 s) once it hears it, and bluetoothd sends our beacon every
-  /// 1.28 s.
+  /// How long a window stays open: the asker, closed, connects as soon as
+  /// it hears it, and bluetoothd sends our beacon every 1.28 s.
   static var windowLength: Duration { .seconds(15) }
   /// How long we ask after we last heard a closed peer we want a link with.
   static var askLength: Duration { .seconds(20) }
@@ -266,7 +266,10 @@ struct PeerScheduler<Link: AnyObject> {
       let ours = device.map { self.device.rawValue < $0.rawValue } ?? (ourAddress < address)
       let since = waiting[address]
       let fallback = since.map { now - $0 >= Self.linkFallback } ?? false
-      guard ours || fallback else {
+      // While our beacon is closed the peer cannot connect to us: its turn
+      // would only cost the fallback, so we take it.
+      let closed = beaconFlags(now: now).closed
+      guard ours || fallback || closed else {
         if since == nil { waiting[address] = now }
         return (.wait(until: (since ?? now) + Self.linkFallback), flags)
       }

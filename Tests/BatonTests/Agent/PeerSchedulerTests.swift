@@ -249,6 +249,31 @@ import Testing
     #expect(s.beaconFlags(now: start).closed)
   }
 
+  @Test func aClosedAgentConnectsToAnOpenPeerWithoutWaitingItsTurn() {
+    var s = Scheduler(device: me)
+    s.controllerOpened(addressIsPrivate: false)
+    let known = "AA:00:00:00:00:02"
+    _ = s.hear(known, rssi: -50, beacon: [1], at: date)
+    s.resolved(known, as: ("peer 40", DeviceID(rawValue: 0x40)), byAddress: true)
+    // The peer's id is the lower, so its turn; but it cannot connect to a
+    // closed beacon, and waiting for it would only cost the fallback.
+    #expect(s.beaconFlags(now: start).closed)
+    #expect(isLink(consider(&s, known).decision))
+  }
+
+  @Test func anOpenAgentWaitsItsTurnAfterAWindowOpened() {
+    var s = Scheduler(device: me)
+    s.controllerOpened(addressIsPrivate: false)
+    let lower = "AA:00:00:00:00:02"
+    _ = s.hear(lower, rssi: -50, beacon: [1], at: date)
+    s.resolved(lower, as: ("peer 40", DeviceID(rawValue: 0x40)), byAddress: true)
+    // It asks and is open: we open a window, and it connects to us.
+    let asking = BeaconContent(activityHash: 0, indexDigest: 7, asking: true)
+    let heard = consider(&s, lower, asking)
+    #expect(heard.flags == .window(until: start + Scheduler.windowLength, count: 1))
+    #expect(waitUntil(heard.decision) == start + Scheduler.linkFallback)
+  }
+
   @Test func aPrivateAddressIsNeverClosed() {
     var s = scheduler()
     let asking = BeaconContent(activityHash: 0, indexDigest: 7, asking: true)
