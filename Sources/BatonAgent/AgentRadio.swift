@@ -556,9 +556,8 @@ final class AgentRadio: Sendable {
 
   /// Decides on `report` again at `instant` (the link fallback's end), once
   /// per address: a host reports an unchanged advertisement once a scan
-  /// unless told to report every one (in a burst or window it is not, and
-  /// bluetoothd says nothing of an unchanged one whatever it is told), so
-  /// waiting for the next report could outlast the peer's window.
+  /// unless told to report every one, which in a burst or a window it is
+  /// not, so waiting for the next report could outlast the peer's window.
   private func decideAgain(_ report: AdvertisingReport, at instant: ContinuousClock.Instant) {
     let address = report.address.description
     guard state.withLock({ $0.waiting.insert(address).inserted }) else { return }
