@@ -35,8 +35,8 @@ cleanup() {
   say ""
   say "demo: stopping the agents and the radio"
   # One agent after the other: the first closes the link and the second hears
-  # it close. Stopped together, both would end the link at once, and the two
-  # radio's controllers would each log the other's end as a stray.
+  # it close. Stopped together, both would end the link at once, and each of
+  # the radio's two controllers would log the other's end as an error.
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
   if [ -n "$radio_pid" ]; then kill -TERM "$radio_pid" 2>/dev/null; wait "$radio_pid" 2>/dev/null; fi
   if [ -n "$sleeper" ]; then kill -TERM "$sleeper" 2>/dev/null; fi
