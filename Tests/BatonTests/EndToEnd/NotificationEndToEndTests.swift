@@ -39,6 +39,13 @@ import Testing
     #expect(shown.body == "from agentA")
     #expect(shown.actions == ["default", "Open", "open", "Open"])
 
+    // B takes the id from Notify's reply, on a task of its own, after the
+    // service has recorded the notification; a click before that finds no
+    // notification of B's (no person clicks so fast). So wait for B's word.
+    #expect(
+      await eventually(30, "B took the first notification's id") {
+        b.log.contains("notified \"First <title> & more\"")
+      }, "\(group.logs)")
     // The Open button runs the open-command with the file.
     try await service.invoke(shown.id, action: "open")
     let file = b.notes.path + "/first.md"
@@ -54,6 +61,10 @@ import Testing
         service.notifications.contains { $0.summary == "Second" }
       }, "\(service.notifications) \(group.logs)")
     #expect(service.notifications.last?.replaces == shown.id, "\(service.notifications)")
+    #expect(
+      await eventually(30, "B took the second notification's id") {
+        b.log.contains("notified \"Second\"")
+      }, "\(group.logs)")
     // An action on a notification baton did not send opens nothing.
     try await service.invoke(999, action: "open")
     try await service.invoke(shown.id, action: "default")
