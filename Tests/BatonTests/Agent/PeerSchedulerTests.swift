@@ -18,10 +18,13 @@ import Testing
   let ourAddress = "50:00:00:00:00:00"
   let open = BeaconContent(activityHash: 0, indexDigest: 7)
 
-  /// A scheduler for our device, with peers named and resolved to devices.
-  func scheduler(knowing peers: [String: UInt64] = [:]) -> Scheduler {
+  /// A scheduler for our device, with peers named and resolved to devices;
+  /// closed by default (PROTOCOL.md 3.3) unless its address is private.
+  func scheduler(knowing peers: [String: UInt64] = [:], addressIsPrivate: Bool = true)
+    -> Scheduler
+  {
     var scheduler = Scheduler(device: me)
-    scheduler.controllerOpened(addressIsPrivate: true)
+    scheduler.controllerOpened(addressIsPrivate: addressIsPrivate)
     for (address, device) in peers {
       if scheduler.hear(address, rssi: -50, beacon: [1], at: date) {
         scheduler.resolved(
@@ -250,23 +253,17 @@ import Testing
   }
 
   @Test func aClosedAgentConnectsToAnOpenPeerWithoutWaitingItsTurn() {
-    var s = Scheduler(device: me)
-    s.controllerOpened(addressIsPrivate: false)
-    let known = "AA:00:00:00:00:02"
-    _ = s.hear(known, rssi: -50, beacon: [1], at: date)
-    s.resolved(known, as: ("peer 40", DeviceID(rawValue: 0x40)), byAddress: true)
+    let lower = "AA:00:00:00:00:02"
+    var s = scheduler(knowing: [lower: 0x40], addressIsPrivate: false)
     // The peer's id is the lower, so its turn; but it cannot connect to a
     // closed beacon, and waiting for it would only cost the fallback.
     #expect(s.beaconFlags(now: start).closed)
-    #expect(isLink(consider(&s, known).decision))
+    #expect(isLink(consider(&s, lower).decision))
   }
 
   @Test func anOpenAgentWaitsItsTurnAfterAWindowOpened() {
-    var s = Scheduler(device: me)
-    s.controllerOpened(addressIsPrivate: false)
     let lower = "AA:00:00:00:00:02"
-    _ = s.hear(lower, rssi: -50, beacon: [1], at: date)
-    s.resolved(lower, as: ("peer 40", DeviceID(rawValue: 0x40)), byAddress: true)
+    var s = scheduler(knowing: [lower: 0x40], addressIsPrivate: false)
     // It asks and is open: we open a window, and it connects to us.
     let asking = BeaconContent(activityHash: 0, indexDigest: 7, asking: true)
     let heard = consider(&s, lower, asking)
